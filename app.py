@@ -1,0 +1,63 @@
+"""The app factory, and the local entry points: `python app.py` (dev server) and `--stdio`.
+
+gunicorn loads `wsgi:app` instead; its gevent worker patches the standard library
+before loading, so only the entry points below patch it themselves.
+"""
+
+if __name__ == "__main__":
+    # First lines on purpose: sockets, threads and stdin must be cooperative before anything imports them.
+    from gevent import monkey
+
+    monkey.patch_all()
+
+import argparse
+import sys
+from typing import Any
+
+from flask import Flask
+
+from mcp_server.config import Settings
+from mcp_server.extension import McpExtension, settings_of
+from mcp_server.logs import configure_logging
+
+__all__ = ["create_app"]
+
+
+def create_app(config: Any = None) -> Flask:
+    """Build the Flask app; config is Settings, a dict of MCP_* values, or None for the environment."""
+    settings = settings_of(config)
+    configure_logging(settings.log_level, settings.log_format)
+    app = Flask(__name__)
+    app.config["MCP_SETTINGS"] = settings
+    McpExtension(app)
+    return app
+
+
+def serve_dev(settings: Settings) -> None:
+    """Run a single-process gevent server for local development."""
+    from gevent.pywsgi import WSGIServer
+
+    app = create_app(settings)
+    host, _, port = settings.bind.rpartition(":")
+    print(f"MCP server on http://{settings.bind}/mcp (Ctrl-C to stop)", file=sys.stderr)
+    WSGIServer((host.strip("[]"), int(port)), app, log=None).serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run the chosen transport."""
+    parser = argparse.ArgumentParser(description="Flask MCP server")
+    parser.add_argument("--stdio", action="store_true", help="speak newline-delimited JSON-RPC on stdin/stdout")
+    parser.add_argument("--bind", help="HOST:PORT for the dev server (overrides MCP_BIND)")
+    args = parser.parse_args(argv)
+    overrides = {"bind": args.bind} if args.bind else {}
+    settings = Settings.from_environ(**overrides)
+    if args.stdio:
+        from mcp_server.stdio import run_stdio
+
+        return run_stdio(settings)
+    serve_dev(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Settings: every knob the server has, read from `MCP_*` environment variables.
+
+`Settings.from_environ()` takes any mapping, so tests pass a dict and never touch
+`os.environ`. Each field's default is the value used when the variable is unset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+__all__ = ["ConfigError", "Settings"]
+
+PREFIX = "MCP_"
+LOCALHOST_ORIGINS = (
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+)
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+
+
+class ConfigError(ValueError):
+    """A setting whose value cannot be used."""
+
+
+def parse_list(raw: str) -> tuple[str, ...]:
+    """Split a comma-separated setting, dropping blanks."""
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def parse_bool(raw: str) -> bool:
+    """Read 1/0, true/false, yes/no, on/off."""
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"not a boolean: {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The server's configuration; field X is read from MCP_X."""
+
+    bind: str = "127.0.0.1:8000"
+    workers: int = 1
+    worker_connections: int = 12000
+    graceful_timeout_s: float = 10.0
+    keepalive_s: float = 15.0
+    session_ttl_s: float = 3600.0
+    resume_window_s: float = 60.0
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_sessions: int = 10000
+    queue_max: int = 1000
+    replay_max: int = 500
+    page_size: int = 50
+    client_request_timeout_s: float = 60.0
+    allowed_origins: tuple[str, ...] = LOCALHOST_ORIGINS
+    allowed_hosts: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
+    redis_url: str = ""
+    log_level: str = "INFO"
+    log_format: str = "text"
+    server_name: str = "flask-mcp-server"
+    instructions: str = (
+        "Tools: add(a, b) adds two integers, get_time() tells the server's UTC time, "
+        "echo(text) returns its text."
+    )
+    files_root: str = ""
+    extra: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+        """Build settings from an environment mapping (os.environ when None)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for spec in dataclasses.fields(cls):
+            if spec.name == "extra":
+                continue
+            key = PREFIX + spec.name.upper()
+            if key in environ:
+                values[spec.name] = cast_setting(key, environ[key], spec.type)
+        values.update(overrides)
+        values["extra"] = {k: v for k, v in environ.items() if k.startswith(PREFIX)}
+        settings = cls(**values)
+        settings.check()
+        return settings
+
+    @classmethod
+    def from_mapping(cls, config: Mapping[str, Any] | None) -> "Settings":
+        """Build settings from a dict of MCP_* names or field names (for tests)."""
+        config = dict(config or {})
+        environ = {k: str(v) for k, v in config.items() if k.startswith(PREFIX)}
+        overrides = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
+        return cls.from_environ(environ, **overrides)
+
+    def check(self) -> None:
+        """Reject combinations that cannot work, with a message that says how to fix them."""
+        if self.workers < 1:
+            raise ConfigError("MCP_WORKERS must be at least 1")
+        if self.workers > 1 and not self.redis_url:
+            raise ConfigError(
+                "MCP_WORKERS > 1 needs MCP_REDIS_URL: with in-memory sessions a POST that "
+                "lands on another worker cannot reach its stream. Set MCP_REDIS_URL or use one worker."
+            )
+        if self.log_format not in ("text", "json"):
+            raise ConfigError("MCP_LOG_FORMAT must be 'text' or 'json'")
+        for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
+        for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
+
+    @property
+    def bind_host(self) -> str:
+        """The host part of the bind address, without brackets."""
+        host = self.bind.rsplit(":", 1)[0] if ":" in self.bind else self.bind
+        return host.strip("[]")
+
+    @property
+    def is_loopback_bind(self) -> bool:
+        """True when the server listens on a loopback address only."""
+        return self.bind_host in LOOPBACK_HOSTS or self.bind_host.startswith("127.")
+
+
+def cast_setting(key: str, raw: str, annotation: Any) -> Any:
+    """Convert one environment string to the field's type, naming the variable on failure."""
+    casts: dict[str, Callable[[str], Any]] = {
+        "str": str,
+        "int": int,
+        "float": float,
+        "bool": parse_bool,
+        "tuple[str, ...]": parse_list,
+    }
+    cast = casts.get(annotation if isinstance(annotation, str) else getattr(annotation, "__name__", ""))
+    if cast is None:
+        raise ConfigError(f"{key}: unsupported setting type {annotation!r}")
+    try:
+        return cast(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not a valid {annotation}") from None

@@ -1,0 +1,227 @@
+"""McpCore: one dispatcher that every transport (legacy SSE, Streamable HTTP, stdio) shares.
+
+A transport parses bytes into `messages.Body`, then asks the core to accept it:
+notifications and client responses are handled at once, each request runs in its
+own greenlet (so a slow tool never blocks the session, and cancellation can kill
+it), and the transport decides where the answers go.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+import gevent
+from jsonrpcserver import dispatch_to_response
+from jsonrpcserver.response import to_serializable_one
+
+import mcp_server.protocol  # noqa: F401  (registers the @method handlers)
+from mcp_server.context import RequestContext
+from mcp_server.errors import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PERMISSION_DENIED,
+    RpcError,
+    error_response,
+)
+from mcp_server.hub import Hub, create_hub
+from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
+from mcp_server.session import Session
+from mcp_server.versions import allows_batches
+from mcp_tools import Registry
+
+__all__ = ["McpCore", "SERVER_VERSION"]
+
+SERVER_VERSION = "1.0.0"
+log = logging.getLogger("mcp.rpc")
+# Requests a client may send before initialize has been answered.
+ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
+# Requests that notifications/cancelled may not stop, as the cancellation rules say.
+UNCANCELLABLE = frozenset({"initialize"})
+
+Send = Callable[[dict[str, Any]], Any]
+
+
+def identity(value: Any) -> Any:
+    """Pass an already-decoded request through jsonrpcserver untouched."""
+    return value
+
+
+def accept_valid(value: Any) -> Any:
+    """messages.classify has validated the envelope, so jsonrpcserver need not again."""
+    return value
+
+
+class McpCore:
+    """Settings, registry and hub, plus the request lifecycle every transport uses."""
+
+    def __init__(self, settings: Any, registry: Registry | None = None, hub: Hub | None = None) -> None:
+        self.settings = settings
+        self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
+        self.hub = hub if hub is not None else create_hub(settings)
+        self.hub.on_broadcast = self.deliver_broadcast
+        self.registry.on_change(self.announce_list_changed)
+
+    # session lifecycle
+    def open_session(self, transport: str, principal: str | None = None) -> Session:
+        """Create and store a new session."""
+        session = Session(transport=transport, principal=principal)
+        self.hub.create_session(session)
+        return session
+
+    def server_info(self) -> dict[str, Any]:
+        """Name and version for initialize."""
+        return {"name": self.settings.server_name, "version": SERVER_VERSION}
+
+    def capabilities(self) -> dict[str, Any]:
+        """Exactly the server capabilities that are implemented."""
+        return {"tools": {"listChanged": True}}
+
+    # authorization hooks (replaced by the security layer when authentication is on)
+    def permits(self, session: Session, kind: str, name: str) -> bool:
+        """Whether the session's principal may use the named tool, resource or prompt."""
+        return True
+
+    def require_permission(self, session: Session, kind: str, name: str) -> None:
+        """Raise -32001 when the session's principal may not use the named item."""
+        if not self.permits(session, kind, name):
+            raise RpcError(PERMISSION_DENIED, f"Permission denied: you may not use {kind} '{name}'", {kind: name})
+
+    # message handling
+    def batch_error(self, session: Session, body: Body) -> dict[str, Any] | None:
+        """Reject a batch unless the session negotiated the one version that has them."""
+        if body.is_batch and not allows_batches(session.protocol_version):
+            return error_response(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: JSON-RPC batches are not part of protocol version "
+                f"{session.protocol_version or 'in use'}; send one message per request",
+            )
+        return None
+
+    def accept(self, session: Session, body: Body, send: Send) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
+        """Handle notifications and responses now; start each request; return greenlets and immediate errors."""
+        rejected = self.batch_error(session, body)
+        if rejected is not None:
+            return [], [rejected]
+        running: list[gevent.Greenlet] = []
+        errors: list[dict[str, Any]] = []
+        for message in body.messages:
+            if message.kind == REQUEST:
+                running.append(self.start_request(session, message, send))
+            elif message.kind == NOTIFICATION:
+                self.handle_notification(session, message, send)
+            elif message.kind == RESPONSE:
+                self.handle_response(session, message)
+            elif message.error is not None:
+                self.log_call(session, message.raw.get("method") if isinstance(message.raw, dict) else None,
+                              message.id, message.error, 0.0)
+                errors.append(message.error)
+        return running, errors
+
+    def start_request(self, session: Session, message: Message, send: Send) -> gevent.Greenlet:
+        """Run a request in its own greenlet; its value is the response, or None if cancelled."""
+        greenlet = gevent.Greenlet(self.handle_request, session, message, send)
+        if message.method not in UNCANCELLABLE:
+            self.hub.inflight.add(session.id, message.id, greenlet)
+            greenlet.link(lambda g: self.hub.inflight.discard(session.id, message.id, g))
+        greenlet.start()
+        return greenlet
+
+    def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
+        """Dispatch one request through jsonrpcserver and return its response."""
+        started = time.perf_counter()
+        if not session.negotiated and message.method not in ALLOWED_BEFORE_INIT:
+            response = error_response(
+                message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
+            )
+        else:
+            ctx = RequestContext(self, session, send, message.id, message.method, message.meta)
+            try:
+                response = dispatch_to_response(
+                    message.to_request(),
+                    context=ctx,
+                    deserializer=identity,
+                    validator=accept_valid,
+                    post_process=to_serializable_one,
+                )
+            except gevent.GreenletExit:
+                self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
+                raise
+            response = self.polish(response, message.method)
+        self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
+        return response
+
+    def handle_notification(self, session: Session, message: Message, send: Send) -> None:
+        """Act on a client notification; unknown ones are ignored, as JSON-RPC requires."""
+        if message.method == "notifications/cancelled":
+            request_id = message.params.get("requestId")
+            if request_id is not None:
+                self.hub.cancel(session.id, request_id)
+            return
+        ctx = RequestContext(self, session, send, None, message.method, message.meta)
+        dispatch_to_response(
+            message.to_request(),
+            context=ctx,
+            deserializer=identity,
+            validator=accept_valid,
+            post_process=to_serializable_one,
+        )
+
+    def handle_response(self, session: Session, message: Message) -> None:
+        """Route a client's answer to the tool that is waiting for it."""
+        if not self.hub.resolve(session.id, message.raw):
+            log.debug("no waiter for client response %r in session %s", message.id, session.id)
+
+    def polish(self, response: Any, method: str | None) -> Any:
+        """Say which method was not found, rather than jsonrpcserver's bare message."""
+        if isinstance(response, dict):
+            error = response.get("error")
+            if error and error.get("code") == METHOD_NOT_FOUND:
+                error["message"] = f"Method not found: {method}"
+                error.pop("data", None)
+        return response
+
+    def log_call(self, session: Session, method: Any, request_id: Any, response: Any, seconds: float) -> None:
+        """Write the one log line each request gets."""
+        if response is None:
+            status = "cancelled"
+        elif "error" in response:
+            status = f"error:{response['error'].get('code')}"
+        else:
+            status = "ok"
+        log.info(
+            "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
+            method, request_id, session.id[:8], status, seconds * 1000.0,
+        )
+
+    # server-initiated notifications
+    def announce_list_changed(self, kind: str) -> None:
+        """Tell every session that a tool, resource or prompt list changed."""
+        method = {
+            "tool": "notifications/tools/list_changed",
+            "resource": "notifications/resources/list_changed",
+            "resource template": "notifications/resources/list_changed",
+            "prompt": "notifications/prompts/list_changed",
+        }[kind]
+        self.hub.broadcast({"jsonrpc": "2.0", "method": method})
+
+    def deliver_broadcast(self, kind: str, message: dict[str, Any]) -> None:
+        """Publish a broadcast notification to each session streaming from this worker that wants it."""
+        for session_id in self.hub.streaming_session_ids():
+            session = self.hub.get_session(session_id)
+            if session is not None and self.wants(session, message):
+                self.hub.publish(session_id, message)
+
+    def wants(self, session: Session, message: dict[str, Any]) -> bool:
+        """Whether a session should receive a broadcast notification."""
+        if not session.initialized and not session.negotiated:
+            return False
+        if message.get("method") == "notifications/resources/updated":
+            return message.get("params", {}).get("uri") in session.subscriptions
+        return True
+
+    def shutdown(self) -> None:
+        """Close every stream promptly; in-flight calls finish or are killed by the worker."""
+        self.hub.shutdown()

@@ -1,0 +1,66 @@
+"""JSON-RPC and MCP error codes, and the error values built from them.
+
+Errors are values at the protocol layer: handlers raise `RpcError`, which
+jsonrpcserver turns into an error response, and transports build bodies with
+`error_response`. Messages say what went wrong and how to fix it; `data` never
+carries exception text, paths or versions.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from jsonrpcserver.exceptions import JsonRpcError
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "PERMISSION_DENIED",
+    "REQUEST_TIMEOUT",
+    "RESOURCE_NOT_FOUND",
+    "SERVER_UNAVAILABLE",
+    "RpcError",
+    "error_response",
+    "new_correlation_id",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+PERMISSION_DENIED = -32001
+RESOURCE_NOT_FOUND = -32002
+REQUEST_TIMEOUT = -32003
+SERVER_UNAVAILABLE = -32004
+
+
+class RpcError(JsonRpcError):
+    """A JSON-RPC error raised by a handler; jsonrpcserver answers with it."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(code, message, data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the error object as it goes on the wire."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """Build a JSON-RPC error response object."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def new_correlation_id() -> str:
+    """Return a short random id that ties a client-visible error to a log line."""
+    return secrets.token_hex(6)

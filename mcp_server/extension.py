@@ -1,0 +1,98 @@
+"""The Flask extension: `McpExtension(app)` wires the core, the routes and the error pages."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, g, request
+from werkzeug.exceptions import HTTPException
+
+from mcp_server import http, ops
+from mcp_server.config import Settings
+from mcp_server.core import McpCore
+from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, new_correlation_id
+from mcp_server.responses import HttpProblem, json_response, problem_response
+
+__all__ = ["McpExtension"]
+
+log = logging.getLogger("mcp.http")
+
+
+class McpExtension:
+    """Owns one McpCore per app and answers every error as JSON, never as HTML."""
+
+    def __init__(self, app: Flask | None = None, settings: Settings | None = None, core: McpCore | None = None) -> None:
+        self.settings = settings
+        self.core = core
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        """Build the core from the app's settings and register routes and handlers."""
+        settings = self.settings or app.config["MCP_SETTINGS"]
+        self.core = self.core or McpCore(settings)
+        app.extensions["mcp"] = self
+        app.register_blueprint(http.blueprint)
+        app.register_blueprint(ops.blueprint)
+        app.register_error_handler(HttpProblem, self.render_problem)
+        app.register_error_handler(HTTPException, self.render_http_exception)
+        app.register_error_handler(Exception, self.render_unexpected)
+        app.after_request(self.log_http_error)
+
+    @staticmethod
+    def render_problem(problem: HttpProblem) -> Response:
+        """An HTTP-level refusal with its JSON-RPC error body."""
+        return problem_response(problem)
+
+    @staticmethod
+    def render_http_exception(exc: HTTPException) -> Response:
+        """Werkzeug's errors (404, 405, ...) as JSON instead of HTML."""
+        hints = {
+            404: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
+            405: f"Method {request.method} is not allowed here; /mcp takes GET, POST and DELETE",
+        }
+        message = hints.get(exc.code or 500, exc.name)
+        response = json_response(
+            {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}, exc.code or 500
+        )
+        if exc.code == 405 and isinstance(exc, HTTPException):
+            allow = exc.get_headers()
+            for name, value in allow:
+                if name.lower() == "allow":
+                    response.headers["Allow"] = value
+        return response
+
+    @staticmethod
+    def render_unexpected(exc: Exception) -> Response:
+        """A bug: log it with a correlation id and tell the client only the id."""
+        correlation_id = new_correlation_id()
+        log.exception("unhandled error on %s %s (correlation id %s)", request.method, request.path, correlation_id)
+        return json_response(
+            {"jsonrpc": "2.0", "id": None,
+             "error": {"code": INTERNAL_ERROR, "message": "Internal error", "data": {"correlationId": correlation_id}}},
+            500,
+        )
+
+    @staticmethod
+    def log_http_error(response: Response) -> Response:
+        """Log HTTP-level refusals (JSON-RPC requests log their own line)."""
+        if response.status_code >= 400:
+            session = request.headers.get("Mcp-Session-Id") or request.args.get("session_id") or "-"
+            log.info("http method=%s path=%s session=%s status=%d", request.method, request.path,
+                     session[:8], response.status_code)
+        return response
+
+    def shutdown(self) -> None:
+        """Close every stream promptly (called from gunicorn on SIGTERM)."""
+        if self.core is not None:
+            self.core.shutdown()
+
+
+def settings_of(config: Any) -> Settings:
+    """Turn create_app's config argument into Settings."""
+    if isinstance(config, Settings):
+        return config
+    if config is None:
+        return Settings.from_environ()
+    return Settings.from_mapping(config)

@@ -1,0 +1,35 @@
+"""How messages reach a stream: one interface (`Hub`), two backends (memory, redis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_server.hub.base import (
+    CapacityError,
+    Hub,
+    HubUnavailable,
+    StreamClosed,
+    StreamConflict,
+    Subscription,
+)
+
+__all__ = [
+    "CapacityError",
+    "Hub",
+    "HubUnavailable",
+    "StreamClosed",
+    "StreamConflict",
+    "Subscription",
+    "create_hub",
+]
+
+
+def create_hub(settings: Any) -> Hub:
+    """Return the Redis hub when MCP_REDIS_URL is set, else the in-memory hub."""
+    if settings.redis_url:
+        from mcp_server.hub.redis import RedisHub
+
+        return RedisHub(settings)
+    from mcp_server.hub.memory import MemoryHub
+
+    return MemoryHub(settings)

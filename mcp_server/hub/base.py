@@ -1,0 +1,231 @@
+"""The hub contract: how sessions are stored and how messages reach their streams.
+
+Both backends (memory, redis) implement `Hub`; the parts that live in one worker
+whatever the backend (running calls that can be cancelled, tools waiting for a
+client's answer) are shared here.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Iterator
+
+import gevent
+from gevent.event import AsyncResult
+
+from mcp_server.errors import REQUEST_TIMEOUT, RpcError
+from mcp_server.session import Session
+
+__all__ = [
+    "CapacityError",
+    "Hub",
+    "HubUnavailable",
+    "InflightCalls",
+    "StreamClosed",
+    "StreamConflict",
+    "Subscription",
+]
+
+log = logging.getLogger("mcp.hub")
+
+
+class CapacityError(RuntimeError):
+    """The hub holds as many sessions as it may."""
+
+
+class HubUnavailable(RuntimeError):
+    """The hub's backing store cannot be reached right now."""
+
+
+class StreamConflict(RuntimeError):
+    """The session already has a stream open and may not have a second one."""
+
+
+class StreamClosed(Exception):
+    """The subscription ended; `reason` says why (shutdown, slow consumer, session closed)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Subscription(ABC):
+    """A stream's view of its session: missed events first, then live ones."""
+
+    session_id: str
+
+    @abstractmethod
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next (event_id, json_bytes), None after timeout; raise StreamClosed when ended."""
+
+    @abstractmethod
+    def close(self, reason: str = "client gone") -> None:
+        """Stop receiving and free what the subscription holds."""
+
+    def __iter__(self) -> Iterator[tuple[str, bytes] | None]:
+        """Iterate forever: events, or None when nothing arrived within a second."""
+        while True:
+            yield self.get(1.0)
+
+
+class InflightCalls:
+    """The requests this worker is running, by (session id, request id), so they can be cancelled."""
+
+    def __init__(self) -> None:
+        self._calls: dict[tuple[str, Any], gevent.Greenlet] = {}
+
+    def add(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> None:
+        """Remember a running request."""
+        self._calls[(session_id, request_id)] = greenlet
+
+    def discard(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet | None = None) -> None:
+        """Forget a request that finished (only if it is still the same greenlet)."""
+        key = (session_id, request_id)
+        if greenlet is None or self._calls.get(key) is greenlet:
+            self._calls.pop(key, None)
+
+    def cancel(self, session_id: str, request_id: Any) -> bool:
+        """Kill a running request; return whether one was running here."""
+        greenlet = self._calls.pop((session_id, request_id), None)
+        if greenlet is None or greenlet.dead:
+            return False
+        greenlet.kill(block=False)
+        return True
+
+    def count(self, session_id: str) -> int:
+        """How many requests of one session are running here."""
+        return sum(1 for sid, _ in self._calls if sid == session_id)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+
+class PendingRequests:
+    """Server-to-client requests waiting for the client's answer, in this worker."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], AsyncResult] = {}
+
+    def open(self, session_id: str) -> tuple[str, AsyncResult]:
+        """Reserve a fresh request id and the result its answer will fill."""
+        request_id = "srv-" + secrets.token_hex(8)
+        result = AsyncResult()
+        self._waiting[(session_id, request_id)] = result
+        return request_id, result
+
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Hand a client's answer to the waiting tool; False if nobody here waits for it."""
+        result = self._waiting.pop((session_id, response.get("id")), None)
+        if result is None:
+            return False
+        result.set(response)
+        return True
+
+    def forget(self, session_id: str, request_id: str) -> None:
+        """Stop waiting for an answer."""
+        self._waiting.pop((session_id, request_id), None)
+
+
+class Hub(ABC):
+    """Sessions, delivery, replay, server-to-client requests and cancellation."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.inflight = InflightCalls()
+        self.pending = PendingRequests()
+        self.on_broadcast: Callable[[str, dict[str, Any]], None] | None = None
+
+    # sessions
+    @abstractmethod
+    def create_session(self, session: Session) -> None:
+        """Store a new session; raise CapacityError when full."""
+
+    @abstractmethod
+    def get_session(self, session_id: str) -> Session | None:
+        """Load a session and refresh its idle timer; None if unknown or expired."""
+
+    @abstractmethod
+    def save_session(self, session: Session) -> None:
+        """Store a changed session."""
+
+    @abstractmethod
+    def close_session(self, session_id: str) -> bool:
+        """End a session and its stream; return whether it existed."""
+
+    @abstractmethod
+    def session_count(self) -> int:
+        """How many sessions exist."""
+
+    # delivery
+    @abstractmethod
+    def publish(self, session_id: str, message: Any) -> str | None:
+        """Queue a message for the session's stream and its replay log; return its event id."""
+
+    @abstractmethod
+    def subscribe(
+        self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+    ) -> Subscription:
+        """Attach a stream; exclusive raises StreamConflict if one is attached, else it is replaced."""
+
+    @abstractmethod
+    def streaming_session_ids(self) -> list[str]:
+        """Sessions with a stream open in this worker."""
+
+    # fan-out and control
+    @abstractmethod
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Offer a notification to every worker; each calls on_broadcast for its own streams."""
+
+    @abstractmethod
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Route a client's answer to the tool waiting for it, on whichever worker."""
+
+    @abstractmethod
+    def cancel(self, session_id: str, request_id: Any) -> None:
+        """Cancel a running request on whichever worker runs it."""
+
+    # operations
+    def ready(self) -> bool:
+        """True when the hub's dependencies answer."""
+        return True
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Close every stream promptly (on SIGTERM)."""
+
+    def request(
+        self,
+        session_id: str,
+        method: str,
+        params: dict[str, Any],
+        timeout: float,
+        send: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> dict[str, Any]:
+        """Send a request to the client and wait for its answer (a response message)."""
+        request_id, result = self.pending.open(session_id)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        try:
+            (send or (lambda m: self.publish(session_id, m)))(message)
+            try:
+                return result.get(timeout=timeout)
+            except gevent.Timeout:
+                self._tell_client_cancelled(session_id, request_id, send)
+                raise RpcError(
+                    REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"
+                ) from None
+        finally:
+            self.pending.forget(session_id, request_id)
+
+    def _tell_client_cancelled(self, session_id: str, request_id: str, send: Callable | None) -> None:
+        """Tell the client we gave up on a request, as the cancellation rules ask."""
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "timed out"},
+        }
+        try:
+            (send or (lambda m: self.publish(session_id, m)))(note)
+        except Exception:  # the stream may be gone; the timeout is what matters
+            log.debug("could not send cancellation for %s", request_id)

@@ -1,0 +1,242 @@
+"""The embedded hub: sessions in a dict, gevent queues for delivery, a bounded replay log.
+
+Everything lives in one worker process, which is why more than one worker needs
+the Redis hub. Every structure is bounded: sessions, queue length, replay length.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+import gevent
+from gevent.queue import Empty, Queue
+
+from mcp_server.encoding import dumps
+from mcp_server.hub.base import (
+    CapacityError,
+    Hub,
+    StreamClosed,
+    StreamConflict,
+    Subscription,
+)
+from mcp_server.session import Session
+
+__all__ = ["MemoryHub"]
+
+log = logging.getLogger("mcp.hub")
+CLOSE = object()
+
+
+class MemorySubscription(Subscription):
+    """A stream attached to one session slot."""
+
+    def __init__(self, slot: "SessionSlot", maxsize: int) -> None:
+        self.session_id = slot.session.id
+        self.slot = slot
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
+        self.queue: Queue = Queue()
+        self.maxsize = maxsize
+        self.reason: str | None = None
+
+    def offer(self, event: tuple[str, bytes]) -> None:
+        """Queue an event; a consumer too slow to keep up is cut off instead of growing memory."""
+        if self.reason is not None:
+            return
+        if self.queue.qsize() >= self.maxsize:
+            log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id)
+            self.end("slow consumer")
+            return
+        self.queue.put_nowait(event)
+
+    def end(self, reason: str) -> None:
+        """Make the next get() raise StreamClosed with reason."""
+        if self.reason is None:
+            self.reason = reason
+            self.queue.put_nowait(CLOSE)
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next event, None on timeout; raise StreamClosed once ended."""
+        try:
+            item = self.queue.get(timeout=timeout)
+        except Empty:
+            self.slot.touch()
+            return None
+        if item is CLOSE:
+            raise StreamClosed(self.reason or "closed")
+        self.slot.delivered = int(item[0])
+        self.slot.touch()
+        return item
+
+    def close(self, reason: str = "client gone") -> None:
+        """Detach from the slot; the session waits resume_window_s for a reconnect."""
+        if self.slot.subscriber is self:
+            self.slot.subscriber = None
+            self.slot.detached_at = time.monotonic()
+        if self.reason is None:
+            self.reason = reason
+
+
+class SessionSlot:
+    """One session with its replay log and the stream attached to it, if any."""
+
+    __slots__ = ("session", "replay", "next_event_id", "delivered", "subscriber", "last_seen", "detached_at")
+
+    def __init__(self, session: Session, replay_max: int) -> None:
+        self.session = session
+        self.replay: deque[tuple[str, bytes]] = deque(maxlen=replay_max)
+        self.next_event_id = 1
+        self.delivered = 0
+        self.subscriber: MemorySubscription | None = None
+        self.last_seen = time.monotonic()
+        self.detached_at: float | None = None
+
+    def touch(self) -> None:
+        """Mark the session as active now."""
+        self.last_seen = time.monotonic()
+
+
+class MemoryHub(Hub):
+    """The single-worker hub."""
+
+    def __init__(self, settings: Any) -> None:
+        super().__init__(settings)
+        self.slots: dict[str, SessionSlot] = {}
+        self._reaper: gevent.Greenlet | None = None
+
+    def create_session(self, session: Session) -> None:
+        """Store a new session; raise CapacityError when MCP_MAX_SESSIONS are open."""
+        self.reap()
+        if len(self.slots) >= self.settings.max_sessions:
+            raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
+        self.slots[session.id] = SessionSlot(session, self.settings.replay_max)
+        self._start_reaper()
+
+    def get_session(self, session_id: str) -> Session | None:
+        """Return the live session and mark it active."""
+        slot = self.slots.get(session_id)
+        if slot is None or self._expired(slot, time.monotonic()):
+            return None
+        slot.touch()
+        return slot.session
+
+    def save_session(self, session: Session) -> None:
+        """Sessions are shared objects here, so saving only refreshes the slot's copy."""
+        slot = self.slots.get(session.id)
+        if slot is not None:
+            slot.session = session
+
+    def close_session(self, session_id: str) -> bool:
+        """Remove the session and end its stream."""
+        slot = self.slots.pop(session_id, None)
+        if slot is None:
+            return False
+        if slot.subscriber is not None:
+            slot.subscriber.end("session closed")
+        return True
+
+    def session_count(self) -> int:
+        """How many sessions this worker holds."""
+        return len(self.slots)
+
+    def publish(self, session_id: str, message: Any) -> str | None:
+        """Append to the replay log and hand to the attached stream, if any."""
+        slot = self.slots.get(session_id)
+        if slot is None:
+            return None
+        event_id = str(slot.next_event_id)
+        slot.next_event_id += 1
+        event = (event_id, dumps(message))
+        slot.replay.append(event)
+        if slot.subscriber is not None:
+            slot.subscriber.offer(event)
+        return event_id
+
+    def subscribe(
+        self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+    ) -> Subscription:
+        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
+        slot = self.slots.get(session_id)
+        if slot is None:
+            raise KeyError(session_id)
+        if slot.subscriber is not None:
+            if exclusive:
+                raise StreamConflict(session_id)
+            slot.subscriber.end("replaced by a newer stream")
+        after = slot.delivered if last_event_id is None else parse_event_id(last_event_id)
+        subscription = MemorySubscription(slot, self.settings.queue_max)
+        for event in slot.replay:
+            if int(event[0]) > after:
+                subscription.queue.put_nowait(event)
+        slot.subscriber = subscription
+        slot.detached_at = None
+        slot.touch()
+        return subscription
+
+    def streaming_session_ids(self) -> list[str]:
+        """Sessions with an attached stream."""
+        return [sid for sid, slot in self.slots.items() if slot.subscriber is not None]
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """There is only this worker: hand the notification to its own streams."""
+        if self.on_broadcast is not None:
+            self.on_broadcast("notify", message)
+
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Wake the tool waiting for this answer."""
+        return self.pending.resolve(session_id, response)
+
+    def cancel(self, session_id: str, request_id: Any) -> None:
+        """Kill the running request, if it runs here."""
+        self.inflight.cancel(session_id, request_id)
+
+    def shutdown(self) -> None:
+        """End every stream so the worker can exit promptly."""
+        for slot in list(self.slots.values()):
+            if slot.subscriber is not None:
+                slot.subscriber.end("server shutting down")
+        if self._reaper is not None:
+            self._reaper.kill(block=False)
+
+    def reap(self) -> int:
+        """Drop expired sessions; return how many."""
+        now = time.monotonic()
+        expired = [sid for sid, slot in self.slots.items() if self._expired(slot, now)]
+        for sid in expired:
+            self.close_session(sid)
+        if expired:
+            log.info("expired %d idle session(s)", len(expired))
+        return len(expired)
+
+    def _expired(self, slot: SessionSlot, now: float) -> bool:
+        """A session expires when idle past the TTL, or detached past the resume window."""
+        if slot.subscriber is not None:
+            return False
+        if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
+            return True
+        return now - slot.last_seen > self.settings.session_ttl_s
+
+    def _start_reaper(self) -> None:
+        """Start the periodic expiry greenlet on first use (never at import time)."""
+        if self._reaper is None or self._reaper.dead:
+            self._reaper = gevent.spawn(self._reap_forever)
+
+    def _reap_forever(self) -> None:
+        """Expire idle sessions every few seconds."""
+        interval = max(0.5, min(self.settings.session_ttl_s, self.settings.resume_window_s or 30.0, 30.0) / 4)
+        while True:
+            gevent.sleep(interval)
+            try:
+                self.reap()
+            except Exception:
+                log.exception("session reaper failed")
+
+
+def parse_event_id(value: str) -> int:
+    """Read a Last-Event-ID; an unreadable one replays nothing rather than everything."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 1 << 62

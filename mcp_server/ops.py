@@ -1,0 +1,27 @@
+"""Operations endpoints: /healthz (the process answers) and /readyz (its dependencies do)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app
+
+from mcp_server.responses import json_response
+
+__all__ = ["blueprint"]
+
+blueprint = Blueprint("ops", __name__)
+HTTP_503_SERVICE_UNAVAILABLE = 503
+
+
+@blueprint.route("/healthz", methods=["GET"])
+def healthz() -> Response:
+    """Alive: the worker answers HTTP."""
+    return json_response({"status": "ok"})
+
+
+@blueprint.route("/readyz", methods=["GET"])
+def readyz() -> Response:
+    """Ready: the hub's backing store answers."""
+    core = current_app.extensions["mcp"].core
+    if core.hub.ready():
+        return json_response({"status": "ready", "sessions": core.hub.session_count()})
+    return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTP_503_SERVICE_UNAVAILABLE)

@@ -1,0 +1,100 @@
+"""Legacy HTTP+SSE transport (protocol 2024-11-05): a GET stream plus POSTed messages.
+
+GET opens the session and streams `event: endpoint` first, then one `event:
+message` per JSON-RPC message, each with an `id:`. POST answers 202 at once; the
+answers go out through the hub to whichever worker holds the stream. A client
+that reconnects with `?session_id=` and `Last-Event-ID` gets what it missed (an
+extension: 2024-11-05 itself has no resumption).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator
+
+import gevent
+from flask import Response
+
+from mcp_server.core import McpCore
+from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event
+from mcp_server.hub import StreamClosed, Subscription
+from mcp_server.messages import Body
+from mcp_server.session import SSE, Session
+
+__all__ = ["SSE_HEADERS", "open_stream", "post_message", "stream_events"]
+
+log = logging.getLogger("mcp.sse")
+HTTP_202_ACCEPTED = 202
+SSE_HEADERS = {
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+    "Connection": "keep-alive",
+}
+
+
+def stream_events(
+    subscription: Subscription, keepalive_s: float, first_frames: tuple[bytes, ...] = ()
+) -> Iterator[bytes]:
+    """Yield SSE frames from a subscription until it closes; always release it at the end."""
+    try:
+        yield from first_frames
+        while True:
+            try:
+                item = subscription.get(keepalive_s)
+            except StreamClosed as closed:
+                log.info("stream of session %s closed: %s", subscription.session_id[:8], closed.reason)
+                return
+            if item is None:
+                yield KEEPALIVE_FRAME
+            else:
+                yield format_sse_event(item[1], event_id=item[0])
+    finally:
+        # A disconnect surfaces here as GeneratorExit at the next write.
+        subscription.close()
+
+
+def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_event_id: str | None,
+                principal: str | None) -> Response:
+    """Open (or resume) a legacy session and return its event stream."""
+    if resume is None:
+        session = core.open_session(SSE, principal)
+        log.info("opened legacy session %s", session.id[:8])
+    else:
+        session = resume
+    subscription = core.hub.subscribe(session.id, last_event_id)
+    endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
+    return Response(
+        stream_events(subscription, core.settings.keepalive_s, (endpoint,)),
+        mimetype="text/event-stream",
+        headers=SSE_HEADERS,
+    )
+
+
+def post_message(core: McpCore, session: Session, body: Body) -> Response:
+    """Accept a POSTed body; every answer is published to the session's stream."""
+
+    def publish(message: Any) -> None:
+        core.hub.publish(session.id, message)
+
+    rejected = core.batch_error(session, body)
+    if rejected is not None:
+        publish(rejected)
+        return Response(status=HTTP_202_ACCEPTED)
+    running, errors = core.accept(session, body, publish)
+    if body.is_batch:
+        if running or errors:
+            gevent.spawn(publish_batch, core, session, running, errors)
+    else:
+        for error in errors:
+            publish(error)
+        for greenlet in running:
+            greenlet.link_value(lambda g: g.value is not None and publish(g.value))
+    return Response(status=HTTP_202_ACCEPTED)
+
+
+def publish_batch(core: McpCore, session: Session, running: list, errors: list) -> None:
+    """Publish a batch's answers together, as one JSON array, once they are all done."""
+    gevent.joinall(running)
+    answers = errors + [g.value for g in running if isinstance(g.value, dict)]
+    if answers:
+        core.hub.publish(session.id, answers)

@@ -1,0 +1,174 @@
+"""Streamable HTTP transport (2025-03-26 .. 2025-11-25) on the same `/mcp` path.
+
+POST carries messages. `initialize` opens a session (`Mcp-Session-Id`). A request
+is answered as JSON when it produces only its result, or as a short SSE stream
+when it sends progress, logs or server requests first. GET opens the session's
+one standalone stream; DELETE ends the session.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator
+
+import gevent
+from flask import Response
+from gevent.queue import Queue
+
+from mcp_server.core import McpCore
+from mcp_server.encoding import format_sse_event, dumps
+from mcp_server.errors import INVALID_REQUEST
+from mcp_server.hub import StreamConflict
+from mcp_server.messages import REQUEST, Body
+from mcp_server.responses import HttpProblem, json_response
+from mcp_server.session import STREAMABLE, Session
+from mcp_server.sse import SSE_HEADERS, stream_events
+from mcp_server.versions import SUPPORTED
+
+__all__ = ["AcceptedTypes", "close_session", "open_stream", "post_messages", "check_protocol_header"]
+
+log = logging.getLogger("mcp.streamable")
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+HTTP_202_ACCEPTED = 202
+HTTP_204_NO_CONTENT = 204
+HTTP_400_BAD_REQUEST = 400
+HTTP_406_NOT_ACCEPTABLE = 406
+HTTP_409_CONFLICT = 409
+DONE = object()
+
+
+class AcceptedTypes:
+    """Which of JSON and SSE an Accept header allows (no header allows both)."""
+
+    def __init__(self, header: str | None) -> None:
+        types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
+        self.json = bool(types & {"application/json", "application/*", "*/*"})
+        self.sse = bool(types & {"text/event-stream", "text/*", "*/*"})
+
+
+def check_protocol_header(headers: Any, session: Session) -> None:
+    """Reject an MCP-Protocol-Version this server does not speak (400)."""
+    value = headers.get(VERSION_HEADER)
+    if value is None:
+        return
+    if value not in SUPPORTED:
+        raise HttpProblem(
+            HTTP_400_BAD_REQUEST,
+            INVALID_REQUEST,
+            f"Unsupported MCP-Protocol-Version {value!r}; this server speaks {', '.join(SUPPORTED)}",
+        )
+
+
+def is_initialize(body: Body) -> bool:
+    """True when the body is a single initialize request."""
+    return (not body.is_batch and len(body.messages) == 1
+            and body.messages[0].kind == REQUEST and body.messages[0].method == "initialize")
+
+
+class Exchange:
+    """One POSTed request's way back: an SSE stream while the client listens, the hub after."""
+
+    def __init__(self, core: McpCore, session: Session) -> None:
+        self.core = core
+        self.session = session
+        self.outbox: Queue = Queue()
+        self.abandoned = False
+        self.sequence = 0
+        self.stream_key = session.id[:8] + "-" + str(id(self))
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Deliver a message that belongs to this request."""
+        if self.abandoned:
+            self.core.hub.publish(self.session.id, message)
+        else:
+            self.outbox.put(message)
+
+    def frame(self, message: Any) -> bytes:
+        """Frame one message as an SSE event with an id unique to this stream."""
+        self.sequence += 1
+        return format_sse_event(dumps(message), event_id=f"{self.stream_key}:{self.sequence}")
+
+    def stream(self, first: Any, greenlet: gevent.Greenlet) -> Iterator[bytes]:
+        """Yield the messages the request sends, then its response; hand over to the hub if the client leaves."""
+        delivered_final = False
+        try:
+            item = first
+            while item is not DONE:
+                yield self.frame(item)
+                item = self.outbox.get()
+            if greenlet.value is not None:
+                yield self.frame(greenlet.value)
+            delivered_final = True
+        finally:
+            if not delivered_final:
+                self.abandon(greenlet)
+
+    def abandon(self, greenlet: gevent.Greenlet) -> None:
+        """The client hung up: route what is left, and the response, to the session's stream."""
+        self.abandoned = True
+        while not self.outbox.empty():
+            item = self.outbox.get_nowait()
+            if item is not DONE:
+                self.core.hub.publish(self.session.id, item)
+        greenlet.link_value(lambda g: g.value is not None and self.core.hub.publish(self.session.id, g.value))
+
+
+def post_messages(core: McpCore, session: Session, body: Body, accepted: AcceptedTypes,
+                  new_session: bool) -> Response:
+    """Handle a POST on an existing (or just created) session."""
+    headers = {SESSION_HEADER: session.id} if new_session else {}
+    rejected = core.batch_error(session, body)
+    if rejected is not None:
+        return json_response(rejected, HTTP_400_BAD_REQUEST, headers)
+    if body.is_batch or not accepted.sse:
+        # Messages sent before the result go to the standalone stream, so nothing is lost.
+        running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m))
+        return answer_as_json(body, running, errors, headers)
+    exchange = Exchange(core, session)
+    running, errors = core.accept(session, body, exchange.send)
+    if not running:
+        return answer_as_json(body, running, errors, headers)
+    greenlet = running[0]
+    greenlet.link(lambda g: exchange.outbox.put(DONE))
+    first = exchange.outbox.get()
+    if first is DONE and greenlet.value is None:
+        return Response(status=HTTP_202_ACCEPTED, headers=headers)
+    if first is DONE and accepted.json:
+        return json_response(greenlet.value, headers=headers)
+    return Response(exchange.stream(first, greenlet), mimetype="text/event-stream",
+                    headers={**SSE_HEADERS, **headers})
+
+
+def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
+    """Wait for the requests and answer with their responses as one JSON body."""
+    if not running and not errors:
+        return Response(status=HTTP_202_ACCEPTED, headers=headers)
+    gevent.joinall(running)
+    answers = errors + [g.value for g in running if isinstance(g.value, dict)]
+    if not answers:
+        return Response(status=HTTP_202_ACCEPTED, headers=headers)
+    status = HTTP_400_BAD_REQUEST if not running else 200
+    return json_response(answers if body.is_batch else answers[0], status, headers)
+
+
+def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> Response:
+    """Open the session's standalone stream; a second one at the same time gets 409."""
+    try:
+        subscription = core.hub.subscribe(session.id, last_event_id, exclusive=True)
+    except StreamConflict:
+        raise HttpProblem(
+            HTTP_409_CONFLICT,
+            INVALID_REQUEST,
+            "This session already has a stream open; close it before opening another",
+        ) from None
+    return Response(stream_events(subscription, core.settings.keepalive_s), mimetype="text/event-stream",
+                    headers=SSE_HEADERS)
+
+
+def close_session(core: McpCore, session: Session) -> Response:
+    """End the session; later use of its id gets 404."""
+    core.hub.close_session(session.id)
+    log.info("closed session %s at the client's request", session.id[:8])
+    return Response(status=HTTP_204_NO_CONTENT)

@@ -1,0 +1,71 @@
+"""Run one tool call: validate arguments, call the function, shape and check its result."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp_server.context import RequestContext
+from mcp_server.errors import INVALID_PARAMS, RpcError, new_correlation_id
+from mcp_server.results import error_result, shape_tool_result
+from mcp_server.versions import at_least
+from mcp_tools import Tool, ToolError
+
+__all__ = ["run_tool", "schema_errors"]
+
+log = logging.getLogger("mcp.tools")
+
+# From this version a schema violation is a tool result the model can correct, not a protocol error.
+VALIDATION_AS_RESULT_SINCE = "2025-11-25"
+MAX_REPORTED_ERRORS = 10
+MAX_ERROR_TEXT = 300
+
+
+def schema_errors(tool: Tool, arguments: dict[str, Any]) -> list[dict[str, str]]:
+    """Return the argument's schema violations as path/message pairs, most relevant first."""
+    errors = sorted(tool.input_validator.iter_errors(arguments), key=lambda e: list(e.path))
+    return [
+        {
+            "path": "/" + "/".join(str(part) for part in error.path),
+            "message": error.message[:MAX_ERROR_TEXT],
+        }
+        for error in errors[:MAX_REPORTED_ERRORS]
+    ]
+
+
+def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
+    """Call tool with arguments and return a CallToolResult; raise RpcError for protocol errors."""
+    version = ctx.session.protocol_version
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object", {"tool": tool.name})
+    problems = schema_errors(tool, arguments)
+    if problems:
+        summary = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+        if at_least(version, VALIDATION_AS_RESULT_SINCE):
+            return error_result(f"Invalid arguments for tool '{tool.name}': {summary}")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid arguments for tool '{tool.name}': {summary}",
+            {"tool": tool.name, "errors": problems},
+        )
+    kwargs = dict(arguments)
+    if tool.wants_context:
+        kwargs["ctx"] = ctx
+    try:
+        value = tool.fn(**kwargs)
+    except ToolError as exc:
+        return error_result(str(exc) or f"Tool '{tool.name}' failed")
+    except Exception:
+        correlation_id = new_correlation_id()
+        log.exception("tool %s failed (correlation id %s)", tool.name, correlation_id)
+        return error_result(f"Tool '{tool.name}' failed with an internal error (correlation id {correlation_id})")
+    result = shape_tool_result(value, version)
+    if tool.output_validator is not None and "structuredContent" in result and not result["isError"]:
+        if not tool.output_validator.is_valid(result["structuredContent"]):
+            correlation_id = new_correlation_id()
+            log.error("tool %s returned output outside its outputSchema (correlation id %s)", tool.name, correlation_id)
+            return error_result(
+                f"Tool '{tool.name}' produced output that does not match its outputSchema "
+                f"(correlation id {correlation_id})"
+            )
+    return result

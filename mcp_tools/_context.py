@@ -1,0 +1,38 @@
+"""What a tool, resource or prompt may ask of the server while it runs.
+
+Declare a parameter named `ctx` and the server passes an object with these methods.
+It is a Protocol so that this package never imports the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["Context", "ToolError"]
+
+
+class ToolError(Exception):
+    """Raise to fail a tool call with a message that is safe to show the client."""
+
+
+class Context(Protocol):
+    """The request context a tool receives as `ctx`."""
+
+    session_id: str
+    principal: str | None
+    request_id: str | int | None
+
+    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress; a no-op when the client sent no progress token."""
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a notifications/message log entry if the session's level lets it through."""
+
+    def sample(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
+        """Ask the client's model for a completion (sampling/createMessage)."""
+
+    def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+        """Ask the client's user for structured input (elicitation/create)."""
+
+    def list_roots(self) -> list[dict[str, Any]]:
+        """Ask the client for its filesystem roots (roots/list)."""

@@ -1,0 +1,346 @@
+"""The registry behind the decorators: tools, resources and prompts, checked once.
+
+Decorators only mark a function with its spec; `Registry.discover()` collects the
+marked functions of a set of modules into one registry per app, so two apps in one
+process never share state and importing a module twice never registers twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+__all__ = [
+    "Prompt",
+    "PromptArgument",
+    "Registry",
+    "RegistryError",
+    "Resource",
+    "ResourceTemplate",
+    "Tool",
+    "prompt",
+    "resource",
+    "resource_template",
+    "tool",
+]
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+MARK = "__mcp_spec__"
+
+
+class RegistryError(ValueError):
+    """A tool, resource or prompt declaration that cannot be registered."""
+
+
+def compile_schema(schema: dict[str, Any], what: str) -> Draft202012Validator:
+    """Check a JSON Schema once and return its compiled validator."""
+    if not isinstance(schema, dict):
+        raise RegistryError(f"{what}: the schema must be a dict, got {type(schema).__name__}")
+    if schema.get("type") != "object":
+        raise RegistryError(f"{what}: the schema's type must be 'object' (MCP requires it)")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise RegistryError(f"{what}: invalid JSON Schema: {exc.message}") from None
+    return Draft202012Validator(schema)
+
+
+def check_name(name: str, what: str) -> str:
+    """Return name if it is a valid MCP name, else raise RegistryError."""
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise RegistryError(f"{what}: name {name!r} must match {NAME_PATTERN.pattern}")
+    return name
+
+
+def takes_context(fn: Callable[..., Any]) -> bool:
+    """Tell whether fn declares a `ctx` parameter to receive the request context."""
+    return "ctx" in inspect.signature(fn).parameters
+
+
+def first_doc_line(fn: Callable[..., Any]) -> str:
+    """Return the first line of fn's docstring, or an empty string."""
+    doc = inspect.getdoc(fn) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable tool: its name, schemas and the function that runs it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    fn: Callable[..., Any]
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    input_validator: Draft202012Validator = field(repr=False, compare=False, default=None)
+    output_validator: Draft202012Validator | None = field(repr=False, compare=False, default=None)
+    wants_context: bool = False
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A readable resource at a fixed URI."""
+
+    uri: str
+    name: str
+    fn: Callable[..., Any]
+    description: str = ""
+    mime_type: str | None = None
+    title: str | None = None
+    wants_context: bool = False
+
+
+@dataclass(frozen=True)
+class ResourceTemplate:
+    """A family of resources named by an RFC 6570 level-1 URI template."""
+
+    uri_template: str
+    name: str
+    fn: Callable[..., Any]
+    description: str = ""
+    mime_type: str | None = None
+    title: str | None = None
+    complete: Callable[[str, str], Iterable[str]] | None = None
+    wants_context: bool = False
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    """One named argument of a prompt."""
+
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt template that renders to a list of messages."""
+
+    name: str
+    fn: Callable[..., Any]
+    description: str = ""
+    arguments: tuple[PromptArgument, ...] = ()
+    title: str | None = None
+    complete: Callable[[str, str], Iterable[str]] | None = None
+    wants_context: bool = False
+
+
+def tool(
+    name: str | None = None,
+    *,
+    input_schema: dict[str, Any],
+    description: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    title: str | None = None,
+    annotations: dict[str, Any] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as a tool with an explicit JSON Schema for its arguments."""
+    if callable(name):
+        raise RegistryError("use @tool(input_schema={...}), not bare @tool")
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        tool_name = check_name(name or fn.__name__, "tool")
+        spec = Tool(
+            name=tool_name,
+            description=description if description is not None else first_doc_line(fn),
+            input_schema=input_schema,
+            fn=fn,
+            output_schema=output_schema,
+            title=title,
+            annotations=annotations,
+            input_validator=compile_schema(input_schema, f"tool {tool_name!r} input_schema"),
+            output_validator=(
+                compile_schema(output_schema, f"tool {tool_name!r} output_schema")
+                if output_schema is not None
+                else None
+            ),
+            wants_context=takes_context(fn),
+        )
+        setattr(fn, MARK, spec)
+        return fn
+
+    return mark
+
+
+def resource(
+    uri: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    title: str | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as the reader of the resource at `uri`."""
+    if callable(uri):
+        raise RegistryError("use @resource('scheme://uri'), not bare @resource")
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        spec = Resource(
+            uri=uri,
+            name=check_name(name or fn.__name__, "resource"),
+            fn=fn,
+            description=description if description is not None else first_doc_line(fn),
+            mime_type=mime_type,
+            title=title,
+            wants_context=takes_context(fn),
+        )
+        setattr(fn, MARK, spec)
+        return fn
+
+    return mark
+
+
+def resource_template(
+    uri_template: str,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    title: str | None = None,
+    complete: Callable[[str, str], Iterable[str]] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as the reader of every URI matching `uri_template`."""
+    if callable(uri_template):
+        raise RegistryError("use @resource_template('scheme://{var}'), not bare @resource_template")
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        spec = ResourceTemplate(
+            uri_template=uri_template,
+            name=check_name(name or fn.__name__, "resource template"),
+            fn=fn,
+            description=description if description is not None else first_doc_line(fn),
+            mime_type=mime_type,
+            title=title,
+            complete=complete,
+            wants_context=takes_context(fn),
+        )
+        setattr(fn, MARK, spec)
+        return fn
+
+    return mark
+
+
+def prompt(
+    name: str | None = None,
+    *,
+    arguments: Iterable[PromptArgument] = (),
+    description: str | None = None,
+    title: str | None = None,
+    complete: Callable[[str, str], Iterable[str]] | None = None,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as a prompt; it returns the prompt's messages."""
+    if callable(name):
+        raise RegistryError("use @prompt(arguments=[...]), not bare @prompt")
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        spec = Prompt(
+            name=check_name(name or fn.__name__, "prompt"),
+            fn=fn,
+            description=description if description is not None else first_doc_line(fn),
+            arguments=tuple(arguments),
+            title=title,
+            complete=complete,
+            wants_context=takes_context(fn),
+        )
+        setattr(fn, MARK, spec)
+        return fn
+
+    return mark
+
+
+class Registry:
+    """The tools, resources and prompts one server exposes, in registration order."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self._listeners: list[Callable[[str], None]] = []
+        self._lock = threading.Lock()
+
+    def add(self, spec: Tool | Resource | ResourceTemplate | Prompt) -> None:
+        """Register one spec, rejecting duplicates, and tell listeners its list changed."""
+        table, key, kind = self._table_for(spec)
+        with self._lock:
+            if key in table:
+                raise RegistryError(f"duplicate {kind} {key!r}")
+            table[key] = spec
+        self._notify(kind)
+
+    def remove(self, kind: str, key: str) -> bool:
+        """Remove a registered tool, resource, resource template or prompt; tell listeners."""
+        table = {
+            "tool": self.tools,
+            "resource": self.resources,
+            "resource template": self.templates,
+            "prompt": self.prompts,
+        }[kind]
+        with self._lock:
+            removed = table.pop(key, None) is not None
+        if removed:
+            self._notify(kind)
+        return removed
+
+    def add_function(self, fn: Callable[..., Any]) -> None:
+        """Register a function that one of the decorators has marked."""
+        spec = getattr(fn, MARK, None)
+        if spec is None:
+            raise RegistryError(f"{fn!r} carries no @tool, @resource or @prompt mark")
+        self.add(spec)
+
+    def add_module(self, module: Any) -> int:
+        """Register every marked function defined in module; return how many."""
+        count = 0
+        for value in vars(module).values():
+            spec = getattr(value, MARK, None)
+            if spec is not None and getattr(value, "__module__", None) == module.__name__:
+                self.add(spec)
+                count += 1
+        return count
+
+    def on_change(self, listener: Callable[[str], None]) -> None:
+        """Call listener(kind) whenever a tool, resource or prompt is added or removed."""
+        self._listeners.append(listener)
+
+    @classmethod
+    def discover(cls, package: str = "mcp_tools", plugins: Iterable[str] = ()) -> "Registry":
+        """Build a registry from every public module of package plus the plugin modules."""
+        registry = cls()
+        pkg = importlib.import_module(package)
+        names = sorted(
+            f"{package}.{info.name}"
+            for info in pkgutil.iter_modules(pkg.__path__)
+            if not info.name.startswith("_")
+        )
+        for module_name in [*names, *plugins]:
+            registry.add_module(importlib.import_module(module_name))
+        return registry
+
+    def _table_for(self, spec: Any) -> tuple[dict[str, Any], str, str]:
+        """Return the table, key and kind name that spec belongs to."""
+        if isinstance(spec, Tool):
+            return self.tools, spec.name, "tool"
+        if isinstance(spec, Resource):
+            return self.resources, spec.uri, "resource"
+        if isinstance(spec, ResourceTemplate):
+            return self.templates, spec.uri_template, "resource template"
+        if isinstance(spec, Prompt):
+            return self.prompts, spec.name, "prompt"
+        raise RegistryError(f"cannot register {spec!r}")
+
+    def _notify(self, kind: str) -> None:
+        """Tell every listener that the list of `kind` changed."""
+        for listener in list(self._listeners):
+            listener(kind)
