@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 __all__ = ["ConfigError", "Settings"]
 
@@ -51,7 +52,7 @@ class Settings:
     bind: str = "127.0.0.1:8000"
     workers: int = 1
     worker_connections: int = 12000
-    graceful_timeout_s: float = 10.0
+    graceful_timeout_s: int = 10
     keepalive_s: float = 15.0
     session_ttl_s: float = 3600.0
     resume_window_s: float = 60.0
@@ -76,7 +77,7 @@ class Settings:
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+    def from_environ(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from an environment mapping (os.environ when None)."""
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
@@ -93,7 +94,7 @@ class Settings:
         return settings
 
     @classmethod
-    def from_mapping(cls, config: Mapping[str, Any] | None) -> "Settings":
+    def from_mapping(cls, config: Mapping[str, Any] | None) -> Settings:
         """Build settings from a dict of MCP_* names or field names (for tests)."""
         config = dict(config or {})
         environ = {k: str(v) for k, v in config.items() if k.startswith(PREFIX)}

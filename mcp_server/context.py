@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from mcp_server.errors import RpcError
 from mcp_server.session import Session
@@ -32,7 +33,7 @@ def level_allows(threshold: str | None, level: str) -> bool:
 class RequestContext:
     """The session, the request and a way to send messages that belong to it."""
 
-    core: "McpCore"
+    core: McpCore
     session: Session
     send: Callable[[dict[str, Any]], Any]
     request_id: Any = None

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mcp_server.errors import INVALID_PARAMS, RpcError
 

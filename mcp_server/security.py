@@ -7,8 +7,7 @@ that is not a loopback name gets 421.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
-from urllib.parse import urlsplit
+from collections.abc import Iterable, Mapping
 
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.responses import HttpProblem

@@ -10,7 +10,8 @@ extension: 2024-11-05 itself has no resumption).
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import gevent
 from flask import Response

@@ -9,19 +9,20 @@ one standalone stream; DELETE ends the session.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import gevent
 from flask import Response
 from gevent.queue import Queue
 
 from mcp_server.core import McpCore
-from mcp_server.encoding import format_sse_event, dumps
+from mcp_server.encoding import dumps, format_sse_event
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import StreamConflict
 from mcp_server.messages import REQUEST, Body
 from mcp_server.responses import HttpProblem, json_response
-from mcp_server.session import STREAMABLE, Session
+from mcp_server.session import Session
 from mcp_server.sse import SSE_HEADERS, stream_events
 from mcp_server.versions import SUPPORTED
 

@@ -12,8 +12,9 @@ import inspect
 import pkgutil
 import re
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -315,7 +316,7 @@ class Registry:
         self._listeners.append(listener)
 
     @classmethod
-    def discover(cls, package: str = "mcp_tools", plugins: Iterable[str] = ()) -> "Registry":
+    def discover(cls, package: str = "mcp_tools", plugins: Iterable[str] = ()) -> Registry:
         """Build a registry from every public module of package plus the plugin modules."""
         registry = cls()
         pkg = importlib.import_module(package)

@@ -1,6 +1,6 @@
 """Tell the server's current time: a tool without arguments."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from mcp_tools import tool
 
@@ -14,4 +14,4 @@ INPUT_SCHEMA = {
 @tool(input_schema=INPUT_SCHEMA, annotations={"readOnlyHint": True})
 def get_time() -> str:
     """Return the server's current UTC time in ISO 8601 format."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

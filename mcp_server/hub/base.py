@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import secrets
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import gevent
 from gevent.event import AsyncResult

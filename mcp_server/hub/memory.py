@@ -33,7 +33,7 @@ CLOSE = object()
 class MemorySubscription(Subscription):
     """A stream attached to one session slot."""
 
-    def __init__(self, slot: "SessionSlot", maxsize: int) -> None:
+    def __init__(self, slot: SessionSlot, maxsize: int) -> None:
         self.session_id = slot.session.id
         self.slot = slot
         # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs on a fresh machine, then run it all.
+# Usage: scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]} (apt)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  # The Debian packages start system services; the tests start their own on free ports.
+  $SUDO systemctl disable --now redis-server nginx >/dev/null 2>&1 || true
+fi
+
+echo "== python venv (.venv)"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+
+echo "== node 22 and the MCP conformance suite (tests/conformance/node_modules)"
+(cd tests/conformance && npm install --silent --no-audit --no-fund >/dev/null)
+
+echo "== pytest"
+.venv/bin/python -m pytest "$@"
+
+# Other supported Pythons: the layers that need no servers, to prove the imports (OSlash) hold.
+for version in 3.12 3.13; do
+  interpreter="$(command -v "python$version" || ls -d "$HOME"/.pyenv/versions/"$version".*/bin/python 2>/dev/null | tail -1 || true)"
+  if [ -n "$interpreter" ] && [ -x "$interpreter" ]; then
+    echo "== python $version: unit and protocol tests"
+    [ -x ".venv-$version/bin/python" ] || "$interpreter" -m venv ".venv-$version"
+    ".venv-$version/bin/pip" install -q --disable-pip-version-check -r requirements.txt pytest==9.2.0 pytest-timeout==2.4.0 httpx==0.28.1
+    ".venv-$version/bin/python" -m pytest -q tests/unit tests/protocol
+  else
+    echo "== python $version not found: skipped"
+  fi
+done

@@ -1,0 +1,102 @@
+"""Start the real server (gunicorn, gevent worker) on a free loopback port, and stop it by PID."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
+
+
+def free_port() -> int:
+    """Ask the kernel for a free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """A gunicorn serving wsgi:app with the given MCP_* environment."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, workers: int = 1, port: int | None = None,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        self.port = port or free_port()
+        self.workers = workers
+        self.env = {**os.environ, "MCP_WORKERS": str(workers), **(env or {})}
+        self.env.setdefault("MCP_LOG_LEVEL", "INFO")
+        self.extra_args = extra_args
+        self.log = tempfile.NamedTemporaryFile(prefix="mcp-e2e-", suffix=".log", delete=False)
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        """http://127.0.0.1:PORT"""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint."""
+        return self.base_url + "/mcp"
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        """Start gunicorn and wait until /healthz answers."""
+        self.proc = subprocess.Popen(
+            [GUNICORN, "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "-w", str(self.workers),
+             *self.extra_args, "wsgi:app"],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Poll /healthz until it answers 200 or the deadline passes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.read_log()}")
+            try:
+                if httpx.get(self.base_url + "/healthz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not become ready in {timeout}s:\n{self.read_log()}")
+
+    def worker_pids(self) -> list[int]:
+        """The PIDs of the gunicorn workers (children of the master)."""
+        if self.proc is None:
+            return []
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout
+        return [int(pid) for pid in out.split()]
+
+    def read_log(self) -> str:
+        """Everything the server wrote to stderr so far."""
+        return Path(self.log.name).read_text(errors="replace")
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM the master, wait, SIGKILL if it lingers; return the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+        os.unlink(self.log.name)
