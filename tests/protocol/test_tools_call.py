@@ -1,0 +1,210 @@
+"""tools/call: the seed's tools, result shapes per version, validation and failing tools."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from mcp_tools import Registry, ToolError, ToolResult, text, tool
+
+OBJECT = {"type": "object", "properties": {}, "additionalProperties": False}
+SECRET = "secret-detail /srv/app/credentials.py line 42"
+
+
+@tool(input_schema=OBJECT)
+def explode() -> str:
+    """Fail with an unexpected exception."""
+    raise RuntimeError(SECRET)
+
+
+@tool(input_schema=OBJECT)
+def refuse() -> str:
+    """Fail with a message meant for the client."""
+    raise ToolError("the answer is no")
+
+
+@tool(input_schema=OBJECT)
+def describe() -> dict:
+    """Return an object, which becomes structuredContent as it is."""
+    return {"name": "flask", "stars": 3}
+
+
+@tool(input_schema=OBJECT)
+def listing() -> list:
+    """Return a list, which structuredContent must wrap."""
+    return [1, 2]
+
+
+@tool(input_schema=OBJECT)
+def blocks() -> ToolResult:
+    """Return explicit content blocks."""
+    return ToolResult(content=[text("one"), text("two")], structured={"count": 2})
+
+
+@tool(input_schema=OBJECT, output_schema={"type": "object", "properties": {"result": {"type": "integer"}},
+                                          "required": ["result"]})
+def liar() -> str:
+    """Return something outside the declared outputSchema."""
+    return "not an integer"
+
+
+@tool(input_schema={"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]})
+def whoami(who: str, ctx) -> str:
+    """Echo the session the context belongs to."""
+    return f"{who}@{ctx.session_id}"
+
+
+def local_registry() -> Registry:
+    """A registry holding only this module's test tools."""
+    registry = Registry()
+    for fn in (explode, refuse, describe, listing, blocks, liar, whoami):
+        registry.add_function(fn)
+    return registry
+
+
+def call(rpc, name, arguments=None, request_id=5):
+    """Call a tool and return the whole response."""
+    params = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
+    return rpc.request("tools/call", params, request_id=request_id)
+
+
+def assert_text_blocks(result):
+    """content is a non-empty list of text blocks."""
+    assert isinstance(result["content"], list) and result["content"]
+    for block in result["content"]:
+        assert block["type"] == "text" and isinstance(block["text"], str)
+
+
+# the seed's tools
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_add_returns_text_and_structured_result(make_rpc, version):
+    response = call(make_rpc(version), "add", {"a": 2, "b": 3})
+    assert response["id"] == 5
+    result = response["result"]
+    assert result["content"] == [{"type": "text", "text": "5"}]
+    assert result["structuredContent"] == {"result": 5}
+    assert result["isError"] is False
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])
+def test_structured_content_is_absent_before_2025_06_18(make_rpc, version):
+    result = call(make_rpc(version), "add", {"a": 2, "b": 3})["result"]
+    assert result["content"] == [{"type": "text", "text": "5"}]
+    assert "structuredContent" not in result
+
+
+def test_echo_returns_its_text(make_rpc):
+    result = call(make_rpc("2025-06-18"), "echo", {"text": "héllo, wörld"})["result"]
+    assert result["content"] == [{"type": "text", "text": "héllo, wörld"}]
+    assert result["structuredContent"] == {"result": "héllo, wörld"}
+
+
+def test_get_time_returns_an_iso_8601_utc_time(make_rpc):
+    result = call(make_rpc("2025-06-18"), "get_time", {})["result"]
+    assert_text_blocks(result)
+    stamp = datetime.fromisoformat(result["content"][0]["text"])
+    assert stamp.utcoffset().total_seconds() == 0
+    assert result["structuredContent"] == {"result": result["content"][0]["text"]}
+
+
+def test_get_time_accepts_missing_arguments(make_rpc):
+    result = call(make_rpc("2025-06-18"), "get_time")["result"]
+    assert result["isError"] is False
+    assert_text_blocks(result)
+
+
+# argument validation
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+@pytest.mark.parametrize(
+    "arguments",
+    [{"a": "2", "b": 3}, {"a": 2}, {"a": 2, "b": 3, "c": 4}, {"a": 2.5, "b": 3}],
+    ids=["wrong-type", "missing", "extra", "float"],
+)
+def test_schema_violation_is_invalid_params_up_to_2025_06_18(make_rpc, version, arguments):
+    response = call(make_rpc(version), "add", arguments)
+    assert "result" not in response
+    assert response["id"] == 5
+    assert response["error"]["code"] == -32602
+    assert "add" in response["error"]["message"]
+    assert response["error"]["data"]["errors"]
+
+
+def test_schema_violation_is_an_error_result_on_2025_11_25(make_rpc):
+    response = call(make_rpc("2025-11-25"), "add", {"a": "2", "b": 3})
+    assert "error" not in response
+    result = response["result"]
+    assert result["isError"] is True
+    assert_text_blocks(result)
+    assert "/a" in result["content"][0]["text"]
+
+
+def test_arguments_that_are_not_an_object_are_invalid_params(make_rpc):
+    response = call(make_rpc("2025-06-18"), "echo", ["hi"])
+    assert response["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25"])
+def test_unknown_tool_is_invalid_params(make_rpc, version):
+    response = call(make_rpc(version), "no_such_tool", {})
+    assert response["error"]["code"] == -32602
+    assert "no_such_tool" in response["error"]["message"]
+
+
+def test_missing_tool_name_is_invalid_params(make_rpc):
+    response = make_rpc("2025-06-18").request("tools/call", {"arguments": {}})
+    assert response["error"]["code"] == -32602
+
+
+# tools that fail, in a test-local registry
+def test_a_tool_that_raises_gives_is_error_with_a_safe_message(make_core, make_rpc, mcp_log):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    response = call(rpc, "explode", {})
+    result = response["result"]
+    assert result["isError"] is True
+    assert_text_blocks(result)
+    assert "explode" in result["content"][0]["text"]
+    wire = str(response)
+    assert SECRET not in wire and "RuntimeError" not in wire and "Traceback" not in wire
+    # The detail goes to the log instead, under the correlation id the client sees.
+    assert SECRET in mcp_log.text
+    correlation_id = result["content"][0]["text"].rsplit(" ", 1)[-1].strip(")")
+    assert correlation_id in mcp_log.text
+
+
+def test_a_tool_error_message_reaches_the_client(make_core, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    result = call(rpc, "refuse", {})["result"]
+    assert result == {"content": [{"type": "text", "text": "the answer is no"}], "isError": True}
+
+
+def test_a_dict_result_is_structured_content_as_it_is(make_core, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    result = call(rpc, "describe", {})["result"]
+    assert result["structuredContent"] == {"name": "flask", "stars": 3}
+    assert result["content"][0]["type"] == "text"
+
+
+def test_a_list_result_is_wrapped_so_structured_content_is_an_object(make_core, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    assert call(rpc, "listing", {})["result"]["structuredContent"] == {"result": [1, 2]}
+
+
+def test_a_tool_result_keeps_its_own_blocks(make_core, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    result = call(rpc, "blocks", {})["result"]
+    assert result["content"] == [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
+    assert result["structuredContent"] == {"count": 2}
+
+
+def test_output_outside_the_output_schema_is_an_error_result(make_core, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    result = call(rpc, "liar", {})["result"]
+    assert result["isError"] is True
+    assert "structuredContent" not in result
+
+
+def test_a_tool_with_ctx_receives_the_request_context(make_core, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_core(registry=local_registry()))
+    result = call(rpc, "whoami", {"who": "me"})["result"]
+    assert result["content"][0]["text"] == f"me@{rpc.session.id}"
