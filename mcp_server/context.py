@@ -39,12 +39,19 @@ class RequestContext:
     request_id: Any = None
     method: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # completion/complete: the arguments the client already resolved (context.arguments).
+    arguments: dict[str, Any] = field(default_factory=dict)
     _last_progress: float | None = None
 
     @property
     def session_id(self) -> str:
         """The session this request belongs to."""
         return self.session.id
+
+    @property
+    def settings(self) -> Any:
+        """The server's settings (read-only)."""
+        return self.core.settings
 
     @property
     def principal(self) -> str | None:
@@ -96,6 +103,10 @@ class RequestContext:
         """Ask the client for its roots (roots/list)."""
         self._require_capability("roots")
         return self._ask("roots/list", {}).get("roots", [])
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell every session subscribed to uri that it changed."""
+        self.core.resource_updated(uri)
 
     def _require_capability(self, name: str) -> None:
         """Fail the tool clearly when the client did not declare a capability."""

@@ -29,7 +29,7 @@ from mcp_server.errors import (
 from mcp_server.hub import Hub, create_hub
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.session import Session
-from mcp_server.versions import allows_batches
+from mcp_server.versions import allows_batches, at_least
 from mcp_tools import Registry
 
 __all__ = ["McpCore", "SERVER_VERSION"]
@@ -75,9 +75,17 @@ class McpCore:
         """Name and version for initialize."""
         return {"name": self.settings.server_name, "version": SERVER_VERSION}
 
-    def capabilities(self) -> dict[str, Any]:
-        """Exactly the server capabilities that are implemented."""
-        return {"tools": {"listChanged": True}}
+    def capabilities(self, version: str | None = None) -> dict[str, Any]:
+        """Exactly the server capabilities that are implemented (completions exist from 2025-03-26)."""
+        capabilities: dict[str, Any] = {
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
+            "logging": {},
+        }
+        if at_least(version, "2025-03-26"):
+            capabilities["completions"] = {}
+        return capabilities
 
     # authorization hooks (replaced by the security layer when authentication is on)
     def permits(self, session: Session, kind: str, name: str) -> bool:
@@ -207,6 +215,10 @@ class McpCore:
             "prompt": "notifications/prompts/list_changed",
         }[kind]
         self.hub.broadcast({"jsonrpc": "2.0", "method": method})
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell every session subscribed to uri, on every worker, that it changed."""
+        self.hub.broadcast({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
 
     def deliver_broadcast(self, kind: str, message: dict[str, Any]) -> None:
         """Publish a broadcast notification to each session streaming from this worker that wants it."""

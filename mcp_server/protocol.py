@@ -14,15 +14,26 @@ from typing import Any
 from jsonrpcserver import Success, method
 from jsonrpcserver.exceptions import JsonRpcError
 
-from mcp_server.context import RequestContext
-from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError, new_correlation_id
+from mcp_server.completion import complete
+from mcp_server.context import LOG_LEVELS, RequestContext
+from mcp_server.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    RESOURCE_NOT_FOUND,
+    RpcError,
+    new_correlation_id,
+)
 from mcp_server.pagination import paginate
+from mcp_server.prompts import describe_prompt, render_prompt
+from mcp_server.resources import describe_resource, describe_template, find_reader, read_resource
 from mcp_server.tool_runner import run_tool
 from mcp_server.versions import at_least, negotiate
 
 __all__ = ["guarded", "server_capabilities", "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")
+MAX_SUBSCRIPTIONS = 1000
 
 
 def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
@@ -44,7 +55,7 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
 
 def server_capabilities(ctx: RequestContext) -> dict[str, Any]:
     """The capabilities this server implements, exactly."""
-    return ctx.core.capabilities()
+    return ctx.core.capabilities(ctx.session.protocol_version)
 
 
 def tool_definition(tool: Any, version: str | None) -> dict[str, Any]:
@@ -114,12 +125,8 @@ def ping(ctx: RequestContext, **_: Any) -> Any:
 def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the tools this session's principal may call, one page at a time."""
     tools = [t for t in ctx.core.registry.tools.values() if ctx.core.permits(ctx.session, "tool", t.name)]
-    page, next_cursor = paginate(tools, cursor, ctx.core.settings.page_size)
     version = ctx.session.protocol_version
-    result: dict[str, Any] = {"tools": [tool_definition(t, version) for t in page]}
-    if next_cursor:
-        result["nextCursor"] = next_cursor
-    return Success(result)
+    return list_page(ctx, tools, cursor, "tools", lambda t: tool_definition(t, version))
 
 
 @method(name="tools/call")
@@ -131,3 +138,118 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
     ctx.core.require_permission(ctx.session, "tool", tool.name)
     return Success(run_tool(ctx, tool, {} if arguments is None else arguments))
+
+
+def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
+    """One page of a list method's result, with nextCursor when there is more."""
+    page, next_cursor = paginate(items, cursor, ctx.core.settings.page_size)
+    result: dict[str, Any] = {key: [describe(item) for item in page]}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    return Success(result)
+
+
+@method(name="resources/list")
+@guarded
+def resources_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
+    """List the fixed-URI resources this principal may read."""
+    items = [r for r in ctx.core.registry.resources.values() if ctx.core.permits(ctx.session, "resource", r.uri)]
+    return list_page(ctx, items, cursor, "resources", describe_resource)
+
+
+@method(name="resources/templates/list")
+@guarded
+def resources_templates_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
+    """List the resource templates (RFC 6570) this server resolves."""
+    items = [t for t in ctx.core.registry.templates.values()
+             if ctx.core.permits(ctx.session, "resource", t.uri_template)]
+    return list_page(ctx, items, cursor, "resourceTemplates", describe_template)
+
+
+@method(name="resources/read")
+@guarded
+def resources_read(ctx: RequestContext, uri: Any, **_: Any) -> Any:
+    """Read a resource by URI: text, or a base64 blob."""
+    return Success(read_resource(ctx.core.registry, ctx, uri))
+
+
+@method(name="resources/subscribe")
+@guarded
+def resources_subscribe(ctx: RequestContext, uri: Any, **_: Any) -> Any:
+    """Send notifications/resources/updated to this session when uri changes."""
+    check_subscribable(ctx, uri)
+    if uri not in ctx.session.subscriptions:
+        ctx.session.subscriptions.append(uri)
+        ctx.core.hub.save_session(ctx.session)
+    return Success({})
+
+
+@method(name="resources/unsubscribe")
+@guarded
+def resources_unsubscribe(ctx: RequestContext, uri: Any, **_: Any) -> Any:
+    """Stop update notifications for uri."""
+    if not isinstance(uri, str):
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
+    if uri in ctx.session.subscriptions:
+        ctx.session.subscriptions.remove(uri)
+        ctx.core.hub.save_session(ctx.session)
+    return Success({})
+
+
+def check_subscribable(ctx: RequestContext, uri: Any) -> None:
+    """A subscription must name a resource this principal may read."""
+    if not isinstance(uri, str) or not uri:
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
+    if find_reader(ctx.core.registry, uri) is None:
+        raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    ctx.core.require_permission(ctx.session, "resource", uri)
+    if len(ctx.session.subscriptions) >= MAX_SUBSCRIPTIONS:
+        raise RpcError(INVALID_PARAMS, f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session")
+
+
+@method(name="prompts/list")
+@guarded
+def prompts_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
+    """List the prompts this principal may use."""
+    items = [p for p in ctx.core.registry.prompts.values() if ctx.core.permits(ctx.session, "prompt", p.name)]
+    return list_page(ctx, items, cursor, "prompts", describe_prompt)
+
+
+@method(name="prompts/get")
+@guarded
+def prompts_get(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
+    """Render a prompt with its arguments."""
+    prompt = ctx.core.registry.prompts.get(name) if isinstance(name, str) else None
+    if prompt is None:
+        raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}; call prompts/list to see the prompts",
+                       {"prompt": name})
+    ctx.core.require_permission(ctx.session, "prompt", prompt.name)
+    return Success(render_prompt(ctx, prompt, arguments))
+
+
+@method(name="logging/setLevel")
+@guarded
+def logging_set_level(ctx: RequestContext, level: Any, **_: Any) -> Any:
+    """Set the least severe level of notifications/message this session receives."""
+    if level not in LOG_LEVELS:
+        raise RpcError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}",
+                       {"level": level})
+    ctx.session.log_level = level
+    ctx.core.hub.save_session(ctx.session)
+    return Success({})
+
+
+@method(name="completion/complete")
+@guarded
+def completion_complete(ctx: RequestContext, ref: Any, argument: Any, context: Any = None, **_: Any) -> Any:
+    """Suggest values for a prompt argument or a resource-template variable."""
+    if isinstance(ref, dict) and ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+        ctx.core.require_permission(ctx.session, "prompt", ref["name"])
+    return Success(complete(ctx, ref, argument, context))
+
+
+@method(name="notifications/roots/list_changed")
+@guarded
+def roots_list_changed(ctx: RequestContext, **_: Any) -> Any:
+    """Nothing caches the client's roots, so a change needs no action."""
+    return Success(None)

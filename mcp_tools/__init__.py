@@ -6,7 +6,7 @@ start with an underscore are not. Nothing here imports Flask or the server.
 """
 
 from mcp_tools._content import ToolResult, audio, embedded_resource, image, resource_link, text
-from mcp_tools._context import Context, ToolError
+from mcp_tools._context import Context, ResourceNotFound, ToolError
 from mcp_tools._registry import (
     Prompt,
     PromptArgument,
@@ -28,6 +28,7 @@ __all__ = [
     "Registry",
     "RegistryError",
     "Resource",
+    "ResourceNotFound",
     "ResourceTemplate",
     "Tool",
     "ToolError",

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["Context", "ToolError"]
+__all__ = ["Context", "ResourceNotFound", "ToolError"]
 
 
 class ToolError(Exception):
     """Raise to fail a tool call with a message that is safe to show the client."""
+
+
+class ResourceNotFound(LookupError):
+    """Raise from a resource reader when the URI names nothing; the client gets -32002."""
 
 
 class Context(Protocol):
@@ -21,6 +25,7 @@ class Context(Protocol):
     session_id: str
     principal: str | None
     request_id: str | int | None
+    settings: Any
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; a no-op when the client sent no progress token."""
@@ -36,3 +41,6 @@ class Context(Protocol):
 
     def list_roots(self) -> list[dict[str, Any]]:
         """Ask the client for its filesystem roots (roots/list)."""
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell subscribed sessions that the resource at uri changed."""

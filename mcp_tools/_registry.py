@@ -111,7 +111,7 @@ class ResourceTemplate:
     description: str = ""
     mime_type: str | None = None
     title: str | None = None
-    complete: Callable[[str, str], Iterable[str]] | None = None
+    complete: Callable[..., Iterable[str]] | None = None
     wants_context: bool = False
 
 
@@ -133,7 +133,7 @@ class Prompt:
     description: str = ""
     arguments: tuple[PromptArgument, ...] = ()
     title: str | None = None
-    complete: Callable[[str, str], Iterable[str]] | None = None
+    complete: Callable[..., Iterable[str]] | None = None
     wants_context: bool = False
 
 
@@ -209,7 +209,7 @@ def resource_template(
     description: str | None = None,
     mime_type: str | None = None,
     title: str | None = None,
-    complete: Callable[[str, str], Iterable[str]] | None = None,
+    complete: Callable[..., Iterable[str]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as the reader of every URI matching `uri_template`."""
     if callable(uri_template):
@@ -238,7 +238,7 @@ def prompt(
     arguments: Iterable[PromptArgument] = (),
     description: str | None = None,
     title: str | None = None,
-    complete: Callable[[str, str], Iterable[str]] | None = None,
+    complete: Callable[..., Iterable[str]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as a prompt; it returns the prompt's messages."""
     if callable(name):

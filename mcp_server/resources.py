@@ -1,0 +1,135 @@
+"""Resources: describe them, match URIs against templates, and read them into contents."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import logging
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
+from mcp_tools import Resource, ResourceNotFound, ResourceTemplate, ToolError
+
+__all__ = ["describe_resource", "describe_template", "match_template", "read_resource", "template_variables"]
+
+log = logging.getLogger("mcp.resources")
+VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
+
+
+def describe_resource(resource: Resource) -> dict[str, Any]:
+    """The resources/list entry for a resource."""
+    entry: dict[str, Any] = {"uri": resource.uri, "name": resource.name}
+    if resource.title:
+        entry["title"] = resource.title
+    if resource.description:
+        entry["description"] = resource.description
+    if resource.mime_type:
+        entry["mimeType"] = resource.mime_type
+    return entry
+
+
+def describe_template(template: ResourceTemplate) -> dict[str, Any]:
+    """The resources/templates/list entry for a template."""
+    entry: dict[str, Any] = {"uriTemplate": template.uri_template, "name": template.name}
+    if template.title:
+        entry["title"] = template.title
+    if template.description:
+        entry["description"] = template.description
+    if template.mime_type:
+        entry["mimeType"] = template.mime_type
+    return entry
+
+
+def template_variables(uri_template: str) -> list[str]:
+    """The variable names of a URI template, in order."""
+    return [name for _, name in VARIABLE.findall(uri_template)]
+
+
+@functools.lru_cache(maxsize=256)
+def template_pattern(uri_template: str) -> re.Pattern[str]:
+    """Compile a template once: {var} matches one path segment, {+var} (reserved) matches the rest."""
+    pattern, position = "", 0
+    for match in VARIABLE.finditer(uri_template):
+        pattern += re.escape(uri_template[position : match.start()])
+        reserved, name = match.groups()
+        pattern += f"(?P<{name}>.+)" if reserved else f"(?P<{name}>[^/?#]+)"
+        position = match.end()
+    pattern += re.escape(uri_template[position:])
+    return re.compile(f"^{pattern}$")
+
+
+def match_template(uri_template: str, uri: str) -> dict[str, str] | None:
+    """Return the template's variables if uri matches it, else None."""
+    match = template_pattern(uri_template).match(uri)
+    if match is None:
+        return None
+    return {name: unquote(value) for name, value in match.groupdict().items()}
+
+
+def to_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """Turn what a reader returned into resource contents: str as text, bytes as a base64 blob."""
+    if isinstance(value, list):
+        return [{"uri": uri, **item} if "uri" not in item else item for item in value]
+    entry: dict[str, Any] = {"uri": uri}
+    if mime_type:
+        entry["mimeType"] = mime_type
+    if isinstance(value, (bytes, bytearray)):
+        entry["blob"] = base64.b64encode(bytes(value)).decode("ascii")
+    elif isinstance(value, dict) and ("text" in value or "blob" in value):
+        entry.update(value)
+        if isinstance(entry.get("blob"), (bytes, bytearray)):
+            entry["blob"] = base64.b64encode(bytes(entry["blob"])).decode("ascii")
+    else:
+        entry["text"] = value if isinstance(value, str) else str(value)
+    return [entry]
+
+
+def not_found(uri: str) -> RpcError:
+    """The -32002 for a URI nobody serves."""
+    return RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+
+def call_reader(fn: Any, wants_context: bool, ctx: Any, uri: str, kwargs: dict[str, str]) -> Any:
+    """Call a resource reader, turning its failures into protocol errors without internals."""
+    if wants_context:
+        kwargs = {**kwargs, "ctx": ctx}
+    try:
+        return fn(**kwargs)
+    except ResourceNotFound:
+        raise not_found(uri) from None
+    except ToolError as refusal:
+        raise RpcError(INVALID_PARAMS, str(refusal), {"uri": uri}) from None
+    except RpcError:
+        raise
+    except Exception:
+        correlation_id = new_correlation_id()
+        log.exception("reading %s failed (correlation id %s)", uri, correlation_id)
+        raise RpcError(INTERNAL_ERROR, "Internal error while reading the resource",
+                       {"uri": uri, "correlationId": correlation_id}) from None
+
+
+def find_reader(registry: Any, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]] | None:
+    """Find the resource or template that serves uri: exact URIs first, then templates in order."""
+    resource = registry.resources.get(uri)
+    if resource is not None:
+        return resource, {}
+    for template in registry.templates.values():
+        variables = match_template(template.uri_template, uri)
+        if variables is not None:
+            return template, variables
+    return None
+
+
+def read_resource(registry: Any, ctx: Any, uri: Any) -> dict[str, Any]:
+    """Read uri and return the resources/read result; -32002 when nothing serves it."""
+    if not isinstance(uri, str) or not uri:
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
+    found = find_reader(registry, uri)
+    if found is None:
+        raise not_found(uri)
+    reader, variables = found
+    ctx.core.require_permission(ctx.session, "resource", uri)
+    value = call_reader(reader.fn, reader.wants_context, ctx, uri, variables)
+    return {"contents": to_contents(uri, value, reader.mime_type)}

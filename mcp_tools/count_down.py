@@ -1,0 +1,30 @@
+"""A tool that reports progress and logs through `ctx` while it works."""
+
+import gevent
+
+from mcp_tools import tool
+
+INPUT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "steps": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many steps to count."},
+        "delay_ms": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 1000,
+            "description": "Pause between steps, in milliseconds.",
+        },
+    },
+    "required": ["steps"],
+    "additionalProperties": False,
+}
+
+
+@tool(input_schema=INPUT_SCHEMA, annotations={"readOnlyHint": True})
+def count_down(steps: int, ctx, delay_ms: int = 0) -> str:
+    """Count down from steps to zero, reporting progress and a log line per step."""
+    for done in range(1, steps + 1):
+        gevent.sleep(delay_ms / 1000.0)
+        ctx.progress(done, total=steps, message=f"{steps - done} to go")
+        ctx.log("info", {"step": done, "of": steps}, logger="count_down")
+    return f"Counted down from {steps}."
