@@ -156,8 +156,9 @@ class McpCore:
                     post_process=to_serializable_one,
                 )
             except gevent.GreenletExit:
+                # Cancelled: the request ends here and, as the spec says, gets no response.
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
-                raise
+                return None
             response = self.polish(response, message.method)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response

@@ -89,7 +89,7 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
         for error in errors:
             publish(error)
         for greenlet in running:
-            greenlet.link_value(lambda g: g.value is not None and publish(g.value))
+            greenlet.link_value(lambda g: isinstance(g.value, dict) and publish(g.value))
     return Response(status=HTTP_202_ACCEPTED)
 
 

@@ -87,7 +87,7 @@ class StdioServer:
         for greenlet in running:
             self.running.add(greenlet)
             greenlet.link(self.running.discard)
-            greenlet.link_value(lambda g: g.value is not None and self.publish(g.value))
+            greenlet.link_value(lambda g: isinstance(g.value, dict) and self.publish(g.value))
 
     def serve(self) -> None:
         """Read until EOF, then let running requests finish and their answers flush."""

@@ -99,7 +99,7 @@ class Exchange:
             while item is not DONE:
                 yield self.frame(item)
                 item = self.outbox.get()
-            if greenlet.value is not None:
+            if isinstance(greenlet.value, dict):
                 yield self.frame(greenlet.value)
             delivered_final = True
         finally:
@@ -113,7 +113,7 @@ class Exchange:
             item = self.outbox.get_nowait()
             if item is not DONE:
                 self.core.hub.publish(self.session.id, item)
-        greenlet.link_value(lambda g: g.value is not None and self.core.hub.publish(self.session.id, g.value))
+        greenlet.link_value(lambda g: isinstance(g.value, dict) and self.core.hub.publish(self.session.id, g.value))
 
 
 def post_messages(core: McpCore, session: Session, body: Body, accepted: AcceptedTypes,
@@ -134,7 +134,7 @@ def post_messages(core: McpCore, session: Session, body: Body, accepted: Accepte
     greenlet = running[0]
     greenlet.link(lambda g: exchange.outbox.put(DONE))
     first = exchange.outbox.get()
-    if first is DONE and greenlet.value is None:
+    if first is DONE and not isinstance(greenlet.value, dict):
         return Response(status=HTTP_202_ACCEPTED, headers=headers)
     if first is DONE and accepted.json:
         return json_response(greenlet.value, headers=headers)
