@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from jsonrpcserver.exceptions import JsonRpcError
+from jsonrpcserver.sentinels import NODATA
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -43,12 +44,13 @@ class RpcError(JsonRpcError):
     """A JSON-RPC error raised by a handler; jsonrpcserver answers with it."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(code, message, data)
+        # jsonrpcserver leaves "data" out only for its NODATA sentinel; None would go out as "data": null.
+        super().__init__(code, message, NODATA if data is None else data)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the error object as it goes on the wire."""
         error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
+        if self.data is not NODATA:
             error["data"] = self.data
         return error
 
