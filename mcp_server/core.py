@@ -170,6 +170,10 @@ class McpCore:
             if request_id is not None:
                 self.hub.cancel(session.id, request_id)
             return
+        if not message.method.startswith("notifications/"):
+            # A request method without an id would run unanswered, uncancellable and past the initialize gate.
+            log.debug("ignored notification for request method %s in session %s", message.method, session.id[:8])
+            return
         ctx = RequestContext(self, session, send, None, message.method, message.meta)
         dispatch_to_response(
             message.to_request(),
