@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_tools import Registry, tool
+
 
 @pytest.mark.parametrize(
     "method, params",
@@ -21,9 +23,21 @@ def test_requests_before_initialize_get_a_clear_error(rpc, method, params):
     assert "result" not in response
 
 
-def test_tools_are_not_run_before_initialize(rpc):
-    rpc.one('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}')
-    assert rpc.sent == []
+def test_tools_are_not_run_before_initialize(make_core, make_rpc):
+    calls: list[str] = []
+
+    @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+    def record() -> str:
+        """Note that the tool ran."""
+        calls.append("ran")
+        return "ran"
+
+    registry = Registry()
+    registry.add_function(record)
+    rpc = make_rpc(on=make_core(registry=registry))
+    response = rpc.request("tools/call", {"name": "record", "arguments": {}})
+    assert response["error"]["code"] == -32600
+    assert calls == []
 
 
 def test_requests_work_after_initialize_even_before_initialized_notification(rpc):

@@ -73,11 +73,8 @@ def test_cancelled_notification_stops_the_running_request(make_core):
     registry.add_function(wait_forever)
     core = make_core(registry=registry)
     session = core.open_session("sse")
-    core.accept(
-        session,
-        parse_body(b'{"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}'),
-        lambda message: None,
-    )[0][0].join(timeout=10)
+    init = b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}'
+    core.accept(session, parse_body(init), lambda message: None)[0][0].join(timeout=10)
     (running,), _ = core.accept(
         session,
         parse_body(b'{"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "wait_forever"}}'),
