@@ -54,6 +54,11 @@ class RequestContext:
         return self.core.settings
 
     @property
+    def registry(self) -> Any:
+        """The live registry: add or remove tools, resources and prompts; clients are told."""
+        return self.core.registry
+
+    @property
     def principal(self) -> str | None:
         """Who opened the session (None when authentication is off)."""
         return self.session.principal
