@@ -140,7 +140,8 @@ class Prompt:
 def tool(
     name: str | None = None,
     *,
-    input_schema: dict[str, Any],
+    # Optional in the signature only so that a bare @tool reaches the friendly error below.
+    input_schema: dict[str, Any] | None = None,
     description: str | None = None,
     output_schema: dict[str, Any] | None = None,
     title: str | None = None,
@@ -149,6 +150,8 @@ def tool(
     """Mark a function as a tool with an explicit JSON Schema for its arguments."""
     if callable(name):
         raise RegistryError("use @tool(input_schema={...}), not bare @tool")
+    if input_schema is None:
+        raise RegistryError("@tool needs input_schema={...}: an explicit JSON Schema for the arguments")
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         tool_name = check_name(name or fn.__name__, "tool")
