@@ -1,0 +1,258 @@
+"""Side-by-side runs: each server started in turn on loopback, loaded, measured through /proc, stopped.
+
+`run_compare` measures throughput, latency and server CPU per call and prints the
+ratios against the targets; `run_idle` measures resident memory per idle SSE session.
+Progress goes to stderr; the caller prints the returned report as one JSON line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench.load import http_client, open_sessions, run_load
+from bench.servers import ServerUnderTest, floor_server, our_server, redis_server, sdk_server
+
+__all__ = ["run_compare", "run_idle"]
+
+# What issue 7 asks of us, as (ratio name, comparison, bound).
+TARGETS = (
+    ("sse_throughput_vs_sdk", ">=", 2.0),
+    ("sse_p99_vs_sdk", "<=", 0.5),
+    ("sse_cpu_per_call_vs_sdk", "<=", 0.5),
+    ("streamable_throughput_vs_sdk", ">=", 3.0),
+)
+IDLE_TARGET_KIB = 25.0
+
+
+def say(text: str) -> None:
+    """Progress for the person watching (stderr, so stdout stays one JSON line)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def parse_env(pairs: list[str]) -> dict[str, str]:
+    """Turn ["MCP_X=1", ...] into a dict."""
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
+def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tuple[str, Callable]]:
+    """(label, factory) for each requested server that can run this transport."""
+    env = parse_env(args.server_env)
+    for name in names:
+        if name == "ours":
+            yield "ours", lambda: our_server(1, env)
+        elif name == "sdk":
+            yield "sdk", lambda: sdk_server(transport)
+        elif name == "floor":
+            yield "floor", floor_server
+        else:
+            raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor")
+
+
+@contextmanager
+def profiled(server: ServerUnderTest, path: str | None, seconds: float):
+    """Record the server's workers with py-spy while the block runs (collapsed stacks to path)."""
+    if not path:
+        yield
+        return
+    recorder = subprocess.Popen(
+        [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw", "--rate", "200", "--nonblocking",
+         "--duration", str(int(seconds) + 1), "--output", path, "--pid", str(server.worker_pids()[0])],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        try:
+            recorder.wait(seconds + 30)
+        except subprocess.TimeoutExpired:
+            recorder.kill()
+            recorder.wait(5)
+
+
+def measure(server: ServerUnderTest, transport: str, args: Any, profile_path: str | None = None) -> dict[str, Any]:
+    """Start a server, load it over one transport, stop it; return the generator's report."""
+    with server:
+        with profiled(server, profile_path, args.duration + args.warmup):
+            report = asyncio.run(run_load(server.base_url, transport, args.concurrency, args.duration,
+                                          paths=server.paths, warmup=args.warmup, timeout=args.timeout,
+                                          probe=server.cpu_seconds))
+    return {"server": server.name, **report}
+
+
+def median_of(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of the headline numbers over rounds, with every round's errors added up."""
+    errors: Counter = Counter()
+    for report in reports:
+        errors.update(report["errors"])
+    cpu = [r["server_cpu_us_per_call"] for r in reports if "server_cpu_us_per_call" in r]
+    return {
+        "req_per_s": round(statistics.median(r["req_per_s"] for r in reports), 1),
+        "p50_ms": round(statistics.median(r["latency_ms"]["p50"] for r in reports), 3),
+        "p90_ms": round(statistics.median(r["latency_ms"]["p90"] for r in reports), 3),
+        "p99_ms": round(statistics.median(r["latency_ms"]["p99"] for r in reports), 3),
+        "cpu_us_per_call": round(statistics.median(cpu), 1) if cpu else None,
+        "rounds": len(reports),
+        "errors": dict(errors),
+    }
+
+
+def ratio(ours: float | None, theirs: float | None) -> float | None:
+    """ours / theirs, or None when either is missing or zero."""
+    if not ours or not theirs:
+        return None
+    return round(ours / theirs, 3)
+
+
+def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """Ours against the SDK and the floor, per transport."""
+    ratios: dict[str, float | None] = {}
+    for transport in ("sse", "streamable"):
+        ours = summary.get(f"ours/{transport}")
+        if ours is None:
+            continue
+        for peer in ("sdk", "floor"):
+            theirs = summary.get(f"{peer}/{transport}")
+            if theirs is None:
+                continue
+            ratios[f"{transport}_throughput_vs_{peer}"] = ratio(ours["req_per_s"], theirs["req_per_s"])
+            ratios[f"{transport}_p99_vs_{peer}"] = ratio(ours["p99_ms"], theirs["p99_ms"])
+            ratios[f"{transport}_cpu_per_call_vs_{peer}"] = ratio(ours["cpu_us_per_call"], theirs["cpu_us_per_call"])
+    for transport in ("sse", "streamable"):
+        one, two = summary.get(f"ours-redis-1w/{transport}"), summary.get(f"ours-redis-2w/{transport}")
+        if one and two:
+            ratios[f"{transport}_redis_2w_vs_1w"] = ratio(two["req_per_s"], one["req_per_s"])
+    return ratios
+
+
+def verdicts(ratios: dict[str, float | None]) -> dict[str, bool | None]:
+    """Whether each target of issue 7 is met (None when not measured)."""
+    out: dict[str, bool | None] = {}
+    for name, op, bound in TARGETS:
+        value = ratios.get(name)
+        out[f"{name} {op} {bound}"] = None if value is None else (value >= bound if op == ">=" else value <= bound)
+    for transport in ("sse", "streamable"):
+        value = ratios.get(f"{transport}_redis_2w_vs_1w")
+        if value is not None:
+            out[f"{transport}_redis_2w_vs_1w >= 1.0"] = value >= 1.0
+    return out
+
+
+def run_compare(args: Any) -> dict[str, Any]:
+    """Run every (server, transport) pair `rounds` times, one after another; report medians and ratios."""
+    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    transports = [t.strip() for t in args.transports.split(",") if t.strip()]
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for round_number in range(1, args.rounds + 1):
+        for transport in transports:
+            for label, factory in server_factories(names, transport, args):
+                key = f"{label}/{transport}"
+                profile = (f"{args.profile}.{transport}" if args.profile and label == "ours" and round_number == 1
+                           else None)
+                report = measure(factory(), transport, args, profile)
+                runs.setdefault(key, []).append(report)
+                say(f"round {round_number} {key:<22} {report['req_per_s']:>8.1f} req/s  "
+                    f"p99 {report['latency_ms']['p99']:>7.2f} ms  "
+                    f"cpu {report.get('server_cpu_us_per_call', 0):>7.1f} us/call  errors {report['errors']}")
+            if args.redis:
+                run_redis_pair(transport, args, runs, round_number)
+    summary = {key: median_of(reports) for key, reports in runs.items()}
+    ratios = ratios_of(summary)
+    report = {"mode": "compare", "concurrency": args.concurrency, "duration_s": args.duration,
+              "rounds": args.rounds, "results": summary, "ratios": ratios, "targets": verdicts(ratios)}
+    say_table(summary, ratios, report["targets"])
+    return report
+
+
+def run_redis_pair(transport: str, args: Any, runs: dict[str, list[dict[str, Any]]], round_number: int) -> None:
+    """Ours on the Redis hub with one worker, then two."""
+    redis = redis_server()
+    if redis is None:
+        say("redis: skipped (needs redis-server on PATH and mcp_server/hub/redis.py)")
+        return
+    with redis:
+        for workers in (1, 2):
+            server = our_server(workers, {**parse_env(args.server_env), "MCP_REDIS_URL": redis.url})
+            server.name = f"ours-redis-{workers}w"
+            report = measure(server, transport, args)
+            key = f"ours-redis-{workers}w/{transport}"
+            runs.setdefault(key, []).append(report)
+            say(f"round {round_number} {key:<22} {report['req_per_s']:>8.1f} req/s  "
+                f"p99 {report['latency_ms']['p99']:>7.2f} ms  errors {report['errors']}")
+
+
+def say_table(summary: dict[str, dict[str, Any]], ratios: dict[str, Any], targets: dict[str, Any]) -> None:
+    """Print the medians, the ratios and the verdicts for a person."""
+    say("")
+    say(f"{'server/transport':<24}{'req/s':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'cpu us/call':>13}  errors")
+    for key, row in summary.items():
+        cpu = "-" if row["cpu_us_per_call"] is None else f"{row['cpu_us_per_call']:.1f}"
+        say(f"{key:<24}{row['req_per_s']:>9.1f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}{row['p99_ms']:>9.2f}"
+            f"{cpu:>13}  {row['errors'] or ''}")
+    for name, value in ratios.items():
+        say(f"  {name:<36} {value}")
+    for name, met in targets.items():
+        say(f"  target {name:<36} {'met' if met else ('not measured' if met is None else 'NOT MET')}")
+
+
+# idle sessions
+async def hold_idle_sessions(server: ServerUnderTest, count: int, settle_s: float, timeout: float) -> dict[str, Any]:
+    """Open count SSE sessions (with the handshake), measure the server's RSS growth, then close them."""
+    errors: Counter = Counter()
+    async with http_client() as http:
+        warm = await open_sessions(http, "sse", server.base_url, server.paths, 20, timeout, errors)
+        await asyncio.gather(*(s.close() for s in warm))
+        await asyncio.sleep(settle_s)
+        before = server.rss_bytes()
+        started = time.perf_counter()
+        sessions = await open_sessions(http, "sse", server.base_url, server.paths, count, timeout, errors)
+        opened_s = time.perf_counter() - started
+        await asyncio.sleep(settle_s)
+        after = server.rss_bytes()
+        # The sessions must still be alive at the end: one ping each proves the server kept them.
+        alive = sum(await asyncio.gather(*(still_alive(s) for s in sessions[:200])))
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+    held = len(sessions)
+    return {
+        "server": server.name, "sessions_requested": count, "sessions_held": held,
+        "open_s": round(opened_s, 2), "rss_before_mib": round(before / 2**20, 1), "rss_after_mib": round(after / 2**20, 1),
+        "kib_per_session": round((after - before) / held / 1024, 2) if held else None,
+        "alive_of_200_checked": alive, "errors": dict(errors),
+    }
+
+
+async def still_alive(session) -> int:
+    """1 when the session still answers ping, else 0."""
+    try:
+        await session.call("ping", {})
+        return 1
+    except Exception:
+        return 0
+
+
+def run_idle(args: Any) -> dict[str, Any]:
+    """Idle memory per SSE session for each requested server."""
+    names = [n.strip() for n in args.servers.split(",") if n.strip()]
+    env = {"MCP_MAX_SESSIONS": str(max(10000, args.idle + 100)), **parse_env(args.server_env)}
+    results = []
+    for name in names:
+        server = {"ours": lambda: our_server(1, env), "sdk": lambda: sdk_server("sse"), "floor": floor_server}[name]()
+        with server:
+            result = asyncio.run(hold_idle_sessions(server, args.idle, 2.0, max(args.timeout, 30.0)))
+        results.append(result)
+        say(f"idle {result['server']:<10} held {result['sessions_held']}/{args.idle}  "
+            f"{result['kib_per_session']} KiB/session  (RSS {result['rss_before_mib']} -> "
+            f"{result['rss_after_mib']} MiB, opened in {result['open_s']} s)  errors {result['errors']}")
+    ours = next((r for r in results if r["server"].startswith("ours")), None)
+    target = None
+    if ours is not None and ours["kib_per_session"] is not None:
+        target = ours["kib_per_session"] <= IDLE_TARGET_KIB and ours["sessions_held"] == args.idle
+    return {"mode": "idle", "sessions": args.idle, "results": results,
+            "targets": {f"ours_kib_per_session <= {IDLE_TARGET_KIB} and all held": target}}
