@@ -1,0 +1,112 @@
+"""config: every setting comes from an MCP_* variable of an injected mapping, cast and checked."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from mcp_server.config import LOCALHOST_ORIGINS, ConfigError, Settings, parse_bool, parse_list
+
+SAMPLES = {"str": ("x", "x"), "int": ("7", 7), "float": ("2.5", 2.5), "bool": ("yes", True),
+           "tuple[str, ...]": ("a, b,,", ("a", "b"))}
+# Fields whose generic sample would fail check(): a value they accept instead.
+SAMPLES_BY_NAME = {"workers": ("1", 1), "log_format": ("json", "json")}
+FIELDS = [f for f in dataclasses.fields(Settings) if f.name != "extra"]
+
+
+def test_defaults_match_the_documented_ones():
+    settings = Settings.from_environ({})
+    assert settings.bind == "127.0.0.1:8000"
+    assert settings.workers == 1
+    assert settings.keepalive_s == 15.0
+    assert settings.max_body_bytes == 4 * 1024 * 1024
+    assert settings.allowed_origins == LOCALHOST_ORIGINS
+    assert settings.plugins == ()
+    assert settings.redis_url == ""
+
+
+def test_from_environ_does_not_read_os_environ(monkeypatch):
+    monkeypatch.setenv("MCP_PAGE_SIZE", "3")
+    assert Settings.from_environ({}).page_size == Settings().page_size
+
+
+@pytest.mark.parametrize("spec", FIELDS, ids=[f.name for f in FIELDS])
+def test_every_setting_is_read_from_its_mcp_variable(spec):
+    raw, expected = SAMPLES_BY_NAME.get(spec.name, SAMPLES[spec.type])
+    settings = Settings.from_environ({f"MCP_{spec.name.upper()}": raw})
+    assert getattr(settings, spec.name) == expected
+
+
+def test_lists_are_comma_separated_and_trimmed():
+    settings = Settings.from_environ({"MCP_ALLOWED_ORIGINS": " https://a.example , http://localhost:* ,"})
+    assert settings.allowed_origins == ("https://a.example", "http://localhost:*")
+    assert parse_list("") == ()
+
+
+@pytest.mark.parametrize("raw, value", [("1", True), ("TRUE", True), ("on", True), ("0", False), ("no", False),
+                                        ("", False), (" Off ", False)])
+def test_booleans_read_the_usual_spellings(raw, value):
+    assert parse_bool(raw) is value
+
+
+def test_an_unreadable_boolean_is_an_error():
+    with pytest.raises(ValueError):
+        parse_bool("maybe")
+
+
+@pytest.mark.parametrize("key, raw", [("MCP_PAGE_SIZE", "ten"), ("MCP_KEEPALIVE_S", "soon"), ("MCP_WORKERS", "1.5")])
+def test_an_unreadable_value_names_the_variable(key, raw):
+    with pytest.raises(ConfigError, match=key):
+        Settings.from_environ({key: raw})
+
+
+@pytest.mark.parametrize(
+    "environ, fragment",
+    [
+        ({"MCP_WORKERS": "0"}, "MCP_WORKERS"),
+        ({"MCP_WORKERS": "2"}, "MCP_REDIS_URL"),
+        ({"MCP_LOG_FORMAT": "xml"}, "MCP_LOG_FORMAT"),
+        ({"MCP_KEEPALIVE_S": "0"}, "MCP_KEEPALIVE_S"),
+        ({"MCP_SESSION_TTL_S": "-1"}, "MCP_SESSION_TTL_S"),
+        ({"MCP_MAX_BODY_BYTES": "0"}, "MCP_MAX_BODY_BYTES"),
+        ({"MCP_QUEUE_MAX": "0"}, "MCP_QUEUE_MAX"),
+        ({"MCP_PAGE_SIZE": "0"}, "MCP_PAGE_SIZE"),
+    ],
+)
+def test_unusable_settings_are_rejected_with_the_variable_to_fix(environ, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        Settings.from_environ(environ)
+
+
+def test_several_workers_work_with_redis():
+    settings = Settings.from_environ({"MCP_WORKERS": "4", "MCP_REDIS_URL": "redis://127.0.0.1:6379/0"})
+    assert settings.workers == 4
+
+
+def test_unknown_mcp_variables_are_kept_in_extra_and_others_ignored():
+    settings = Settings.from_environ({"MCP_SOMETHING_NEW": "1", "HOME": "/root", "MCP_BIND": "0.0.0.0:9"})
+    assert settings.extra == {"MCP_SOMETHING_NEW": "1", "MCP_BIND": "0.0.0.0:9"}
+
+
+def test_from_mapping_takes_variable_or_field_names():
+    settings = Settings.from_mapping({"MCP_PAGE_SIZE": 5, "server_name": "test-server"})
+    assert (settings.page_size, settings.server_name) == (5, "test-server")
+    assert Settings.from_mapping(None) == Settings.from_environ({})
+
+
+def test_overrides_are_checked_too():
+    with pytest.raises(ConfigError):
+        Settings.from_environ({}, page_size=0)
+
+
+@pytest.mark.parametrize(
+    "bind, host, loopback",
+    [("127.0.0.1:8000", "127.0.0.1", True), ("127.0.0.2:1", "127.0.0.2", True), ("localhost:80", "localhost", True),
+     ("[::1]:8000", "::1", True), ("0.0.0.0:8000", "0.0.0.0", False), ("[::]:8000", "::", False),
+     ("10.1.2.3:8000", "10.1.2.3", False)],
+)
+def test_bind_host_and_loopback_detection(bind, host, loopback):
+    settings = Settings.from_environ({"MCP_BIND": bind})
+    assert settings.bind_host == host
+    assert settings.is_loopback_bind is loopback
