@@ -66,6 +66,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
     redis_url: str = ""
+    redis_timeout_s: float = 2.0
+    redis_pool_size: int = 32
     log_level: str = "INFO"
     log_format: str = "text"
     server_name: str = "flask-mcp-server"
@@ -112,10 +114,10 @@ class Settings:
             )
         if self.log_format not in ("text", "json"):
             raise ConfigError("MCP_LOG_FORMAT must be 'text' or 'json'")
-        for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s"):
+        for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s", "redis_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
-        for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size"):
+        for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size", "redis_pool_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
 
