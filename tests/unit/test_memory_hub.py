@@ -1,0 +1,271 @@
+"""hub.memory: delivery, replay, bounds and expiry of the embedded single-worker hub."""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+
+from mcp_server.config import Settings
+from mcp_server.encoding import loads
+from mcp_server.errors import REQUEST_TIMEOUT, RpcError
+from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
+from mcp_server.hub.memory import MemoryHub
+from mcp_server.session import Session
+
+# Generous upper bound for a get() that must return at once; only reached when a test fails.
+WAIT_S = 5.0
+
+
+@pytest.fixture
+def make_hub():
+    """Build hubs with setting overrides; shut them down (and their reaper) afterwards."""
+    hubs: list[MemoryHub] = []
+
+    def make(**overrides) -> MemoryHub:
+        hub = MemoryHub(Settings.from_environ({}, **overrides))
+        hubs.append(hub)
+        return hub
+
+    yield make
+    for hub in hubs:
+        hub.shutdown()
+
+
+@pytest.fixture
+def hub(make_hub) -> MemoryHub:
+    """A hub with default settings."""
+    return make_hub()
+
+
+@pytest.fixture
+def session(hub) -> Session:
+    """A session stored in hub."""
+    stored = Session()
+    hub.create_session(stored)
+    return stored
+
+
+def receive(subscription) -> tuple[str, dict]:
+    """Return the next event as (event id, decoded message)."""
+    event = subscription.get(WAIT_S)
+    assert event is not None, "no event arrived"
+    return event[0], loads(event[1])
+
+
+def message(n: int) -> dict:
+    """A distinguishable notification."""
+    return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}}
+
+
+# sessions
+def test_a_created_session_can_be_loaded_saved_and_counted(hub, session):
+    assert hub.get_session(session.id) is session
+    assert hub.session_count() == 1
+    session.protocol_version = "2025-06-18"
+    hub.save_session(session)
+    assert hub.get_session(session.id).protocol_version == "2025-06-18"
+
+
+def test_an_unknown_session_is_none(hub):
+    assert hub.get_session("nope") is None
+    assert hub.close_session("nope") is False
+    assert hub.publish("nope", message(1)) is None
+
+
+def test_sessions_are_capped(make_hub):
+    hub = make_hub(max_sessions=1)
+    hub.create_session(Session())
+    with pytest.raises(CapacityError):
+        hub.create_session(Session())
+
+
+# publish / subscribe
+def test_published_messages_reach_the_subscriber_in_order_with_increasing_ids(hub, session):
+    subscription = hub.subscribe(session.id)
+    ids = [hub.publish(session.id, message(n)) for n in range(3)]
+    received = [receive(subscription) for _ in range(3)]
+    assert [event_id for event_id, _ in received] == ids
+    assert [int(i) for i in ids] == sorted(int(i) for i in ids)
+    assert [m["params"]["n"] for _, m in received] == [0, 1, 2]
+
+
+def test_messages_published_before_the_stream_attaches_are_delivered(hub, session):
+    hub.publish(session.id, message(1))
+    assert receive(hub.subscribe(session.id))[1] == message(1)
+
+
+def test_get_returns_none_when_nothing_arrives(hub, session):
+    assert hub.subscribe(session.id).get(0.01) is None
+
+
+def test_a_subscription_only_sees_its_own_session(hub):
+    first, second = Session(), Session()
+    hub.create_session(first)
+    hub.create_session(second)
+    sub_first, sub_second = hub.subscribe(first.id), hub.subscribe(second.id)
+    hub.publish(second.id, message(2))
+    assert sub_first.get(0.01) is None
+    assert receive(sub_second)[1] == message(2)
+
+
+def test_subscribing_to_an_unknown_session_raises_key_error(hub):
+    with pytest.raises(KeyError):
+        hub.subscribe("nope")
+
+
+def test_a_waiting_subscriber_wakes_when_a_message_is_published(hub, session):
+    subscription = hub.subscribe(session.id)
+    waiter = gevent.spawn(subscription.get, WAIT_S)
+    gevent.sleep(0)
+    hub.publish(session.id, message(9))
+    event = waiter.get(timeout=WAIT_S)
+    assert loads(event[1]) == message(9)
+
+
+# replay
+def test_resuming_after_last_event_id_replays_only_what_came_later(hub, session):
+    ids = [hub.publish(session.id, message(n)) for n in range(4)]
+    subscription = hub.subscribe(session.id, last_event_id=ids[1])
+    assert [receive(subscription)[0] for _ in range(2)] == ids[2:]
+    assert subscription.get(0.01) is None
+
+
+def test_reconnecting_without_last_event_id_gets_only_undelivered_messages(hub, session):
+    first = hub.subscribe(session.id)
+    hub.publish(session.id, message(1))
+    receive(first)
+    first.close()
+    hub.publish(session.id, message(2))
+    second = hub.subscribe(session.id)
+    assert receive(second)[1] == message(2)
+    assert second.get(0.01) is None
+
+
+def test_replay_is_bounded(make_hub):
+    hub = make_hub(replay_max=2)
+    session = Session()
+    hub.create_session(session)
+    ids = [hub.publish(session.id, message(n)) for n in range(5)]
+    subscription = hub.subscribe(session.id, last_event_id="0")
+    assert [receive(subscription)[0] for _ in range(2)] == ids[-2:]
+    assert subscription.get(0.01) is None
+
+
+def test_an_unreadable_last_event_id_replays_nothing(hub, session):
+    hub.publish(session.id, message(1))
+    assert hub.subscribe(session.id, last_event_id="garbage").get(0.01) is None
+
+
+# bounds and endings
+def test_a_slow_consumer_is_cut_off_when_its_queue_is_full(make_hub):
+    hub = make_hub(queue_max=2)
+    session = Session()
+    hub.create_session(session)
+    subscription = hub.subscribe(session.id)
+    for n in range(3):
+        hub.publish(session.id, message(n))
+    receive(subscription)
+    receive(subscription)
+    with pytest.raises(StreamClosed) as closed:
+        subscription.get(WAIT_S)
+    assert closed.value.reason == "slow consumer"
+
+
+def test_closing_the_session_ends_its_stream(hub, session):
+    subscription = hub.subscribe(session.id)
+    assert hub.close_session(session.id) is True
+    with pytest.raises(StreamClosed) as closed:
+        subscription.get(WAIT_S)
+    assert closed.value.reason == "session closed"
+    assert hub.get_session(session.id) is None
+
+
+def test_shutdown_ends_every_stream(hub, session):
+    subscription = hub.subscribe(session.id)
+    hub.shutdown()
+    with pytest.raises(StreamClosed):
+        subscription.get(WAIT_S)
+
+
+def test_an_exclusive_subscribe_refuses_a_second_stream(hub, session):
+    first = hub.subscribe(session.id, exclusive=True)
+    with pytest.raises(StreamConflict):
+        hub.subscribe(session.id, exclusive=True)
+    hub.publish(session.id, message(1))
+    assert receive(first)[1] == message(1)
+
+
+def test_a_plain_subscribe_replaces_the_old_stream(hub, session):
+    old = hub.subscribe(session.id)
+    new = hub.subscribe(session.id)
+    with pytest.raises(StreamClosed):
+        old.get(WAIT_S)
+    hub.publish(session.id, message(1))
+    assert receive(new)[1] == message(1)
+
+
+def test_streaming_session_ids_lists_attached_streams_only(hub, session):
+    assert hub.streaming_session_ids() == []
+    subscription = hub.subscribe(session.id)
+    assert hub.streaming_session_ids() == [session.id]
+    subscription.close()
+    assert hub.streaming_session_ids() == []
+
+
+# expiry (idle times are moved back instead of sleeping)
+def test_reap_expires_sessions_idle_past_the_ttl(make_hub):
+    hub = make_hub(session_ttl_s=60.0)
+    idle, fresh = Session(), Session()
+    hub.create_session(idle)
+    hub.create_session(fresh)
+    hub.slots[idle.id].last_seen -= 61.0
+    assert hub.get_session(idle.id) is None
+    assert hub.reap() == 1
+    assert hub.session_count() == 1
+    assert hub.get_session(fresh.id) is fresh
+
+
+def test_a_session_with_an_open_stream_never_expires(make_hub):
+    hub = make_hub(session_ttl_s=60.0)
+    session = Session()
+    hub.create_session(session)
+    hub.subscribe(session.id)
+    hub.slots[session.id].last_seen -= 3600.0
+    assert hub.reap() == 0
+
+
+def test_a_detached_session_expires_after_the_resume_window(make_hub):
+    hub = make_hub(session_ttl_s=3600.0, resume_window_s=30.0)
+    session = Session()
+    hub.create_session(session)
+    hub.subscribe(session.id).close()
+    assert hub.reap() == 0
+    hub.slots[session.id].detached_at -= 31.0
+    assert hub.reap() == 1
+    assert hub.get_session(session.id) is None
+
+
+# broadcast and cancellation
+def test_broadcast_hands_the_notification_to_on_broadcast(hub):
+    heard = []
+    hub.on_broadcast = lambda kind, note: heard.append(note)
+    hub.broadcast(message(1))
+    assert heard == [message(1)]
+
+
+def test_cancel_kills_the_running_request(hub, session):
+    running = gevent.spawn(gevent.sleep, WAIT_S * 10)
+    hub.inflight.add(session.id, 7, running)
+    hub.cancel(session.id, 7)
+    running.join(timeout=WAIT_S)
+    assert running.dead
+    assert len(hub.inflight) == 0
+
+
+def test_request_times_out_and_tells_the_client(hub, session):
+    sent = []
+    with pytest.raises(RpcError) as caught:
+        hub.request(session.id, "roots/list", {}, timeout=0.01, send=sent.append)
+    assert caught.value.code == REQUEST_TIMEOUT
+    assert [m["method"] for m in sent] == ["roots/list", "notifications/cancelled"]
+    assert sent[1]["params"]["requestId"] == sent[0]["id"]
