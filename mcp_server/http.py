@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from flask import Blueprint, Response, current_app, g, request
+from werkzeug.exceptions import MethodNotAllowed
 
 from mcp_server import sse, streamable
 from mcp_server.core import McpCore
@@ -59,7 +60,10 @@ def mcp_endpoint() -> Response:
         if legacy_session_param() is not None:
             return legacy_post()
         return streamable_post()
-    return streamable_delete()
+    if request.method == "DELETE":
+        return streamable_delete()
+    # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
+    raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
 
 
 @blueprint.route("/sse", methods=["GET"])
