@@ -17,7 +17,7 @@ from flask import Response
 from gevent.queue import Queue
 
 from mcp_server.core import McpCore
-from mcp_server.encoding import dumps, format_sse_event
+from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import StreamConflict
 from mcp_server.messages import REQUEST, Body
@@ -164,8 +164,9 @@ def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> R
             INVALID_REQUEST,
             "This session already has a stream open; close it before opening another",
         ) from None
-    return Response(stream_events(subscription, core.settings.keepalive_s), mimetype="text/event-stream",
-                    headers=SSE_HEADERS)
+    # A comment first, so the server sends the status and headers now rather than with the first message.
+    return Response(stream_events(subscription, core.settings.keepalive_s, (KEEPALIVE_FRAME,)),
+                    mimetype="text/event-stream", headers=SSE_HEADERS)
 
 
 def close_session(core: McpCore, session: Session) -> Response:
