@@ -12,3 +12,15 @@ def server():
     """One default server (in-memory hub, one worker) shared by the e2e tests that don't change settings."""
     with ServerProcess() as process:
         yield process
+
+
+# The e2e plugin tools: sleep_ms (slow calls), log_messages (stream traffic), print_to_stdout (stdio hygiene).
+E2E_PLUGINS = "tests.e2e.plugins.slow_tools,tests.e2e.plugins.notifying_tools,tests.e2e.plugins.noisy_tools"
+
+
+@pytest.fixture(scope="session")
+def tuned_server():
+    """A server with the e2e plugin tools, a 0.5 s keepalive and a 4 KiB body limit."""
+    env = {"MCP_PLUGINS": E2E_PLUGINS, "MCP_KEEPALIVE_S": "0.5", "MCP_MAX_BODY_BYTES": "4096"}
+    with ServerProcess(env=env) as process:
+        yield process
