@@ -5,7 +5,7 @@ A command-line --bind (or -w) still overrides what is set here.
 
 import gevent
 
-from mcp_server.config import Settings
+from mcp_server.config import ConfigError, Settings
 
 settings = Settings.from_environ()  # refuses impossible combinations before any worker starts
 
@@ -25,6 +25,15 @@ loglevel = settings.log_level.lower()
 control_socket_disable = True
 # Never name versions in the Server header.
 proc_name = "mcp-server"
+
+
+def on_starting(server):
+    """Refuse to listen beyond loopback without authentication: only here is the real bind (CLI --bind) known."""
+    try:
+        settings.check_exposure(server.cfg.bind)
+    except ConfigError as refusal:
+        # gunicorn prints a RuntimeError as "Error: ..." and exits 1, before opening any socket.
+        raise RuntimeError(str(refusal)) from None
 
 
 def post_worker_init(worker):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,22 @@ class Settings:
         "echo(text) returns its text."
     )
     files_root: str = ""
+    # security: authentication, limits, headers (see SECURITY.md)
+    api_keys_file: str = ""
+    oauth_jwks_url: str = ""
+    oauth_issuer: str = ""
+    oauth_audience: str = ""
+    oauth_authorization_servers: tuple[str, ...] = ()
+    oauth_required_scopes: tuple[str, ...] = ()
+    allow_unauthenticated: bool = False
+    cors_origins: tuple[str, ...] = ()
+    max_json_depth: int = 64
+    max_string_bytes: int = 1024 * 1024
+    max_batch: int = 100
+    max_argument_bytes: int = 1024 * 1024
+    max_sessions_per_principal: int = 100
+    max_concurrent_calls: int = 64
+    rate_limit: str = ""
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -120,6 +136,48 @@ class Settings:
         for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size", "redis_pool_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
+        self.check_security()
+        self.check_exposure([self.bind])
+
+    @property
+    def authentication_configured(self) -> bool:
+        """True when API keys or OAuth tokens are required on the HTTP transports."""
+        return bool(self.api_keys_file or self.oauth_jwks_url)
+
+    def check_security(self) -> None:
+        """Reject incomplete OAuth settings, unreadable rate limits and limits below 1."""
+        for name in ("max_json_depth", "max_string_bytes", "max_batch", "max_argument_bytes",
+                     "max_sessions_per_principal", "max_concurrent_calls"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
+        if self.oauth_jwks_url and not (self.oauth_issuer and self.oauth_audience):
+            raise ConfigError(
+                "MCP_OAUTH_JWKS_URL needs MCP_OAUTH_ISSUER (the authorization server's issuer) and "
+                "MCP_OAUTH_AUDIENCE (this server's resource URL, e.g. https://mcp.example.com/mcp)"
+            )
+        if self.oauth_audience and not self.oauth_audience.startswith(("https://", "http://")):
+            raise ConfigError("MCP_OAUTH_AUDIENCE must be this server's absolute resource URL (https://host/mcp)")
+        if self.rate_limit:
+            from limits import parse_many  # flask-limiter's own parser, so the value means what it will enforce
+
+            try:
+                parse_many(self.rate_limit)
+            except ValueError:
+                raise ConfigError(
+                    f"MCP_RATE_LIMIT={self.rate_limit!r} is not a rate; write e.g. '600/minute' or '10/second'"
+                ) from None
+
+    def check_exposure(self, binds: Iterable[str]) -> None:
+        """Refuse to listen beyond this machine without authentication, unless MCP_ALLOW_UNAUTHENTICATED=1."""
+        if self.authentication_configured or self.allow_unauthenticated:
+            return
+        exposed = [bind for bind in binds if not is_local_bind(bind)]
+        if exposed:
+            raise ConfigError(
+                f"Refusing to listen on {', '.join(exposed)} without authentication: anyone who can reach "
+                "the port could call every tool. Set MCP_API_KEYS_FILE or MCP_OAUTH_JWKS_URL, bind to "
+                "127.0.0.1 behind a proxy that authenticates, or set MCP_ALLOW_UNAUTHENTICATED=1 to accept the risk."
+            )
 
     @property
     def bind_host(self) -> str:
@@ -131,6 +189,18 @@ class Settings:
     def is_loopback_bind(self) -> bool:
         """True when the server listens on a loopback address only."""
         return self.bind_host in LOOPBACK_HOSTS or self.bind_host.startswith("127.")
+
+
+def is_local_bind(address: str) -> bool:
+    """True for a loopback HOST:PORT or a unix socket: nothing off this machine can connect."""
+    address = address.strip()
+    if address.startswith("unix:"):
+        return True
+    if address.startswith("fd://"):
+        return False
+    host = address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
+    host = host.strip("[]").lower()
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
 
 
 def cast_setting(key: str, raw: str, annotation: Any) -> Any:

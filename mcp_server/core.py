@@ -23,10 +23,12 @@ from mcp_server.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PERMISSION_DENIED,
+    SERVER_UNAVAILABLE,
     RpcError,
     error_response,
 )
 from mcp_server.hub import Hub, create_hub
+from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.session import Session
 from mcp_server.versions import allows_batches, at_least
@@ -63,12 +65,18 @@ class McpCore:
         self.hub = hub if hub is not None else create_hub(settings)
         self.hub.on_broadcast = self.deliver_broadcast
         self.registry.on_change(self.announce_list_changed)
+        # Set by mcp_server.security when authentication is on; None lets every session use everything.
+        self.authorizer: Any = None
+        self.session_quota = SessionQuota(self.hub, settings.max_sessions_per_principal)
+        self.call_slots = CallSlots(settings.max_concurrent_calls)
 
     # session lifecycle
     def open_session(self, transport: str, principal: str | None = None) -> Session:
-        """Create and store a new session."""
+        """Create and store a new session; CapacityError when the server or this principal holds enough."""
+        self.session_quota.admit(principal)
         session = Session(transport=transport, principal=principal)
         self.hub.create_session(session)
+        self.session_quota.opened(session.id, principal)
         return session
 
     def server_info(self) -> dict[str, Any]:
@@ -90,7 +98,7 @@ class McpCore:
     # authorization hooks (replaced by the security layer when authentication is on)
     def permits(self, session: Session, kind: str, name: str) -> bool:
         """Whether the session's principal may use the named tool, resource or prompt."""
-        return True
+        return self.authorizer is None or self.authorizer.permits(session.principal, kind, name)
 
     def require_permission(self, session: Session, kind: str, name: str) -> None:
         """Raise -32001 when the session's principal may not use the named item."""
@@ -145,7 +153,14 @@ class McpCore:
             response = error_response(
                 message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
             )
+        elif message.method == "tools/call" and not self.call_slots.acquire(session.id):
+            response = error_response(
+                message.id, SERVER_UNAVAILABLE,
+                f"Too many tool calls running in this session: the limit is {self.call_slots.limit} "
+                "(MCP_MAX_CONCURRENT_CALLS); wait for one to finish",
+            )
         else:
+            holds_call_slot = message.method == "tools/call"
             ctx = RequestContext(self, session, send, message.id, message.method, message.meta)
             try:
                 response = dispatch_to_response(
@@ -159,6 +174,9 @@ class McpCore:
                 # Cancelled: the request ends here and, as the spec says, gets no response.
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
                 return None
+            finally:
+                if holds_call_slot:
+                    self.call_slots.release(session.id)
             response = self.polish(response, message.method)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response

@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from mcp_server import http, ops
+from mcp_server import http, ops, security
 from mcp_server.config import Settings
 from mcp_server.core import McpCore
 from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, new_correlation_id
@@ -39,6 +39,7 @@ class McpExtension:
         app.register_error_handler(HTTPException, self.render_http_exception)
         app.register_error_handler(Exception, self.render_unexpected)
         app.after_request(self.log_http_error)
+        security.init_app(app, self.core)
 
     @staticmethod
     def render_problem(problem: HttpProblem) -> Response:

@@ -16,9 +16,10 @@ from mcp_server import sse, streamable
 from mcp_server.core import McpCore
 from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE
 from mcp_server.hub import CapacityError, HubUnavailable
+from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, ParseFailure, parse_body
 from mcp_server.responses import HttpProblem
-from mcp_server.security import check_host, check_origin
+from mcp_server.security import screen_request
 from mcp_server.session import SSE, STREAMABLE, Session
 
 __all__ = ["blueprint", "current_core"]
@@ -41,11 +42,8 @@ def current_core() -> McpCore:
 
 @blueprint.before_request
 def check_request_source() -> None:
-    """Refuse foreign origins and unexpected Host headers before anything else."""
-    settings = current_core().settings
-    check_origin(request.headers, settings)
-    check_host(request.environ, settings)
-    g.principal = getattr(g, "principal", None)
+    """Refuse foreign origins and unexpected Host headers, then authenticate; sets g.principal."""
+    g.principal = screen_request()
 
 
 # routing
@@ -190,10 +188,15 @@ def read_body() -> Body:
     if len(data) > limit:
         raise too_large(limit)
     try:
-        return parse_body(data)
+        body = parse_body(data)
     except ParseFailure as failure:
         raise HttpProblem(HTTP_400_BAD_REQUEST, failure.response["error"]["code"],
                           failure.response["error"]["message"]) from None
+    try:
+        check_body(body, data, current_core().settings)
+    except BodyLimitExceeded as exceeded:
+        raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
+    return body
 
 
 def too_large(limit: int) -> HttpProblem:

@@ -1,24 +1,70 @@
-"""Checks every HTTP request passes before it reaches a session: Origin and Host.
+"""The HTTP side of security: Origin and Host checks, authentication, CORS and security headers.
 
-Browsers send Origin; a page on another site must not drive a local server
-(DNS rebinding), so foreign origins get 403, and on a loopback listener a Host
-that is not a loopback name gets 421.
+Every request to the MCP routes passes `screen_request` once, before the rate
+limiter and the routes: foreign origins get 403, and on a loopback listener a
+Host that is not a loopback name gets 421 (DNS rebinding); then the bearer token
+is checked (401, or 403 for a missing scope). Every response, errors included,
+gets the security headers, and CORS headers only for MCP_CORS_ORIGINS.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
 
-from mcp_server.errors import INVALID_REQUEST
-from mcp_server.responses import HttpProblem
+from flask import Blueprint, Flask, Response, current_app, g, request
 
-__all__ = ["check_host", "check_origin", "host_allowed", "origin_allowed"]
+from mcp_server.auth import (
+    Authenticator,
+    AuthUnavailable,
+    InsufficientScope,
+    Unauthenticated,
+    metadata_document,
+    metadata_url,
+)
+from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, new_correlation_id
+from mcp_server.rate_limit import init_rate_limit
+from mcp_server.responses import HttpProblem, json_response
+
+__all__ = [
+    "SECURITY_HEADERS",
+    "check_host",
+    "check_origin",
+    "host_allowed",
+    "init_app",
+    "origin_allowed",
+    "screen_request",
+]
+
+log = logging.getLogger("mcp.auth")
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+HTTP_401_UNAUTHORIZED = 401
 HTTP_403_FORBIDDEN = 403
+HTTP_404_NOT_FOUND = 404
 HTTP_421_MISDIRECTED_REQUEST = 421
+HTTP_503_SERVICE_UNAVAILABLE = 503
+MCP_BLUEPRINT = "mcp"
+AUTH_EXTENSION_KEY = "mcp_auth"
+# An API has nothing to render, frame or sniff: say so to every browser that looks.
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+CORS_ALLOW_METHODS = "GET, POST, DELETE"
+CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+CORS_EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
+CORS_MAX_AGE_S = "600"
+
+metadata_blueprint = Blueprint("oauth_metadata", __name__)
 
 
+# Origin and Host
 def origin_allowed(origin: str, patterns: Iterable[str]) -> bool:
     """Match an Origin against patterns: exact, '*' for any, or 'scheme://host:*' for any port."""
     origin = origin.strip().lower().rstrip("/")
@@ -59,9 +105,9 @@ def is_loopback_address(address: str) -> bool:
 
 
 def check_origin(headers: Mapping[str, str], settings) -> None:
-    """Raise 403 when the request carries an Origin outside MCP_ALLOWED_ORIGINS."""
+    """Raise 403 when the request carries an Origin outside MCP_ALLOWED_ORIGINS (and MCP_CORS_ORIGINS)."""
     origin = headers.get("Origin")
-    if origin and not origin_allowed(origin, settings.allowed_origins):
+    if origin and not origin_allowed(origin, (*settings.allowed_origins, *settings.cors_origins)):
         raise HttpProblem(
             HTTP_403_FORBIDDEN,
             INVALID_REQUEST,
@@ -79,3 +125,124 @@ def check_host(environ: Mapping[str, str], settings) -> None:
             INVALID_REQUEST,
             f"Host {host!r} is not allowed on this listener; set MCP_ALLOWED_HOSTS to the names clients use",
         )
+
+
+# authentication
+def challenge(settings: Any, error: str | None = None, description: str = "", scope: str = "") -> str:
+    """The WWW-Authenticate value: RFC 6750 Bearer, naming the resource metadata when OAuth is on."""
+    params = []
+    if settings.oauth_jwks_url:
+        params.append(f'resource_metadata="{metadata_url(settings.oauth_audience)}"')
+    else:
+        params.append('realm="mcp"')
+    if error:
+        params.append(f'error="{error}"')
+    if description:
+        params.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "")))
+    if scope:
+        params.append(f'scope="{scope}"')
+    return "Bearer " + ", ".join(params)
+
+
+def authenticate_request(settings: Any) -> str | None:
+    """Return the name of the principal behind this request's bearer token (None when auth is off)."""
+    authenticator: Authenticator | None = current_app.extensions.get(AUTH_EXTENSION_KEY)
+    # A CORS preflight never carries credentials; it only asks which headers it may send.
+    if authenticator is None or request.method == "OPTIONS":
+        return None
+    try:
+        return authenticator.authenticate(request.headers.get("Authorization")).name
+    except Unauthenticated as refused:
+        message = f"Unauthorized: {refused}"
+        if refused.error is None and any(name in request.args for name in ("access_token", "token", "api_key")):
+            message += " (credentials in the URL are ignored: they end up in logs)"
+        raise HttpProblem(HTTP_401_UNAUTHORIZED, INVALID_REQUEST, message,
+                          headers={"WWW-Authenticate": challenge(settings, refused.error, str(refused))}) from None
+    except InsufficientScope as refused:
+        scope = " ".join(refused.scopes)
+        raise HttpProblem(
+            HTTP_403_FORBIDDEN, PERMISSION_DENIED,
+            f"Forbidden: {refused}; ask the authorization server for a token with scope '{scope}'",
+            headers={"WWW-Authenticate": challenge(settings, "insufficient_scope", str(refused), scope)},
+        ) from None
+    except AuthUnavailable as unavailable:
+        correlation_id = new_correlation_id()
+        log.error("cannot verify tokens: %s (correlation id %s)", unavailable, correlation_id)
+        raise HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
+                          "Cannot verify tokens right now; retry shortly",
+                          data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
+
+
+def screen_request() -> str | None:
+    """Check Origin, Host and credentials once per request; return the principal's name (None: auth off)."""
+    if g.get("mcp_screened"):
+        return g.principal
+    settings = current_app.extensions["mcp"].core.settings
+    check_origin(request.headers, settings)
+    check_host(request.environ, settings)
+    g.principal = authenticate_request(settings)
+    g.mcp_screened = True
+    return g.principal
+
+
+def screen_mcp_request() -> None:
+    """Screen requests to the MCP routes before the rate limiter counts them."""
+    if request.blueprint == MCP_BLUEPRINT:
+        screen_request()
+
+
+# response headers
+def add_cors_headers(response: Response) -> Response:
+    """Let the browser origins in MCP_CORS_ORIGINS, and only those, read responses."""
+    settings = current_app.extensions["mcp"].core.settings
+    if not settings.cors_origins:
+        return response
+    response.vary.add("Origin")
+    origin = request.headers.get("Origin")
+    if not origin or not origin_allowed(origin, settings.cors_origins):
+        return response
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        response.headers["Access-Control-Allow-Methods"] = CORS_ALLOW_METHODS
+        response.headers["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
+        response.headers["Access-Control-Max-Age"] = CORS_MAX_AGE_S
+    return response
+
+
+def add_security_headers(response: Response) -> Response:
+    """Put the security headers on every response, and forbid caching unless the route said otherwise."""
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+# OAuth protected-resource metadata (RFC 9728)
+@metadata_blueprint.route("/.well-known/oauth-protected-resource", methods=["GET"])
+@metadata_blueprint.route("/.well-known/oauth-protected-resource/<path:resource_path>", methods=["GET"])
+def protected_resource_metadata(resource_path: str = "") -> Response:
+    """Name this resource's authorization servers, so clients know where to get a token."""
+    settings = current_app.extensions["mcp"].core.settings
+    if resource_path and "/" + resource_path.strip("/") != urlsplit(settings.oauth_audience).path.rstrip("/"):
+        raise HttpProblem(HTTP_404_NOT_FOUND, INVALID_REQUEST,
+                          f"No such resource; this server's is {settings.oauth_audience}")
+    response = json_response(metadata_document(settings))
+    response.headers["Cache-Control"] = "public, max-age=3600"
+    return response
+
+
+def init_app(app: Flask, core: Any) -> None:
+    """Install authentication, the rate limit, CORS and the security headers on app (the order matters)."""
+    settings = core.settings
+    authenticator = Authenticator.from_settings(settings)
+    app.extensions[AUTH_EXTENSION_KEY] = authenticator
+    if authenticator is not None:
+        core.authorizer = authenticator.authorizer
+    if settings.oauth_jwks_url:
+        app.register_blueprint(metadata_blueprint)
+    # Registered before the limiter's own hook, so the limit counts per authenticated principal.
+    app.before_request(screen_mcp_request)
+    init_rate_limit(app, settings)
+    app.after_request(add_cors_headers)
+    app.after_request(add_security_headers)
