@@ -83,7 +83,7 @@ def test_event_ids_increase_along_the_stream(server, http):
     with LegacyStream(http, server.base_url) as stream:
         stream.open()
         ids = []
-        for n in range(5):
+        for _n in range(5):
             assert stream.post(request("ping")).status_code == 202
             ids.append(int(stream.next_event().id))
         assert ids == sorted(ids) and len(set(ids)) == 5
