@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -200,7 +201,12 @@ def is_local_bind(address: str) -> bool:
         return False
     host = address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
     host = host.strip("[]").lower()
-    return host in LOOPBACK_HOSTS or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
 
 
 def cast_setting(key: str, raw: str, annotation: Any) -> Any:

@@ -1,0 +1,167 @@
+"""limits: body shape limits, concurrent tool calls per session, sessions per principal."""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+from gevent.event import Event
+
+from mcp_server.config import Settings
+from mcp_server.core import McpCore
+from mcp_server.encoding import dumps
+from mcp_server.errors import SERVER_UNAVAILABLE
+from mcp_server.hub.memory import MemoryHub
+from mcp_server.limits import (
+    BodyLimitExceeded,
+    CallSlots,
+    SessionQuota,
+    SessionQuotaExceeded,
+    check_body,
+    json_depth_and_longest_string,
+)
+from mcp_server.messages import parse_body
+from mcp_server.session import STREAMABLE, Session
+from mcp_tools import Registry, tool
+
+SETTINGS = Settings.from_environ({"MCP_MAX_JSON_DEPTH": "8", "MCP_MAX_STRING_BYTES": "100", "MCP_MAX_BATCH": "3",
+                                  "MCP_MAX_ARGUMENT_BYTES": "200"})
+
+
+def check(value) -> None:
+    """Run the body checks on value as it would arrive over HTTP."""
+    data = dumps(value)
+    check_body(parse_body(data), data, SETTINGS)
+
+
+def nested(depth: int):
+    """A JSON-RPC request whose params nest to the given total depth."""
+    inner: object = 1
+    for _ in range(depth - 2):
+        inner = [inner]
+    return {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": inner}}
+
+
+def test_depth_and_longest_string_are_measured():
+    assert json_depth_and_longest_string({"a": [1, {"b": "xyz"}]}, 64) == (3, 3)
+    assert json_depth_and_longest_string("é" * 10, 64) == (0, 20)  # bytes, not characters
+    assert json_depth_and_longest_string({"k" * 50: 1}, 64) == (1, 50)  # keys count too
+
+
+def test_nesting_up_to_the_limit_passes_and_beyond_it_is_400():
+    check(nested(8))
+    with pytest.raises(BodyLimitExceeded, match="MCP_MAX_JSON_DEPTH") as exceeded:
+        check(nested(9))
+    assert exceeded.value.status == 400
+
+
+def test_a_long_string_anywhere_is_413():
+    check({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"s": "x" * 100}})
+    with pytest.raises(BodyLimitExceeded, match="MCP_MAX_STRING_BYTES") as exceeded:
+        check({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"s": "x" * 101}})
+    assert exceeded.value.status == 413
+    with pytest.raises(BodyLimitExceeded):
+        check({"jsonrpc": "2.0", "id": 1, "method": "x" * 101})
+
+
+def test_a_batch_over_the_limit_is_400():
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    check([ping] * 3)
+    with pytest.raises(BodyLimitExceeded, match="MCP_MAX_BATCH") as exceeded:
+        check([ping] * 4)
+    assert exceeded.value.status == 400
+
+
+def test_tool_arguments_over_the_limit_are_413():
+    def call(arguments):
+        return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": arguments}}
+
+    check(call({"text": "x" * 90}))
+    with pytest.raises(BodyLimitExceeded, match="MCP_MAX_ARGUMENT_BYTES") as exceeded:
+        check(call({f"k{n}": "x" * 90 for n in range(3)}))
+    assert exceeded.value.status == 413
+    # The same bytes under another method are not tool arguments.
+    check({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {f"k{n}": "x" * 90 for n in range(3)}})
+
+
+def test_call_slots_are_counted_per_session_and_given_back():
+    slots = CallSlots(2)
+    assert slots.acquire("a") and slots.acquire("a")
+    assert not slots.acquire("a")
+    assert slots.acquire("b")
+    slots.release("a")
+    assert slots.acquire("a")
+    for _ in range(3):
+        slots.release("a")
+    assert "a" not in slots.running  # released sessions leave nothing behind
+
+
+GATE = Event()
+
+
+@tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+def wait_for_gate() -> str:
+    """Block until the test opens the gate."""
+    GATE.wait(10)
+    return "done"
+
+
+def test_the_core_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
+    registry = Registry.discover()
+    registry.add_function(wait_for_gate)
+    core = McpCore(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
+    GATE.clear()
+    try:
+        session = core.open_session(STREAMABLE)
+        session.protocol_version = "2025-06-18"
+
+        def call(request_id):
+            body = parse_body(dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                     "params": {"name": "wait_for_gate", "arguments": {}}}))
+            return core.accept(session, body, lambda m: None)[0][0]
+
+        running = [call(1), call(2)]
+        gevent.sleep(0)  # let both start and take their slots
+        refused = call(3)
+        refused.join(5)
+        assert refused.value["error"]["code"] == SERVER_UNAVAILABLE
+        assert "MCP_MAX_CONCURRENT_CALLS" in refused.value["error"]["message"]
+        GATE.set()
+        gevent.joinall(running, timeout=5)
+        assert all(g.value["result"]["isError"] is False for g in running)
+        again = call(4)
+        again.join(5)
+        assert "result" in again.value  # the slots came back
+    finally:
+        GATE.set()
+        core.shutdown()
+
+
+def test_sessions_per_principal_are_capped_and_freed_by_closing():
+    hub = MemoryHub(Settings.from_environ({}))
+    quota = SessionQuota(hub, 2)
+    opened = []
+    for _ in range(2):
+        quota.admit("alice")
+        session = Session(principal="alice")
+        hub.create_session(session)
+        quota.opened(session.id, "alice")
+        opened.append(session.id)
+    with pytest.raises(SessionQuotaExceeded, match="MCP_MAX_SESSIONS_PER_PRINCIPAL"):
+        quota.admit("alice")
+    quota.admit("bob")  # another principal has its own count
+    quota.admit(None)  # unauthenticated sessions only meet the hub's total
+    hub.close_session(opened[0])
+    quota.admit("alice")
+    hub.shutdown()
+
+
+def test_the_core_applies_the_session_quota():
+    core = McpCore(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
+    try:
+        first = core.open_session(STREAMABLE, "alice")
+        with pytest.raises(SessionQuotaExceeded):
+            core.open_session(STREAMABLE, "alice")
+        core.hub.close_session(first.id)
+        core.open_session(STREAMABLE, "alice")
+    finally:
+        core.shutdown()
