@@ -3,6 +3,11 @@
 A command-line --bind (or -w) still overrides what is set here.
 """
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import gevent
 
 from mcp_server.config import ConfigError, Settings
@@ -26,9 +31,28 @@ control_socket_disable = True
 # Never name versions in the Server header.
 proc_name = "mcp-server"
 
+# Prometheus multiprocess mode: each worker writes its metrics to files in this directory and /metrics adds
+# them up. It must be in the environment before a worker imports prometheus_client, so it is set here.
+METRICS_DIR_PREFIX = "mcp-metrics-"
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=METRICS_DIR_PREFIX)
+os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
+
+def metrics_dir_is_ours(path):
+    """Whether the metrics directory is the temporary one made above (removed at exit) or the operator's."""
+    return Path(path).parent == Path(tempfile.gettempdir()) and Path(path).name.startswith(METRICS_DIR_PREFIX)
+
+
+def reset_metrics_dir():
+    """Drop values left by an earlier run, so counters start from zero with the new master."""
+    for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+        stale.unlink(missing_ok=True)
+
 
 def on_starting(server):
     """Refuse to listen beyond loopback without authentication: only here is the real bind (CLI --bind) known."""
+    reset_metrics_dir()
     try:
         settings.check_exposure(server.cfg.bind)
     except ConfigError as refusal:
@@ -47,3 +71,17 @@ def post_worker_init(worker):
             extension.shutdown()
 
     gevent.spawn(close_streams_on_exit)
+
+
+def child_exit(server, worker):
+    """Forget a dead worker's live gauges (open streams), so /metrics does not count them forever."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    """Remove the metrics directory when it is the temporary one this file made."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+    if path and metrics_dir_is_ours(path):
+        shutil.rmtree(path, ignore_errors=True)

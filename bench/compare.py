@@ -64,7 +64,7 @@ def profiled(server: ServerUnderTest, path: str | None, seconds: float):
         yield
         return
     recorder = subprocess.Popen(
-        [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw", "--rate", "200", "--nonblocking",
+        [str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw", "--rate", "100",
          "--duration", str(int(seconds) + 1), "--output", path, "--pid", str(server.worker_pids()[0])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -222,7 +222,8 @@ async def hold_idle_sessions(server: ServerUnderTest, count: int, settle_s: floa
     held = len(sessions)
     return {
         "server": server.name, "sessions_requested": count, "sessions_held": held,
-        "open_s": round(opened_s, 2), "rss_before_mib": round(before / 2**20, 1), "rss_after_mib": round(after / 2**20, 1),
+        "open_s": round(opened_s, 2),
+        "rss_before_mib": round(before / 2**20, 1), "rss_after_mib": round(after / 2**20, 1),
         "kib_per_session": round((after - before) / held / 1024, 2) if held else None,
         "alive_of_200_checked": alive, "errors": dict(errors),
     }

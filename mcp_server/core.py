@@ -30,6 +30,7 @@ from mcp_server.errors import (
 from mcp_server.hub import Hub, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
+from mcp_server.metrics import instruments
 from mcp_server.session import Session
 from mcp_server.versions import allows_batches, at_least
 from mcp_tools import Registry
@@ -77,6 +78,7 @@ class McpCore:
         session = Session(transport=transport, principal=principal)
         self.hub.create_session(session)
         self.session_quota.opened(session.id, principal)
+        instruments().session_opened(transport)
         return session
 
     def server_info(self) -> dict[str, Any]:
@@ -227,6 +229,7 @@ class McpCore:
             "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
             method, request_id, session.id[:8], status, seconds * 1000.0,
         )
+        instruments().count_request(method, response, seconds)
 
     # server-initiated notifications
     def announce_list_changed(self, kind: str) -> None:

@@ -1,9 +1,11 @@
-"""Operations endpoints: /healthz (the process answers) and /readyz (its dependencies do)."""
+"""Operations endpoints: /healthz (the process answers), /readyz (its dependencies do), /metrics (Prometheus)."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response, current_app, request
 
+from mcp_server import metrics
+from mcp_server.hub import HubUnavailable
 from mcp_server.responses import json_response
 
 __all__ = ["blueprint"]
@@ -25,3 +27,15 @@ def readyz() -> Response:
     if core.hub.ready():
         return json_response({"status": "ready", "sessions": core.hub.session_count()})
     return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTP_503_SERVICE_UNAVAILABLE)
+
+
+@blueprint.route("/metrics", methods=["GET"])
+def prometheus_metrics() -> Response:
+    """Every worker's counters, gauges and histograms in Prometheus text format."""
+    core = current_app.extensions["mcp"].core
+    try:
+        session_count = core.hub.session_count()
+    except HubUnavailable:
+        session_count = None
+    body, content_type = metrics.render(request.headers.get("Accept"), session_count)
+    return Response(body, content_type=content_type)

@@ -20,6 +20,7 @@ from mcp_server.core import McpCore
 from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event
 from mcp_server.hub import StreamClosed, Subscription
 from mcp_server.messages import Body
+from mcp_server.metrics import instruments
 from mcp_server.session import SSE, Session
 
 __all__ = ["SSE_HEADERS", "open_stream", "post_message", "stream_events"]
@@ -34,9 +35,11 @@ SSE_HEADERS = {
 
 
 def stream_events(
-    subscription: Subscription, keepalive_s: float, first_frames: tuple[bytes, ...] = ()
+    subscription: Subscription, keepalive_s: float, first_frames: tuple[bytes, ...] = (), kind: str = "legacy"
 ) -> Iterator[bytes]:
     """Yield SSE frames from a subscription until it closes; always release it at the end."""
+    metrics = instruments()
+    metrics.stream_opened(kind)
     try:
         yield from first_frames
         while True:
@@ -52,6 +55,7 @@ def stream_events(
     finally:
         # A disconnect surfaces here as GeneratorExit at the next write.
         subscription.close()
+        metrics.stream_closed(kind)
 
 
 def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_event_id: str | None,

@@ -21,6 +21,7 @@ from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import StreamConflict
 from mcp_server.messages import REQUEST, Body
+from mcp_server.metrics import instruments
 from mcp_server.responses import HttpProblem, json_response
 from mcp_server.session import Session
 from mcp_server.sse import SSE_HEADERS, stream_events
@@ -94,6 +95,8 @@ class Exchange:
     def stream(self, first: Any, greenlet: gevent.Greenlet) -> Iterator[bytes]:
         """Yield the messages the request sends, then its response; hand over to the hub if the client leaves."""
         delivered_final = False
+        metrics = instruments()
+        metrics.stream_opened("request")
         try:
             item = first
             while item is not DONE:
@@ -103,6 +106,7 @@ class Exchange:
                 yield self.frame(greenlet.value)
             delivered_final = True
         finally:
+            metrics.stream_closed("request")
             if not delivered_final:
                 self.abandon(greenlet)
 
@@ -165,7 +169,7 @@ def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> R
             "This session already has a stream open; close it before opening another",
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
-    return Response(stream_events(subscription, core.settings.keepalive_s, (KEEPALIVE_FRAME,)),
+    return Response(stream_events(subscription, core.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
                     mimetype="text/event-stream", headers=SSE_HEADERS)
 
 

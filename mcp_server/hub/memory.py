@@ -22,6 +22,7 @@ from mcp_server.hub.base import (
     StreamConflict,
     Subscription,
 )
+from mcp_server.metrics import instruments
 from mcp_server.session import Session
 
 __all__ = ["MemoryHub"]
@@ -47,6 +48,7 @@ class MemorySubscription(Subscription):
             return
         if self.queue.qsize() >= self.maxsize:
             log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id)
+            instruments().queue_dropped()
             self.end("slow consumer")
             return
         self.queue.put_nowait(event)
