@@ -90,15 +90,19 @@ class StdioServer:
             greenlet.link_value(lambda g: isinstance(g.value, dict) and self.publish(g.value))
 
     def serve(self) -> None:
-        """Read until EOF, then let running requests finish and their answers flush."""
+        """Read until EOF, then let running requests finish and their answers flush; on SIGTERM stop at once."""
         writer = gevent.spawn(self.write_forever)
         try:
             for line in self.reader:
                 self.handle_line(line)
-        finally:
+            # EOF: the client has sent everything, but the answers to what it sent are still owed.
             gevent.joinall(list(self.running), timeout=DRAIN_TIMEOUT_S)
             gevent.sleep(0)
+        finally:
+            # Closing first lets the writer flush what is queued, and drops answers of calls killed below.
             self.core.hub.close_session(self.session.id)
+            # After SIGTERM (the client gave up waiting) or the drain timeout, calls in flight are cancelled.
+            gevent.killall(list(self.running), timeout=1.0)
             writer.join(timeout=2.0)
 
 
