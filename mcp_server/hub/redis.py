@@ -1,0 +1,786 @@
+"""The Redis hub: many workers and many hosts share sessions, replay and delivery through Redis.
+
+Per session: its state as JSON with an idle TTL, a capped Redis Stream as the
+replay log (stream entry ids are the SSE event ids, so `Last-Event-ID` resumes on
+any worker), and a key naming the worker whose stream is attached. Publishing is
+one Lua script: append to the stream, then PUBLISH to that worker's channel. Each
+worker keeps ONE subscriber connection (its own channel plus the control channel
+that carries answers, cancellations and broadcasts), read by one greenlet that
+hands messages to local queues. Nothing connects or spawns before first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import secrets
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlparse
+
+import gevent
+import gevent.queue
+import gevent.socket
+import redis
+from gevent.event import Event
+from gevent.queue import Empty, Queue
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ReadOnlyError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
+
+from mcp_server.encoding import dumps, loads
+from mcp_server.hub.base import (
+    CapacityError,
+    Hub,
+    HubUnavailable,
+    StreamClosed,
+    StreamConflict,
+    Subscription,
+)
+from mcp_server.session import Session
+
+__all__ = ["RedisHub", "RedisSubscription"]
+
+log = logging.getLogger("mcp.hub")
+
+PREFIX = "mcp:"
+CONTROL_CHANNEL = PREFIX + "control"
+WORKER_CHANNEL = PREFIX + "worker:"
+SESSION_INDEX = PREFIX + "sessions"
+# How long a stream's claim on its session lasts without a refresh, and how often it is refreshed.
+ATTACH_TTL_S = 20.0
+REFRESH_EVERY_S = 5.0
+# The subscriber connection pings when quiet; silence this long means Redis is gone.
+LISTEN_PING_S = 2.0
+LISTEN_DEAD_S = 6.0
+RECONNECT_MIN_S = 0.1
+RECONNECT_MAX_S = 2.0
+REFRESH_BATCH = 500
+EVENT_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
+REPLAY_NOTHING = "$"
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
+CLOSE = object()
+
+# KEYS: session, index. ARGV: session json, ttl ms, max sessions, session id.
+CREATE_SCRIPT = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[2]), ARGV[4])
+return 1
+"""
+
+# KEYS: session, detached, replay, delivered, index. ARGV: ttl ms, session id.
+# A session detached from its stream keeps its shorter resume-window TTL; others get a fresh TTL.
+GET_SCRIPT = """
+local data = redis.call('GET', KEYS[1])
+if not data then return false end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], ARGV[1])
+  redis.call('PEXPIRE', KEYS[4], ARGV[1])
+  local now = redis.call('TIME')
+  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
+end
+return data
+"""
+
+# KEYS: session, replay, stream. ARGV: message json, replay max, session id, worker channel prefix.
+# Append and route in one atomic step, so every worker sees one order of events per session.
+PUBLISH_SCRIPT = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return false end
+local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+local owner = redis.call('GET', KEYS[3])
+if owner then
+  local worker = string.match(owner, '^([^|]*)|')
+  redis.call('PUBLISH', ARGV[4] .. worker, 'm\\n' .. ARGV[3] .. '\\n' .. id .. '\\n' .. ARGV[1])
+end
+return id
+"""
+
+# KEYS: session, stream, replay, delivered, detached.
+# ARGV: owner, exclusive, after, stream ttl ms, session ttl ms, session id, worker channel prefix, this worker.
+# Claim the session's stream and read what it missed in the same atomic step: every event is
+# either in the replay returned here or published to this worker afterwards. Returns
+# {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
+ATTACH_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+local current = redis.call('GET', KEYS[2])
+if current and current ~= ARGV[1] then
+  local worker, token = string.match(current, '^([^|]*)|(.*)$')
+  if worker and worker ~= ARGV[8] then
+    local alive = redis.call('PUBSUB', 'NUMSUB', ARGV[7] .. worker)[2] > 0
+    if alive then
+      if ARGV[2] == '1' then return {-1} end
+      redis.call('PUBLISH', ARGV[7] .. worker,
+                 'e\\n' .. ARGV[6] .. '\\n' .. token .. '\\nreplaced by a newer stream')
+    end
+  end
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
+redis.call('DEL', KEYS[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
+redis.call('PEXPIRE', KEYS[4], ARGV[5])
+local after = ARGV[3]
+if after == '' then after = redis.call('GET', KEYS[4]) end
+if after == '$' then
+  local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
+  return {1, {}, last and last[1] or '0-0'}
+end
+if after then return {1, redis.call('XRANGE', KEYS[3], '(' .. after, '+'), after} end
+return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
+"""
+
+# KEYS: stream, delivered, session, replay, detached. ARGV: owner, delivered id, resume window ms.
+# Only the stream that still owns the session records what it delivered and starts the resume window.
+DETACH_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl == -2 then return 0 end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', math.max(ttl, 1)) end
+local window = tonumber(ARGV[3])
+if window <= 0 then
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[2])
+  return 1
+end
+redis.call('SET', KEYS[5], '1', 'PX', window)
+if ttl < 0 or ttl > window then
+  redis.call('PEXPIRE', KEYS[3], window)
+  redis.call('PEXPIRE', KEYS[4], window)
+  redis.call('PEXPIRE', KEYS[2], window)
+end
+return 1
+"""
+
+# KEYS: stream, session, replay, delivered, index.
+# ARGV: owner, stream ttl ms, session ttl ms, delivered id, session id.
+# Returns 0 when the session is gone, 1 when the claim held, 2 when it was lost and re-taken,
+# 3 when another stream owns the session now.
+REFRESH_SCRIPT = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+local current = redis.call('GET', KEYS[1])
+local code = 1
+if not current then code = 2 elseif current ~= ARGV[1] then return 3 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
+else
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+end
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[3]), ARGV[5])
+return code
+"""
+
+# KEYS: session, replay, delivered, stream, detached, index. ARGV: session id, worker channel prefix.
+CLOSE_SCRIPT = """
+local existed = redis.call('DEL', KEYS[1])
+local owner = redis.call('GET', KEYS[4])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('ZREM', KEYS[6], ARGV[1])
+if owner then
+  local worker, token = string.match(owner, '^([^|]*)|(.*)$')
+  if worker then
+    redis.call('PUBLISH', ARGV[2] .. worker, 'e\\n' .. ARGV[1] .. '\\n' .. token .. '\\nsession closed')
+  end
+end
+return existed
+"""
+
+# KEYS: index.
+COUNT_SCRIPT = """
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+return redis.call('ZCARD', KEYS[1])
+"""
+
+
+def session_keys(session_id: str) -> dict[str, str]:
+    """The Redis keys that hold one session."""
+    base = PREFIX + "session:" + session_id
+    return {
+        "session": base,
+        "replay": base + ":replay",
+        "stream": base + ":stream",
+        "delivered": base + ":delivered",
+        "detached": base + ":detached",
+    }
+
+
+def event_order(event_id: str) -> tuple[int, int]:
+    """Sort key of a Redis stream id ("<ms>-<seq>")."""
+    ms, _, seq = event_id.partition("-")
+    return int(ms), int(seq)
+
+
+def milliseconds(seconds: float) -> int:
+    """Seconds as whole milliseconds, at least 1."""
+    return max(1, int(seconds * 1000))
+
+
+class CooperativeConnection(redis.Connection):
+    """A redis-py TCP connection whose socket is gevent's, patched process or not."""
+
+    def _connect(self) -> Any:
+        """Connect as redis-py does, then hand the socket to gevent if it is a blocking stdlib one."""
+        sock = super()._connect()
+        if type(sock) is socket.socket:
+            cooperative = gevent.socket.socket(sock.family, sock.type, sock.proto, fileno=sock.detach())
+            cooperative.settimeout(self.socket_timeout)
+            return cooperative
+        return sock
+
+
+class RedisSubscription(Subscription):
+    """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
+
+    def __init__(self, hub: RedisHub, session_id: str, maxsize: int) -> None:
+        self.hub = hub
+        self.session_id = session_id
+        self.owner = hub.worker_id + "|" + secrets.token_hex(8)
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
+        self.queue: Queue = Queue()
+        self.maxsize = maxsize
+        self.reason: str | None = None
+        self.last_queued: tuple[int, int] = (0, 0)
+        self.delivered: str | None = None
+        self.released = False
+        # While replay is being read, live events wait here so nothing jumps the queue.
+        self.held: list[tuple[str, bytes]] | None = []
+        self.loaded = Event()
+
+    def offer(self, event_id: str, data: bytes) -> None:
+        """Queue a live event once; a consumer too slow to keep up is cut off instead of growing memory."""
+        if self.reason is not None:
+            return
+        if self.held is not None:
+            if len(self.held) >= self.maxsize:
+                self.cut_off()
+            else:
+                self.held.append((event_id, data))
+            return
+        order = event_order(event_id)
+        if order <= self.last_queued:
+            return
+        if self.queue.qsize() >= self.maxsize:
+            self.cut_off()
+            return
+        self.last_queued = order
+        self.queue.put_nowait((event_id, data))
+
+    def hold(self) -> None:
+        """Start holding live events back while missed ones are read from the replay log."""
+        if self.held is None:
+            self.held = []
+
+    def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None) -> None:
+        """Queue missed events after floor (bypassing the bound, as replay is capped), then the held live ones."""
+        if floor is not None:
+            self.last_queued = max(self.last_queued, event_order(floor))
+        held, self.held = self.held or [], None
+        for event_id, data in entries:
+            order = event_order(event_id)
+            if order > self.last_queued and self.reason is None:
+                self.last_queued = order
+                self.queue.put_nowait((event_id, data))
+        for event_id, data in held:
+            self.offer(event_id, data)
+        self.loaded.set()
+
+    def cut_off(self) -> None:
+        """Close a stream whose client stopped reading, and drop what it queued."""
+        log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
+        while True:
+            try:
+                self.queue.get_nowait()
+            except Empty:
+                break
+        self.held = None
+        self.end("slow consumer")
+        self.hub.forget(self, detach=True)
+
+    def end(self, reason: str) -> None:
+        """Make the next get() raise StreamClosed with reason (after what is already queued)."""
+        if self.reason is None:
+            self.reason = reason
+            self.queue.put_nowait(CLOSE)
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next event, None on timeout; raise StreamClosed once ended."""
+        try:
+            item = self.queue.get(timeout=timeout)
+        except Empty:
+            return None
+        if item is CLOSE:
+            self.queue.put_nowait(CLOSE)
+            raise StreamClosed(self.reason or "closed")
+        self.delivered = item[0]
+        return item
+
+    def close(self, reason: str = "client gone") -> None:
+        """Detach from the session; it waits resume_window_s for a reconnect."""
+        if self.reason is None:
+            self.reason = reason
+        self.hub.forget(self, detach=True)
+
+
+class RedisHub(Hub):
+    """The hub for many workers and hosts."""
+
+    def __init__(self, settings: Any) -> None:
+        super().__init__(settings)
+        self.local: dict[str, RedisSubscription] = {}
+        self.worker_id = ""
+        self._pid: int | None = None
+        self._client: redis.Redis | None = None
+        self._scripts: dict[str, Any] = {}
+        self._listener: gevent.Greenlet | None = None
+        self._refresher: gevent.Greenlet | None = None
+        self._listening = False
+        self._first_attempt = Event()
+        self._down_since: float | None = None
+
+    # lifecycle
+    def start(self) -> None:
+        """Connect lazily on first use (after gunicorn forks) and start the worker's two greenlets."""
+        if self._pid != os.getpid():
+            self._reset_after_fork()
+        if self._listener is None or self._listener.dead:
+            self._listener = gevent.spawn(self._listen_forever)
+        if self._refresher is None or self._refresher.dead:
+            self._refresher = gevent.spawn(self._refresh_forever)
+
+    def _reset_after_fork(self) -> None:
+        """Forget everything a parent process owned: connections, streams, greenlets."""
+        self._pid = os.getpid()
+        self.worker_id = secrets.token_hex(8)
+        self.local = {}
+        self._listener = None
+        self._refresher = None
+        self._listening = False
+        self._first_attempt = Event()
+        settings = self.settings
+        options: dict[str, Any] = {
+            "max_connections": settings.redis_pool_size,
+            "timeout": settings.redis_timeout_s,
+            "queue_class": gevent.queue.LifoQueue,
+            "socket_timeout": settings.redis_timeout_s,
+            "socket_connect_timeout": settings.redis_timeout_s,
+            # A retried script could append an event twice; a broken pooled connection is
+            # already replaced by the pool before use, so no retries.
+            "retry": Retry(NoBackoff(), 0),
+            "protocol": 2,
+            "client_name": "mcp-" + self.worker_id,
+        }
+        if urlparse(settings.redis_url).scheme == "redis":
+            options["connection_class"] = CooperativeConnection
+        pool = redis.BlockingConnectionPool.from_url(settings.redis_url, **options)
+        self._client = redis.Redis(connection_pool=pool)
+        self._scripts = {
+            name: self._client.register_script(source)
+            for name, source in (
+                ("create", CREATE_SCRIPT),
+                ("get", GET_SCRIPT),
+                ("publish", PUBLISH_SCRIPT),
+                ("attach", ATTACH_SCRIPT),
+                ("detach", DETACH_SCRIPT),
+                ("refresh", REFRESH_SCRIPT),
+                ("close", CLOSE_SCRIPT),
+                ("count", COUNT_SCRIPT),
+            )
+        }
+
+    @property
+    def client(self) -> redis.Redis:
+        """The command connection pool's client, created on first use."""
+        self.start()
+        assert self._client is not None
+        return self._client
+
+    @contextmanager
+    def _redis(self) -> Iterator[None]:
+        """Turn connection failures into HubUnavailable, logging the outage once."""
+        try:
+            yield
+        except UNAVAILABLE as exc:
+            if self._down_since is None:
+                self._down_since = time.monotonic()
+                log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)
+            raise HubUnavailable("session store unreachable") from None
+        else:
+            if self._down_since is not None:
+                log.info("Redis reachable again after %.1f s", time.monotonic() - self._down_since)
+                self._down_since = None
+
+    def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
+        """Run one of the hub's Lua scripts."""
+        self.start()
+        return self._scripts[name](keys=keys, args=args, client=client)
+
+    # sessions
+    def create_session(self, session: Session) -> None:
+        """Store a new session with an idle TTL; raise CapacityError at MCP_MAX_SESSIONS."""
+        keys = session_keys(session.id)
+        with self._redis():
+            stored = self._run(
+                "create",
+                [keys["session"], SESSION_INDEX],
+                [dumps(session.to_dict()), milliseconds(self.settings.session_ttl_s),
+                 self.settings.max_sessions, session.id],
+            )
+        if not stored:
+            raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
+
+    def get_session(self, session_id: str) -> Session | None:
+        """Load a session and refresh its idle TTL."""
+        keys = session_keys(session_id)
+        with self._redis():
+            data = self._run(
+                "get",
+                [keys["session"], keys["detached"], keys["replay"], keys["delivered"], SESSION_INDEX],
+                [milliseconds(self.settings.session_ttl_s), session_id],
+            )
+        return None if data is None else Session.from_dict(loads(data))
+
+    def save_session(self, session: Session) -> None:
+        """Store a changed session, keeping its TTL; a closed session stays closed."""
+        with self._redis():
+            self.client.set(session_keys(session.id)["session"], dumps(session.to_dict()), xx=True, keepttl=True)
+
+    def close_session(self, session_id: str) -> bool:
+        """Delete the session's keys and end its stream on whichever worker holds it."""
+        keys = session_keys(session_id)
+        subscription = self.local.pop(session_id, None)
+        if subscription is not None:
+            subscription.released = True
+            subscription.end("session closed")
+        with self._redis():
+            existed = self._run(
+                "close",
+                [keys["session"], keys["replay"], keys["delivered"], keys["stream"], keys["detached"],
+                 SESSION_INDEX],
+                [session_id, WORKER_CHANNEL],
+            )
+        return bool(existed)
+
+    def session_count(self) -> int:
+        """How many sessions exist across every worker."""
+        with self._redis():
+            return int(self._run("count", [SESSION_INDEX], []))
+
+    # delivery
+    def publish(self, session_id: str, message: Any) -> str | None:
+        """Append to the session's replay stream and route to the worker holding its stream."""
+        keys = session_keys(session_id)
+        with self._redis():
+            event_id = self._run(
+                "publish",
+                [keys["session"], keys["replay"], keys["stream"]],
+                [dumps(message), self.settings.replay_max, session_id, WORKER_CHANNEL],
+            )
+        return None if event_id is None else event_id.decode()
+
+    def subscribe(
+        self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+    ) -> Subscription:
+        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
+        self.start()
+        previous = self.local.get(session_id)
+        if previous is not None and exclusive:
+            raise StreamConflict(session_id)
+        if last_event_id is not None:
+            after = last_event_id if EVENT_ID.match(last_event_id) else REPLAY_NOTHING
+        elif previous is not None and previous.delivered is not None:
+            after = previous.delivered
+        else:
+            after = ""  # the script reads what the last stream recorded as delivered
+        subscription = RedisSubscription(self, session_id, self.settings.queue_max)
+        # Registered before the claim, so live events published right after it are held, not lost.
+        self.local[session_id] = subscription
+        keys = session_keys(session_id)
+        try:
+            with self._redis():
+                reply = self._run(
+                    "attach",
+                    [keys["session"], keys["stream"], keys["replay"], keys["delivered"], keys["detached"]],
+                    [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
+                     milliseconds(self.settings.session_ttl_s), session_id, WORKER_CHANNEL, self.worker_id],
+                )
+        except BaseException:
+            self._unregister(subscription, restore=previous)
+            raise
+        if reply[0] == 0:
+            self._unregister(subscription, restore=previous)
+            raise KeyError(session_id)
+        if reply[0] == -1:
+            self._unregister(subscription, restore=previous)
+            raise StreamConflict(session_id)
+        if previous is not None:
+            previous.released = True
+            previous.end("replaced by a newer stream")
+        subscription.fill([(entry[0].decode(), entry[1][1]) for entry in reply[1]], reply[2].decode())
+        return subscription
+
+    def _unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
+        """Drop a subscription from this worker's routing table if it is still there."""
+        if self.local.get(subscription.session_id) is subscription:
+            del self.local[subscription.session_id]
+            if restore is not None and restore.reason is None:
+                self.local[subscription.session_id] = restore
+
+    def forget(self, subscription: RedisSubscription, detach: bool) -> None:
+        """Stop routing to a subscription and, once, give up its claim on the session."""
+        self._unregister(subscription)
+        if subscription.released:
+            return
+        subscription.released = True
+        if detach:
+            if gevent.getcurrent() is self._listener:
+                gevent.spawn(self._detach, subscription)  # the reader must never wait on Redis
+            else:
+                self._detach(subscription)
+
+    def _detach(self, subscription: RedisSubscription) -> None:
+        """Record what the stream delivered and start the session's resume window."""
+        keys = session_keys(subscription.session_id)
+        try:
+            with self._redis():
+                self._run(
+                    "detach",
+                    [keys["stream"], keys["delivered"], keys["session"], keys["replay"], keys["detached"]],
+                    [subscription.owner, subscription.delivered or "",
+                     int(self.settings.resume_window_s * 1000)],
+                )
+        except HubUnavailable:
+            log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
+
+    def streaming_session_ids(self) -> list[str]:
+        """Sessions with a stream open in this worker."""
+        return list(self.local)
+
+    # fan-out and control
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Deliver to this worker's streams now and tell every other worker to do the same."""
+        self._control({"op": "broadcast", "message": message})
+        self._deliver_broadcast(message)
+
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Wake the waiting tool here, or hand the answer to every other worker."""
+        if self.pending.resolve(session_id, response):
+            return True
+        receivers = self._control({"op": "resolve", "session": session_id, "response": response})
+        return receivers > (1 if self._listening else 0)
+
+    def cancel(self, session_id: str, request_id: Any) -> None:
+        """Kill the request here, or ask every other worker to."""
+        if not self.inflight.cancel(session_id, request_id):
+            self._control({"op": "cancel", "session": session_id, "request": request_id})
+
+    def _control(self, command: dict[str, Any]) -> int:
+        """Publish a command on the control channel; return how many workers heard it."""
+        with self._redis():
+            return int(self.client.publish(CONTROL_CHANNEL, dumps({**command, "origin": self.worker_id})))
+
+    def _deliver_broadcast(self, message: dict[str, Any]) -> None:
+        """Hand a broadcast to the core for this worker's streams."""
+        if self.on_broadcast is None:
+            return
+        try:
+            self.on_broadcast("notify", message)
+        except HubUnavailable:
+            log.warning("broadcast %s not delivered: Redis unreachable", message.get("method"))
+        except Exception:
+            log.exception("broadcast %s failed", message.get("method"))
+
+    # operations
+    def ready(self) -> bool:
+        """True when the subscriber connection is up and Redis answers a PING."""
+        self.start()
+        if not self._listening and not self._first_attempt.is_set():
+            self._first_attempt.wait(self.settings.redis_timeout_s)
+        if not self._listening:
+            return False
+        try:
+            with self._redis():
+                return bool(self.client.ping())
+        except HubUnavailable:
+            return False
+
+    def shutdown(self) -> None:
+        """End every stream on this worker; each releases its session as it closes."""
+        for subscription in list(self.local.values()):
+            subscription.end("server shutting down")
+
+    def stop(self) -> None:
+        """Stop this worker's greenlets and close its connections (tests; a worker simply exits)."""
+        for greenlet in (self._listener, self._refresher):
+            if greenlet is not None:
+                greenlet.kill(block=True, timeout=2)
+        if self._client is not None:
+            self._client.connection_pool.disconnect()
+
+    # the subscriber greenlet
+    def _listen_forever(self) -> None:
+        """Read this worker's channel and the control channel; reconnect with backoff when Redis goes."""
+        backoff = RECONNECT_MIN_S
+        while True:
+            pool = self.client.connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+            try:
+                connection.connect()
+                connection.send_command("SUBSCRIBE", CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
+                for _ in range(2):
+                    connection.read_response()
+                log.info("worker %s subscribed to Redis", self.worker_id)
+                self._listening = True
+                self._first_attempt.set()
+                backoff = RECONNECT_MIN_S
+                # Anything published while we were not listening is in the replay logs.
+                gevent.spawn(self._resync_all)
+                self._read(connection)
+            except UNAVAILABLE as exc:
+                if self._listening:
+                    log.warning("lost the Redis subscriber connection (%s); reconnecting", type(exc).__name__)
+            except Exception:
+                log.exception("Redis subscriber failed; reconnecting")
+            finally:
+                self._listening = False
+                self._first_attempt.set()
+                connection.disconnect()
+            gevent.sleep(backoff * (0.5 + random.random()))
+            backoff = min(backoff * 2, RECONNECT_MAX_S)
+
+    def _read(self, connection: Any) -> None:
+        """Dispatch messages until the connection fails; ping when quiet to notice a silent Redis."""
+        heard = time.monotonic()
+        while True:
+            if connection.can_read(timeout=LISTEN_PING_S):
+                reply = connection.read_response()
+                heard = time.monotonic()
+                if isinstance(reply, list) and len(reply) == 3 and reply[0] == b"message":
+                    self._dispatch(reply[1], reply[2])
+            elif time.monotonic() - heard > LISTEN_DEAD_S:
+                raise RedisTimeoutError("no answer from Redis on the subscriber connection")
+            else:
+                connection.send_command("PING")
+
+    def _dispatch(self, channel: bytes, data: bytes) -> None:
+        """Route one pub/sub message: an event or stream end for a local stream, or a control command."""
+        if channel == CONTROL_CHANNEL.encode():
+            self._obey(loads(data))
+            return
+        kind, session_id, ident, payload = data.split(b"\n", 3)
+        subscription = self.local.get(session_id.decode())
+        if subscription is None:
+            return
+        if kind == b"m":
+            subscription.offer(ident.decode(), payload)
+        elif kind == b"e" and subscription.owner.endswith("|" + ident.decode()):
+            subscription.released = True
+            self._unregister(subscription)
+            subscription.end(payload.decode())
+
+    def _obey(self, command: dict[str, Any]) -> None:
+        """Act on a control command from another worker."""
+        if command.get("origin") == self.worker_id:
+            return
+        op = command.get("op")
+        if op == "resolve":
+            self.pending.resolve(command["session"], command["response"])
+        elif op == "cancel":
+            self.inflight.cancel(command["session"], command["request"])
+        elif op == "broadcast":
+            gevent.spawn(self._deliver_broadcast, command["message"])
+
+    # keeping claims fresh
+    def _refresh_forever(self) -> None:
+        """Every few seconds, keep this worker's streams' sessions and claims alive."""
+        # Well inside the session TTL too, so a session with a stream open never expires.
+        interval = max(0.1, min(REFRESH_EVERY_S, self.settings.session_ttl_s / 3))
+        while True:
+            gevent.sleep(interval)
+            try:
+                self.refresh()
+            except HubUnavailable:
+                pass  # the subscriber greenlet logs the outage and resyncs when Redis returns
+            except Exception:
+                log.exception("refreshing stream claims failed")
+
+    def refresh(self) -> list[RedisSubscription]:
+        """Refresh every local stream's claim and TTLs; return the streams that lost their claim."""
+        lost: list[RedisSubscription] = []
+        subscriptions = list(self.local.values())
+        for start in range(0, len(subscriptions), REFRESH_BATCH):
+            batch = subscriptions[start:start + REFRESH_BATCH]
+            with self._redis():
+                pipe = self.client.pipeline(transaction=False)
+                for subscription in batch:
+                    keys = session_keys(subscription.session_id)
+                    self._run(
+                        "refresh",
+                        [keys["stream"], keys["session"], keys["replay"], keys["delivered"], SESSION_INDEX],
+                        [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
+                         subscription.delivered or "", subscription.session_id],
+                        client=pipe,
+                    )
+                codes = pipe.execute()
+            for subscription, code in zip(batch, codes, strict=True):
+                if code == 0:
+                    self._drop(subscription, "session closed")
+                elif code == 3:
+                    self._drop(subscription, "replaced by a newer stream")
+                elif code == 2:
+                    lost.append(subscription)
+        return lost
+
+    def _drop(self, subscription: RedisSubscription, reason: str) -> None:
+        """End a local stream whose session is gone or owned elsewhere."""
+        subscription.released = True
+        self._unregister(subscription)
+        subscription.end(reason)
+
+    def _resync_all(self) -> None:
+        """After (re)subscribing, re-claim every local stream and queue what it missed meanwhile."""
+        try:
+            self.refresh()
+            for subscription in list(self.local.values()):
+                self._resync(subscription)
+        except HubUnavailable:
+            pass
+        except Exception:
+            log.exception("resynchronising streams failed")
+
+    def _resync(self, subscription: RedisSubscription) -> None:
+        """Queue the replay entries a stream has not queued yet."""
+        subscription.loaded.wait(self.settings.redis_timeout_s * 2)
+        if self.local.get(subscription.session_id) is not subscription or not subscription.loaded.is_set():
+            return
+        ms, seq = subscription.last_queued
+        start = f"({ms}-{seq}" if (ms, seq) != (0, 0) else "-"
+        subscription.hold()
+        try:
+            with self._redis():
+                entries = self.client.xrange(session_keys(subscription.session_id)["replay"], start, "+")
+        except BaseException:
+            subscription.fill([])
+            raise
+        subscription.fill([(event_id.decode(), fields[b"d"]) for event_id, fields in entries])
+
