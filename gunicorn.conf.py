@@ -9,8 +9,10 @@ import tempfile
 from pathlib import Path
 
 import gevent
+from gunicorn.glogging import Logger as GunicornLogger
 
 from mcp_server.config import ConfigError, Settings
+from mcp_server.logs import JsonFormatter
 
 settings = Settings.from_environ()  # refuses impossible combinations before any worker starts
 
@@ -30,6 +32,20 @@ loglevel = settings.log_level.lower()
 control_socket_disable = True
 # Never name versions in the Server header.
 proc_name = "mcp-server"
+
+
+class JsonLinesLogger(GunicornLogger):
+    """gunicorn's own lines (boot, worker exits) as JSON too, when MCP_LOG_FORMAT=json."""
+
+    def setup(self, cfg):
+        """Build gunicorn's handlers (again on every reload), then give them the JSON formatter."""
+        super().setup(cfg)
+        for handler in self.error_log.handlers:
+            handler.setFormatter(JsonFormatter())
+
+
+if settings.log_format == "json":
+    logger_class = JsonLinesLogger
 
 # Prometheus multiprocess mode: each worker writes its metrics to files in this directory and /metrics adds
 # them up. It must be in the environment before a worker imports prometheus_client, so it is set here.
@@ -51,7 +67,10 @@ def reset_metrics_dir():
 
 
 def on_starting(server):
-    """Refuse to listen beyond loopback without authentication: only here is the real bind (CLI --bind) known."""
+    """Start from empty metrics; refuse to listen beyond loopback without authentication.
+
+    Only here is the real bind (a CLI --bind included) known.
+    """
     reset_metrics_dir()
     try:
         settings.check_exposure(server.cfg.bind)

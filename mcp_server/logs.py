@@ -7,13 +7,13 @@ import logging
 import sys
 import time
 
-__all__ = ["configure_logging"]
+__all__ = ["JsonFormatter", "configure_logging"]
 
 HANDLER_NAME = "mcp-stderr"
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, and the exception if any."""
+    """One JSON object per line: time, level, logger, pid, message, and the exception if any."""
 
     def format(self, record: logging.LogRecord) -> str:
         """Render a record as a JSON line."""
@@ -21,6 +21,7 @@ class JsonFormatter(logging.Formatter):
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
+            "pid": record.process,
             "message": record.getMessage(),
         }
         if record.exc_info:
@@ -30,6 +31,9 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(level: str = "INFO", fmt: str = "text") -> logging.Logger:
     """Send the `mcp` loggers to stderr at level; calling again replaces the handler."""
+    # No format here names the thread, and under gevent asking for it makes a dummy Thread for every
+    # greenlet that logs, which costs more than the rest of the one line each request gets.
+    logging.logThreads = False
     logger = logging.getLogger("mcp")
     logger.setLevel(level.upper())
     logger.propagate = False

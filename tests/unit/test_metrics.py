@@ -1,0 +1,122 @@
+"""Metrics: what each hook counts, and what /metrics serves (single-process mode; e2e covers gunicorn)."""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+from prometheus_client import CollectorRegistry
+
+from mcp_server.config import Settings
+from mcp_server.hub.memory import MemoryHub
+from mcp_server.messages import parse_body
+from mcp_server.metrics import Instruments, instruments
+from mcp_server.session import Session
+from mcp_server.sse import stream_events
+
+KNOWN = {"tools/call": None, "ping": None}
+
+
+@pytest.fixture
+def fresh() -> Instruments:
+    """Instruments on their own registry, so each test starts from zero."""
+    return Instruments(CollectorRegistry(), KNOWN)
+
+
+def value(metrics: Instruments, name: str, **labels: str) -> float:
+    """One sample's value (0.0 when it was never set)."""
+    return metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def test_requests_are_counted_by_method_and_outcome(fresh):
+    fresh.count_request("ping", {"jsonrpc": "2.0", "id": 1, "result": {}}, 0.001)
+    fresh.count_request("ping", {"jsonrpc": "2.0", "id": 2, "result": {}}, 0.001)
+    fresh.count_request("tools/call", {"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "x"}}, 0.01)
+    fresh.count_request("tools/call", None, 0.5)
+    assert value(fresh, "mcp_requests_total", method="ping", outcome="ok", code="") == 2
+    assert value(fresh, "mcp_requests_total", method="tools/call", outcome="error", code="-32602") == 1
+    assert value(fresh, "mcp_requests_total", method="tools/call", outcome="cancelled", code="") == 1
+
+
+def test_unknown_method_names_share_one_label_so_clients_cannot_grow_the_series(fresh):
+    for index in range(50):
+        fresh.count_request(f"made/up/{index}", {"error": {"code": -32601}}, 0.0)
+    assert value(fresh, "mcp_requests_total", method="other", outcome="error", code="-32601") == 50
+    methods = {s.labels["method"] for m in fresh.registry.collect() for s in m.samples if "method" in s.labels}
+    assert methods == {"other"}
+
+
+def test_tool_calls_feed_the_latency_histogram_and_other_methods_do_not(fresh):
+    fresh.count_request("tools/call", {"result": {}}, 0.003)
+    fresh.count_request("ping", {"result": {}}, 0.003)
+    assert value(fresh, "mcp_tool_call_duration_seconds_count") == 1
+    assert value(fresh, "mcp_tool_call_duration_seconds_bucket", le="0.005") == 1
+    assert value(fresh, "mcp_tool_call_duration_seconds_bucket", le="0.0025") == 0
+
+
+def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_close(settings):
+    metrics = instruments()
+    hub = MemoryHub(settings)
+    session = Session()
+    hub.create_session(session)
+    before = value(metrics, "mcp_open_streams", kind="legacy")
+    frames = stream_events(hub.subscribe(session.id), 5.0, (b": hello\n\n",))
+    assert value(metrics, "mcp_open_streams", kind="legacy") == before  # not started: nothing sent yet
+    assert next(frames) == b": hello\n\n"
+    assert value(metrics, "mcp_open_streams", kind="legacy") == before + 1
+    frames.close()  # what a disconnect does at the next write
+    assert value(metrics, "mcp_open_streams", kind="legacy") == before
+
+
+def test_slow_consumer_cut_off_counts_a_queue_drop():
+    metrics = instruments()
+    hub = MemoryHub(Settings.from_mapping({"MCP_QUEUE_MAX": "2"}))
+    session = Session()
+    hub.create_session(session)
+    hub.subscribe(session.id)
+    before = value(metrics, "mcp_stream_queue_drops_total")
+    for index in range(3):
+        hub.publish(session.id, {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": index}})
+    assert value(metrics, "mcp_stream_queue_drops_total") == before + 1
+
+
+def test_opening_a_session_counts_it_by_transport(app):
+    metrics = instruments()
+    core = app.extensions["mcp"].core
+    before = value(metrics, "mcp_sessions_opened_total", transport="streamable")
+    core.open_session("streamable")
+    assert value(metrics, "mcp_sessions_opened_total", transport="streamable") == before + 1
+
+
+def test_metrics_route_serves_prometheus_text_with_every_metric(client):
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.content_type.startswith("text/plain; version=0.0.4")
+    text = response.get_data(as_text=True)
+    for name in ("mcp_requests_total", "mcp_tool_call_duration_seconds", "mcp_open_streams", "mcp_sessions",
+                 "mcp_sessions_opened_total", "mcp_stream_queue_drops_total"):
+        assert f"# TYPE {name.removesuffix('_total')}" in text, name
+
+
+def test_metrics_route_speaks_openmetrics_when_asked(client):
+    response = client.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
+    assert response.content_type.startswith("application/openmetrics-text")
+    assert response.get_data(as_text=True).endswith("# EOF\n")
+
+
+def test_metrics_route_reports_the_sessions_the_hub_holds(app, client):
+    core = app.extensions["mcp"].core
+    for _ in range(3):
+        core.open_session("streamable")
+    text = client.get("/metrics").get_data(as_text=True)
+    assert f"mcp_sessions {float(core.hub.session_count())}" in text
+
+
+def test_a_request_through_the_core_is_counted_once(app):
+    core = app.extensions["mcp"].core
+    metrics = instruments()
+    session = core.open_session("streamable")
+    before = value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="")
+    running, errors = core.accept(session, parse_body(b'{"jsonrpc":"2.0","id":1,"method":"ping"}'), lambda m: None)
+    gevent.joinall(running)
+    assert errors == [] and running[0].value["result"] == {}
+    assert value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="") == before + 1
