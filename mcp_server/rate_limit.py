@@ -69,7 +69,10 @@ def render_rate_limited(exc: RateLimitExceeded) -> Response:
     """429 with Retry-After (seconds until the window resets) and a JSON-RPC error body."""
     limiter: Limiter = current_app.extensions[EXTENSION_KEY]
     current = limiter.current_limit
-    retry_after = max(1, math.ceil(current.reset_at - time.time())) if current is not None else 60
+    retry_after = 60
+    if current is not None:
+        # reset_at is whole seconds: never ask for more than one window, never for less than a second.
+        retry_after = max(1, min(math.ceil(current.reset_at - time.time()), current.limit.get_expiry()))
     log.info("rate limit exceeded by %s", rate_limit_key())
     rate = current_app.extensions["mcp"].core.settings.rate_limit
     return json_response(

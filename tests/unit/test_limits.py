@@ -165,3 +165,27 @@ def test_the_core_applies_the_session_quota():
         core.open_session(STREAMABLE, "alice")
     finally:
         core.shutdown()
+
+
+def test_the_rate_limit_counts_mcp_requests_per_client_and_answers_429_with_retry_after():
+    from app import create_app
+
+    client = create_app({"MCP_RATE_LIMIT": "3/minute"}).test_client()
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    statuses = [client.post("/mcp", json=ping).status_code for _ in range(3)]
+    assert 429 not in statuses
+    refused = client.post("/mcp", json=ping)
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.get_json()["error"]["data"]["retryAfter"] == int(refused.headers["Retry-After"])
+    assert client.get("/healthz").status_code == 200  # operations endpoints are never limited
+    # Without authentication the key is the client address: another address has its own count.
+    assert client.post("/mcp", json=ping, environ_base={"REMOTE_ADDR": "127.0.0.9"}).status_code != 429
+
+
+def test_no_rate_limit_by_default():
+    from app import create_app
+
+    client = create_app({}).test_client()
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert all(client.post("/mcp", json=ping).status_code != 429 for _ in range(50))
