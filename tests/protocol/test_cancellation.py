@@ -1,0 +1,151 @@
+"""notifications/cancelled: it kills only the named request of its own session, never initialize, and unknown ids are ignored."""
+
+from __future__ import annotations
+
+import logging
+
+import gevent
+import pytest
+from gevent.event import Event
+
+from mcp_server.encoding import dumps
+from mcp_server.messages import parse_body
+from mcp_tools import Registry, tool
+from tests.protocol.conftest import Rpc
+
+WAIT_S = 10.0
+# What the blocking tool saw, by call label: "started", then "finished" or "killed".
+SEEN: dict[str, list[str]] = {}
+RELEASE = Event()
+
+
+@tool(input_schema={"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]})
+def block(label: str) -> str:
+    """Block until released, noting how the call ended."""
+    SEEN[label] = ["started"]
+    try:
+        RELEASE.wait()
+    except gevent.GreenletExit:
+        SEEN[label].append("killed")
+        raise
+    SEEN[label].append("finished")
+    return f"{label} finished"
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """Only the blocking tool; every test starts with it blocked."""
+    SEEN.clear()
+    RELEASE.clear()
+    registry = Registry()
+    registry.add_function(block)
+    yield registry
+    RELEASE.set()
+
+
+def start(rpc: Rpc, message: dict) -> gevent.Greenlet:
+    """Accept one request without waiting; return its greenlet once it has started running."""
+    (greenlet,), errors = rpc.core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    assert errors == []
+    gevent.sleep(0)
+    return greenlet
+
+
+def start_block(rpc: Rpc, request_id, label: str) -> gevent.Greenlet:
+    """Start a blocking call under request_id and wait until the tool runs."""
+    greenlet = start(rpc, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                           "params": {"name": "block", "arguments": {"label": label}}})
+    with gevent.Timeout(WAIT_S):
+        while label not in SEEN:
+            gevent.sleep(0.001)
+    return greenlet
+
+
+def cancel(rpc: Rpc, request_id) -> list:
+    """Send notifications/cancelled for request_id; return what came back (nothing, always)."""
+    return rpc(dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": request_id, "reason": "user pressed stop"}}))
+
+
+def release_and_join(*greenlets: gevent.Greenlet) -> None:
+    """Let blocked calls finish and wait for every greenlet."""
+    RELEASE.set()
+    gevent.joinall(greenlets, timeout=WAIT_S)
+    assert all(g.dead for g in greenlets)
+
+
+def test_a_cancelled_call_is_killed_and_gets_no_response(make_rpc, mcp_log):
+    mcp_log.set_level(logging.INFO, logger="mcp.rpc")
+    rpc = make_rpc("2025-06-18")
+    call = start_block(rpc, 42, "a")
+    assert cancel(rpc, 42) == []
+    call.join(timeout=WAIT_S)
+    assert call.dead and call.value is None
+    assert SEEN["a"] == ["started", "killed"]
+    assert rpc.sent == []
+    assert "rpc method=tools/call id=42 " in mcp_log.text
+    assert "status=cancelled" in mcp_log.text
+
+
+def test_only_the_named_request_is_cancelled(make_rpc):
+    rpc = make_rpc("2025-06-18")
+    kept, killed = start_block(rpc, 1, "kept"), start_block(rpc, "two", "killed")
+    cancel(rpc, "two")
+    killed.join(timeout=WAIT_S)
+    release_and_join(kept)
+    assert SEEN == {"kept": ["started", "finished"], "killed": ["started", "killed"]}
+    assert kept.value["result"]["content"] == [{"type": "text", "text": "kept finished"}]
+
+
+def test_an_id_of_another_type_does_not_match(make_rpc):
+    rpc = make_rpc("2025-06-18")
+    call = start_block(rpc, 5, "numeric")
+    cancel(rpc, "5")
+    release_and_join(call)
+    assert SEEN["numeric"] == ["started", "finished"]
+
+
+@pytest.mark.parametrize("request_id", [404, "nobody", 0])
+def test_cancelling_an_unknown_id_is_ignored(make_rpc, request_id):
+    rpc = make_rpc("2025-06-18")
+    call = start_block(rpc, 1, "running")
+    assert cancel(rpc, request_id) == []
+    release_and_join(call)
+    assert call.value["result"]["isError"] is False
+    assert rpc.request("ping", request_id=2) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_cancelling_a_finished_request_is_ignored(make_rpc):
+    rpc = make_rpc("2025-06-18")
+    RELEASE.set()
+    assert rpc.request("tools/call", {"name": "block", "arguments": {"label": "done"}}, request_id=3)["result"]
+    assert cancel(rpc, 3) == []
+    assert rpc.request("ping", request_id=4)["result"] == {}
+
+
+def test_a_session_cannot_cancel_another_sessions_request(make_rpc):
+    owner, stranger = make_rpc("2025-06-18"), make_rpc("2025-06-18")
+    call = start_block(owner, 7, "owned")
+    cancel(stranger, 7)
+    release_and_join(call)
+    assert SEEN["owned"] == ["started", "finished"]
+
+
+def test_initialize_cannot_be_cancelled(core):
+    rpc = Rpc(core, core.open_session("sse"))
+    message = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}}
+    (greenlet,), _ = core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    # The cancellation arrives before initialize has even run.
+    assert cancel(rpc, "init") == []
+    greenlet.join(timeout=WAIT_S)
+    assert greenlet.value["result"]["protocolVersion"] == "2025-06-18"
+    assert rpc.session.negotiated
+
+
+def test_a_cancel_without_a_request_id_is_ignored(make_rpc):
+    rpc = make_rpc("2025-06-18")
+    call = start_block(rpc, 1, "running")
+    assert rpc('{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "no id"}}') == []
+    release_and_join(call)
+    assert SEEN["running"] == ["started", "finished"]

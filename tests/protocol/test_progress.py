@@ -1,0 +1,82 @@
+"""notifications/progress: sent only for a progressToken, carrying it, strictly increasing, total and message optional."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server.encoding import dumps
+from mcp_tools import Registry, tool
+
+STEPS = {
+    "type": "object",
+    "properties": {"steps": {"type": "array", "items": {"type": "array"}}},
+    "required": ["steps"],
+    "additionalProperties": False,
+}
+
+
+@tool(input_schema=STEPS)
+def report(steps: list, ctx) -> str:
+    """Report each [progress, total, message] step in order."""
+    for progress, total, message in steps:
+        ctx.progress(progress, total=total, message=message)
+    return "done"
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """Only the progress-reporting tool."""
+    registry = Registry()
+    registry.add_function(report)
+    return registry
+
+
+def call_with(rpc, steps, meta=None) -> list[dict]:
+    """Call report with steps (and _meta if given); return the progress notifications it sent."""
+    params = {"name": "report", "arguments": {"steps": steps}}
+    if meta is not None:
+        params["_meta"] = meta
+    response = rpc.one(dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}))
+    assert response["result"]["isError"] is False
+    return [m for m in rpc.sent if m["method"] == "notifications/progress"]
+
+
+@pytest.mark.parametrize("token", ["tok-1", 17])
+def test_progress_carries_the_clients_token_and_values(make_rpc, token):
+    sent = call_with(make_rpc("2025-06-18"), [[0, 100, None], [50, 100, "half"], [100, 100, "done"]],
+                     {"progressToken": token})
+    assert sent == [
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 0,
+                                                                          "total": 100}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 50,
+                                                                          "total": 100, "message": "half"}},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token, "progress": 100,
+                                                                          "total": 100, "message": "done"}},
+    ]
+
+
+def test_total_and_message_are_optional(make_rpc):
+    sent = call_with(make_rpc("2025-06-18"), [[0.5, None, None]], {"progressToken": "t"})
+    assert sent[0]["params"] == {"progressToken": "t", "progress": 0.5}
+
+
+def test_without_a_progress_token_nothing_is_sent(make_rpc):
+    rpc = make_rpc("2025-06-18")
+    assert call_with(rpc, [[1, 2, None], [2, 2, None]]) == []
+    assert call_with(rpc, [[1, 2, None]], {"other": "x"}) == []
+
+
+def test_progress_that_does_not_increase_is_dropped(make_rpc):
+    sent = call_with(make_rpc("2025-06-18"), [[1, None, None], [1, None, None], [3, None, None], [2, None, None],
+                                              [4, None, None]], {"progressToken": "t"})
+    assert [m["params"]["progress"] for m in sent] == [1, 3, 4]
+
+
+def test_each_request_keeps_its_own_progress(make_rpc):
+    rpc = make_rpc("2025-06-18")
+    first = call_with(rpc, [[5, None, None]], {"progressToken": "a"})
+    rpc.sent.clear()
+    # A new request starts again from nothing, even below the other request's last value.
+    second = call_with(rpc, [[1, None, None]], {"progressToken": "b"})
+    assert [m["params"] for m in first] == [{"progressToken": "a", "progress": 5}]
+    assert [m["params"] for m in second] == [{"progressToken": "b", "progress": 1}]
