@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -46,6 +46,25 @@ def initialize(version: str, request_id: Any = None) -> dict[str, Any]:
 def call_tool(name: str, arguments: dict[str, Any], request_id: Any = None) -> dict[str, Any]:
     """A tools/call request."""
     return request("tools/call", {"name": name, "arguments": arguments}, request_id)
+
+
+async def aiter_events(response: httpx.Response) -> AsyncIterator[Event]:
+    """Parse an async SSE response body into events; comments (keepalives) are skipped."""
+    event, data, event_id = "message", [], None
+    async for line in response.aiter_lines():
+        if line == "":
+            if data:
+                yield Event(event, "\n".join(data), event_id)
+            event, data, event_id = "message", [], None
+        elif not line.startswith(":"):
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                event = value
+            elif field == "data":
+                data.append(value)
+            elif field == "id":
+                event_id = value
 
 
 def client(timeout: float = READ_TIMEOUT_S) -> httpx.Client:
