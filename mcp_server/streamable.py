@@ -159,9 +159,11 @@ def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, s
 
 
 def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> Response:
-    """Open the session's standalone stream; a second one at the same time gets 409."""
+    """Open the session's standalone stream; a second one at the same time gets 409 unless it resumes."""
+    # A client resuming with Last-Event-ID has lost its stream, though the server learns that only at its next
+    # write to it (up to two keepalives later): the resuming stream replaces the old one instead of a 409.
     try:
-        subscription = core.hub.subscribe(session.id, last_event_id, exclusive=True)
+        subscription = core.hub.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
     except StreamConflict:
         raise HttpProblem(
             HTTP_409_CONFLICT,
