@@ -1,0 +1,42 @@
+"""The benchmark's arithmetic: percentiles, the summary line, URL splitting, profile folding."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+pytest.importorskip("aiohttp", reason="bench/ needs requirements-dev.txt (the other Pythons' runs install less)")
+
+from bench.load import percentile, split_url, summarize  # noqa: E402
+from bench.profile import summarize_stacks  # noqa: E402
+
+
+def test_percentile_is_nearest_rank():
+    values = [float(n) for n in range(1, 101)]
+    assert percentile(values, 0.50) == 50.0
+    assert percentile(values, 0.99) == 99.0
+    assert percentile(values, 1.0) == 100.0
+    assert percentile([7.0], 0.99) == 7.0
+    assert percentile([], 0.5) == 0.0
+
+
+def test_summary_reports_throughput_latency_in_ms_and_errors_by_kind():
+    report = summarize([0.001, 0.002, 0.003, 0.004], Counter({"timeout": 2, "http_404": 1}), 2.0)
+    assert report["calls"] == 4
+    assert report["req_per_s"] == 2.0
+    assert report["latency_ms"] == {"p50": 2.0, "p90": 4.0, "p99": 4.0}
+    assert report["errors"] == {"http_404": 1, "timeout": 2}
+
+
+def test_split_url_keeps_the_path_for_the_chosen_transport():
+    assert split_url("http://127.0.0.1:8000/mcp", "sse") == ("http://127.0.0.1:8000", {"sse": "/mcp"})
+    assert split_url("http://127.0.0.1:8000", "streamable") == ("http://127.0.0.1:8000", {})
+
+
+def test_profile_summary_counts_self_and_inclusive_samples():
+    stacks = [(["main (app.py)", "work (core.py)"], 3), (["main (app.py)", "log (logs.py)"], 1)]
+    total, own, inclusive = summarize_stacks(stacks)
+    assert total == 4
+    assert own == Counter({"work (core.py)": 3, "log (logs.py)": 1})
+    assert inclusive["main (app.py)"] == 4
