@@ -103,14 +103,30 @@ async def open_session(transport: str, url: str, **callbacks: Any) -> AsyncItera
     """Connect the SDK client over transport, initialize, and yield the session with its recorder."""
     recorder = Recorder()
     streams = sse_client(url) if transport == "sse" else streamable_http_client(url)
-    async with streams as (read, write):
-        async with ClientSession(
-            read, write, read_timeout_seconds=REQUEST_TIMEOUT_S,
-            logging_callback=recorder.logging_callback, message_handler=recorder.message_handler, **callbacks,
-        ) as session:
-            await session.initialize()
-            await wait_for_stream(session)
-            yield session, recorder
+    try:
+        async with streams as (read, write):
+            async with ClientSession(
+                read, write, read_timeout_seconds=REQUEST_TIMEOUT_S,
+                logging_callback=recorder.logging_callback, message_handler=recorder.message_handler, **callbacks,
+            ) as session:
+                await session.initialize()
+                await wait_for_stream(session)
+                yield session, recorder
+    except BaseExceptionGroup as group:
+        # The SDK's task groups wrap a failing assertion in an exception group; report the assertion itself
+        # (pytest on Python 3.11 can even crash formatting the group).
+        leaves = leaf_exceptions(group)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def leaf_exceptions(group: BaseExceptionGroup) -> list[BaseException]:
+    """The exceptions inside a (nested) exception group."""
+    leaves: list[BaseException] = []
+    for exception in group.exceptions:
+        leaves.extend(leaf_exceptions(exception) if isinstance(exception, BaseExceptionGroup) else [exception])
+    return leaves
 
 
 async def wait_for_stream(session: ClientSession) -> None:
