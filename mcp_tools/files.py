@@ -37,7 +37,8 @@ def suggest_paths(root: str, typed: str) -> list[str]:
     for candidate in sorted(real_root.rglob("*")):
         if len(found) >= MAX_SUGGESTIONS:
             break
-        if candidate.is_file() and str(candidate).startswith(typed):
+        # Only what read_file would serve: a symlink to a file outside the root is not suggested.
+        if candidate.is_file() and str(candidate).startswith(typed) and real_root in candidate.resolve().parents:
             found.append(str(candidate))
     return found
 

@@ -275,6 +275,6 @@ async def test_file_paths_complete_to_files_under_the_root(resource_server, tran
     async with session_to(resource_server, transport) as (session, _):
         everything = await session.complete(ref, {"name": "path", "value": str(root) + "/"})
         docs = await session.complete(ref, {"name": "path", "value": f"{root}/do"})
-    assert {f"{root}/notes.txt", f"{root}/data.bin", f"{root}/docs/guide.md"} <= set(everything.completion.values)
-    assert all(value.startswith(f"{root}/") for value in everything.completion.values)
+    # escape.txt points outside the root: reading it is refused, so it is not suggested either.
+    assert set(everything.completion.values) == {f"{root}/notes.txt", f"{root}/data.bin", f"{root}/docs/guide.md"}
     assert docs.completion.values == [f"{root}/docs/guide.md"]

@@ -150,6 +150,10 @@ def test_suggestions_are_capped(tree):
     assert len(suggest_paths(str(tree.root), str(tree.root))) == MAX_SUGGESTIONS
 
 
-def test_suggestions_never_walk_into_a_symlinked_directory_outside(tree):
+def test_suggestions_leave_out_symlinks_that_point_outside(tree):
     (tree.root / "linked").symlink_to(tree.outside)
-    assert all("secret" not in path for path in suggest_paths(str(tree.root), str(tree.root)))
+    (tree.root / "escape.txt").symlink_to(tree.outside / "secret.txt")
+    (tree.root / "latest.txt").symlink_to(tree.root / "notes.txt")
+    suggested = suggest_paths(str(tree.root), str(tree.root))
+    assert f"{tree.root}/latest.txt" in suggested
+    assert not [path for path in suggested if "secret" in path or "escape" in path]
