@@ -305,13 +305,15 @@ async def test_cancelling_an_unknown_request_is_ignored(feature_server, transpor
 async def test_adding_and_removing_a_tool_at_run_time_sends_tools_list_changed(feature_server, transport):
     name = f"rt-{transport}-{uuid.uuid4().hex[:8]}"
     async with session_to(feature_server, transport) as (session, recorder):
-        await session.call_tool("change_registry", {"kind": "tool", "action": "add", "name": name})
-        await wait_until(lambda: recorder.of("notifications/tools/list_changed"), "tools/list_changed after add")
-        tools, _ = await list_every_page(session.list_tools, "tools")
-        added = await session.call_tool(name, {})
-        before_remove = len(recorder.of("notifications/tools/list_changed"))
-        await session.call_tool("change_registry", {"kind": "tool", "action": "remove", "name": name})
-        await wait_until(lambda: len(recorder.of("notifications/tools/list_changed")) > before_remove,
+        try:
+            await session.call_tool("change_registry", {"kind": "tool", "action": "add", "name": name})
+            await wait_until(lambda: recorder.of("notifications/tools/list_changed"), "tools/list_changed after add")
+            tools, _ = await list_every_page(session.list_tools, "tools")
+            added = await session.call_tool(name, {})
+        finally:
+            # Leave the shared server's registry as it was, even when an assertion above fails.
+            await session.call_tool("change_registry", {"kind": "tool", "action": "remove", "name": name})
+        await wait_until(lambda: len(recorder.of("notifications/tools/list_changed")) >= 2,
                          "tools/list_changed after remove")
         tools_after, _ = await list_every_page(session.list_tools, "tools")
         with pytest.raises(MCPError) as gone:
