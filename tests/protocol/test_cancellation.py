@@ -1,4 +1,4 @@
-"""notifications/cancelled: it kills only the named request of its own session, never initialize, and unknown ids are ignored."""
+"""notifications/cancelled: kills only the named request of its session, never initialize; unknown ids are ignored."""
 
 from __future__ import annotations
 

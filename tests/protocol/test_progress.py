@@ -1,4 +1,4 @@
-"""notifications/progress: sent only for a progressToken, carrying it, strictly increasing, total and message optional."""
+"""notifications/progress: only for a progressToken, carrying it, strictly increasing; total and message optional."""
 
 from __future__ import annotations
 
