@@ -291,14 +291,20 @@ class RedisSubscription(Subscription):
         if self.held is None:
             self.held = []
 
-    def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None) -> None:
-        """Queue missed events after floor (bypassing the bound, as replay is capped), then the held live ones."""
+    def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None, bounded: bool = False) -> None:
+        """Queue missed events after floor, then the held live ones.
+
+        A new stream's replay bypasses the bound (the replay log is capped); a catch-up
+        after a lost subscriber connection is live traffic and counts against it.
+        """
         if floor is not None:
             self.last_queued = max(self.last_queued, event_order(floor))
         held, self.held = self.held or [], None
         for event_id, data in entries:
             order = event_order(event_id)
-            if order > self.last_queued and self.reason is None:
+            if bounded:
+                self.offer(event_id, data)
+            elif order > self.last_queued and self.reason is None:
                 self.last_queued = order
                 self.queue.put_nowait((event_id, data))
         for event_id, data in held:
@@ -782,5 +788,5 @@ class RedisHub(Hub):
         except BaseException:
             subscription.fill([])
             raise
-        subscription.fill([(event_id.decode(), fields[b"d"]) for event_id, fields in entries])
+        subscription.fill([(event_id.decode(), fields[b"d"]) for event_id, fields in entries], bounded=True)
 
