@@ -18,7 +18,7 @@ from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE
 from mcp_server.hub import CapacityError, HubUnavailable
 from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, ParseFailure, parse_body
-from mcp_server.responses import HttpProblem
+from mcp_server.responses import HttpProblem, problem_response
 from mcp_server.security import screen_request
 from mcp_server.session import SSE, STREAMABLE, Session
 
@@ -38,6 +38,13 @@ HTTP_503_SERVICE_UNAVAILABLE = 503
 def current_core() -> McpCore:
     """The McpCore of the app handling this request."""
     return current_app.extensions["mcp"].core
+
+
+@blueprint.errorhandler(HubUnavailable)
+def session_store_unavailable(_: HubUnavailable) -> Response:
+    """Redis is unreachable: answer 503 at once on every path (open, resume, post, delete), never 500."""
+    return problem_response(HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
+                                        "Session store unavailable; retry shortly", headers={"Retry-After": "2"}))
 
 
 @blueprint.before_request

@@ -24,8 +24,11 @@ def healthz() -> Response:
 def readyz() -> Response:
     """Ready: the hub's backing store answers."""
     core = current_app.extensions["mcp"].core
-    if core.hub.ready():
-        return json_response({"status": "ready", "sessions": core.hub.session_count()})
+    try:
+        if core.hub.ready():
+            return json_response({"status": "ready", "sessions": core.hub.session_count()})
+    except HubUnavailable:
+        pass  # Redis went away between the two calls
     return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTP_503_SERVICE_UNAVAILABLE)
 
 

@@ -466,6 +466,12 @@ class RedisHub(Hub):
             )
         return None if data is None else Session.from_dict(loads(data))
 
+    def peek_session(self, session_id: str) -> Session | None:
+        """Load a session without refreshing its idle TTL (quota checks)."""
+        with self._redis():
+            data = self.client.get(session_keys(session_id)["session"])
+        return None if data is None else Session.from_dict(loads(data))
+
     def save_session(self, session: Session) -> None:
         """Store a changed session, keeping its TTL; a closed session stays closed."""
         with self._redis():
