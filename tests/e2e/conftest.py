@@ -24,3 +24,14 @@ def tuned_server():
     env = {"MCP_PLUGINS": E2E_PLUGINS, "MCP_KEEPALIVE_S": "0.5", "MCP_MAX_BODY_BYTES": "4096"}
     with ServerProcess(env=env) as process:
         yield process
+
+
+SHORT_SESSION_TTL_S = 1.0
+
+
+@pytest.fixture(scope="session")
+def short_ttl_server():
+    """A server whose idle sessions expire after SHORT_SESSION_TTL_S, with a keepalive that notices dead streams."""
+    env = {"MCP_SESSION_TTL_S": str(SHORT_SESSION_TTL_S), "MCP_KEEPALIVE_S": "0.3"}
+    with ServerProcess(env=env) as process:
+        yield process

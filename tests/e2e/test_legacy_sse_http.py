@@ -7,12 +7,10 @@ import time
 import httpx
 import pytest
 
+from tests.e2e.conftest import SHORT_SESSION_TTL_S
 from tests.e2e.raw_clients import LegacyStream, call_tool, client, notification, request
-from tests.e2e.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e
-
-SESSION_TTL_S = 1.0
 
 
 @pytest.fixture
@@ -20,14 +18,6 @@ def http():
     """A bounded httpx client for one test."""
     with client() as http:
         yield http
-
-
-@pytest.fixture(scope="module")
-def short_ttl_server():
-    """A server whose idle sessions expire after SESSION_TTL_S, with a keepalive that notices dead streams."""
-    env = {"MCP_SESSION_TTL_S": str(SESSION_TTL_S), "MCP_KEEPALIVE_S": "0.3"}
-    with ServerProcess(env=env) as process:
-        yield process
 
 
 def test_stream_opens_with_endpoint_event_and_sse_headers(server, http):
@@ -151,7 +141,7 @@ def test_idle_session_expires_after_ttl(short_ttl_server, http):
     deadline = time.monotonic() + 20
     status = None
     while time.monotonic() < deadline:
-        time.sleep(SESSION_TTL_S * 2.5)
+        time.sleep(SHORT_SESSION_TTL_S * 2.5)
         status = http.post(endpoint, json=request("ping")).status_code
         if status == 404:
             break
@@ -168,7 +158,7 @@ def test_active_session_outlives_its_ttl(short_ttl_server, http):
     # A session whose stream stays open is not idle, however long it lasts.
     with LegacyStream(http, short_ttl_server.base_url) as stream:
         stream.open()
-        time.sleep(SESSION_TTL_S * 3)
+        time.sleep(SHORT_SESSION_TTL_S * 3)
         assert stream.call(request("ping"))["result"] == {}
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from tests.e2e.conftest import SHORT_SESSION_TTL_S
 from tests.e2e.raw_clients import BOTH, StreamableSession, call_tool, client, initialize, request
 from tests.e2e.sse_client import iter_events
 
@@ -135,3 +138,17 @@ def test_delete_ends_the_standalone_stream(tuned_server, http):
         events = iter_events(stream)
         assert session.delete().status_code == 204
         assert list(events) == []
+
+
+def test_idle_session_expires_after_ttl(short_ttl_server, http):
+    session = StreamableSession(http, short_ttl_server.url)
+    # Every lookup refreshes a live session, so poll less often than the TTL, within a bounded time.
+    deadline = time.monotonic() + 20
+    status = None
+    while time.monotonic() < deadline:
+        time.sleep(SHORT_SESSION_TTL_S * 2.5)
+        status = session.post(request("ping"), accept="application/json").status_code
+        if status == 404:
+            break
+        assert status == 200
+    assert status == 404
