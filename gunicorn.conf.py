@@ -3,8 +3,10 @@
 A command-line --bind (or -w) still overrides what is set here.
 """
 
+import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -14,7 +16,10 @@ from gunicorn.glogging import Logger as GunicornLogger
 from mcp_server.config import ConfigError, Settings
 from mcp_server.logs import JsonFormatter
 
-settings = Settings.from_environ()  # refuses impossible combinations before any worker starts
+try:
+    settings = Settings.from_environ()  # refuses impossible combinations before any worker starts
+except ConfigError as refusal:
+    sys.exit(f"Error: {refusal}")  # one line that says why, not gunicorn's config-file traceback
 
 bind = [settings.bind]
 workers = settings.workers
@@ -74,6 +79,8 @@ def on_starting(server):
     reset_metrics_dir()
     try:
         settings.check_exposure(server.cfg.bind)
+        # A command-line -w bypasses MCP_WORKERS, so check the worker count gunicorn will really run.
+        dataclasses.replace(settings, workers=server.cfg.workers).check()
     except ConfigError as refusal:
         # gunicorn prints a RuntimeError as "Error: ..." and exits 1, before opening any socket.
         raise RuntimeError(str(refusal)) from None

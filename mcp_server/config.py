@@ -126,8 +126,9 @@ class Settings:
             raise ConfigError("MCP_WORKERS must be at least 1")
         if self.workers > 1 and not self.redis_url:
             raise ConfigError(
-                "MCP_WORKERS > 1 needs MCP_REDIS_URL: with in-memory sessions a POST that "
-                "lands on another worker cannot reach its stream. Set MCP_REDIS_URL or use one worker."
+                f"{self.workers} workers (MCP_WORKERS or gunicorn -w) need MCP_REDIS_URL: with in-memory "
+                "sessions a POST that lands on another worker cannot reach its stream. Set MCP_REDIS_URL "
+                "(e.g. redis://127.0.0.1:6379/0) or use one worker."
             )
         if self.log_format not in ("text", "json"):
             raise ConfigError("MCP_LOG_FORMAT must be 'text' or 'json'")

@@ -377,7 +377,8 @@ class RedisHub(Hub):
     def _reset_after_fork(self) -> None:
         """Forget everything a parent process owned: connections, streams, greenlets."""
         self._pid = os.getpid()
-        self.worker_id = secrets.token_hex(8)
+        # The pid makes a stream's owner readable in Redis (which process holds it); the token, unique.
+        self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
         self._listener = None
         self._refresher = None
