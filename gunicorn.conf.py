@@ -29,7 +29,8 @@ worker_connections = settings.worker_connections
 # Streams are long-lived; the worker heartbeat, not the request, is what timeout watches.
 timeout = 30
 graceful_timeout = settings.graceful_timeout_s
-keepalive = 5
+# Idle keep-alive connections hold a worker's exit, so keep them short (gunicorn's default).
+keepalive = 2
 accesslog = None
 errorlog = "-"
 loglevel = settings.log_level.lower()

@@ -10,7 +10,7 @@ from flask import Response
 from mcp_server.encoding import dumps_line
 from mcp_server.errors import error_response
 
-__all__ = ["HttpProblem", "json_response", "problem_response"]
+__all__ = ["HttpProblem", "empty_response", "json_response", "problem_response"]
 
 JSON = "application/json"
 SSE = "text/event-stream"
@@ -19,6 +19,13 @@ SSE = "text/event-stream"
 def json_response(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """Return body as compact JSON ending with a newline (so curl prints a clean line)."""
     return Response(dumps_line(body), status=status, headers=dict(headers or {}), content_type=JSON)
+
+
+def empty_response(status: int, headers: Mapping[str, str] | None = None) -> Response:
+    """Return a response with no body and no Content-Type (202 Accepted, 204 No Content)."""
+    response = Response(status=status, headers=dict(headers or {}))
+    del response.headers["Content-Type"]
+    return response
 
 
 class HttpProblem(Exception):

@@ -21,6 +21,7 @@ from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event
 from mcp_server.hub import StreamClosed, Subscription
 from mcp_server.messages import Body
 from mcp_server.metrics import instruments
+from mcp_server.responses import empty_response
 from mcp_server.session import SSE, Session
 
 __all__ = ["SSE_HEADERS", "open_stream", "post_message", "stream_events"]
@@ -84,7 +85,7 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
     rejected = core.batch_error(session, body)
     if rejected is not None:
         publish(rejected)
-        return Response(status=HTTP_202_ACCEPTED)
+        return empty_response(HTTP_202_ACCEPTED)
     running, errors = core.accept(session, body, publish)
     if body.is_batch:
         if running or errors:
@@ -94,7 +95,7 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
             publish(error)
         for greenlet in running:
             greenlet.link_value(lambda g: isinstance(g.value, dict) and publish(g.value))
-    return Response(status=HTTP_202_ACCEPTED)
+    return empty_response(HTTP_202_ACCEPTED)
 
 
 def publish_batch(core: McpCore, session: Session, running: list, errors: list) -> None:

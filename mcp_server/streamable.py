@@ -22,7 +22,7 @@ from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import StreamConflict
 from mcp_server.messages import REQUEST, Body
 from mcp_server.metrics import instruments
-from mcp_server.responses import HttpProblem, json_response
+from mcp_server.responses import HttpProblem, empty_response, json_response
 from mcp_server.session import Session
 from mcp_server.sse import SSE_HEADERS, stream_events
 from mcp_server.versions import SUPPORTED
@@ -139,7 +139,7 @@ def post_messages(core: McpCore, session: Session, body: Body, accepted: Accepte
     greenlet.link(lambda g: exchange.outbox.put(DONE))
     first = exchange.outbox.get()
     if first is DONE and not isinstance(greenlet.value, dict):
-        return Response(status=HTTP_202_ACCEPTED, headers=headers)
+        return empty_response(HTTP_202_ACCEPTED, headers)
     if first is DONE and accepted.json:
         return json_response(greenlet.value, headers=headers)
     return Response(exchange.stream(first, greenlet), mimetype="text/event-stream",
@@ -149,11 +149,11 @@ def post_messages(core: McpCore, session: Session, body: Body, accepted: Accepte
 def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
     """Wait for the requests and answer with their responses as one JSON body."""
     if not running and not errors:
-        return Response(status=HTTP_202_ACCEPTED, headers=headers)
+        return empty_response(HTTP_202_ACCEPTED, headers)
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
-        return Response(status=HTTP_202_ACCEPTED, headers=headers)
+        return empty_response(HTTP_202_ACCEPTED, headers)
     status = HTTP_400_BAD_REQUEST if not running else 200
     return json_response(answers if body.is_batch else answers[0], status, headers)
 
@@ -179,4 +179,4 @@ def close_session(core: McpCore, session: Session) -> Response:
     """End the session; later use of its id gets 404."""
     core.hub.close_session(session.id)
     log.info("closed session %s at the client's request", session.id[:8])
-    return Response(status=HTTP_204_NO_CONTENT)
+    return empty_response(HTTP_204_NO_CONTENT)
