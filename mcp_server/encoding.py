@@ -12,8 +12,10 @@ KEEPALIVE_FRAME = b": ping\n\n"
 
 
 def dumps(value: Any) -> bytes:
-    """Encode a JSON value as compact UTF-8 bytes."""
-    return orjson.dumps(value)
+    """Encode a JSON value as compact UTF-8 bytes, in a buffer of exactly that size."""
+    # orjson returns its working buffer, which is never shorter than 4 KiB and reserves room for escaping
+    # every character; what the hubs keep (replay logs, queues) would cost that much per message.
+    return memoryview(orjson.dumps(value)).tobytes()
 
 
 def dumps_line(value: Any) -> bytes:
