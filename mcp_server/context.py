@@ -109,6 +109,12 @@ class RequestContext:
         self._require_capability("roots")
         return self._ask("roots/list", {}).get("roots", [])
 
+    def close_stream(self) -> None:
+        """End this request's SSE stream now (Streamable HTTP); the client resumes it with Last-Event-ID."""
+        close = getattr(self.send, "close_stream", None)
+        if close is not None:
+            close()
+
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to uri that it changed."""
         self.core.resource_updated(uri)

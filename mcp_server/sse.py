@@ -17,7 +17,7 @@ import gevent
 from flask import Response
 
 from mcp_server.core import McpCore
-from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event
+from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event, loads
 from mcp_server.hub import StreamClosed, Subscription
 from mcp_server.messages import Body
 from mcp_server.metrics import instruments
@@ -53,10 +53,19 @@ def stream_events(
                 yield KEEPALIVE_FRAME
             else:
                 yield format_sse_event(item[1], event_id=item[0])
+                # A resumed request stream is over once it has carried the request's response.
+                if subscription.stream is not None and is_response(item[1]):
+                    return
     finally:
         # A disconnect surfaces here as GeneratorExit at the next write.
         subscription.close()
         metrics.stream_closed(kind)
+
+
+def is_response(data: bytes) -> bool:
+    """True when an encoded message is a JSON-RPC response (it has no method)."""
+    message = loads(data)
+    return isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message)
 
 
 def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_event_id: str | None,
@@ -73,6 +82,9 @@ def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_
         stream_events(subscription, core.settings.keepalive_s, (endpoint,)),
         mimetype="text/event-stream",
         headers=SSE_HEADERS,
+        # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping
+        # iterators (less work per event, and a shallower stack for every idle stream to keep).
+        direct_passthrough=True,
     )
 
 

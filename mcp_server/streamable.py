@@ -9,6 +9,7 @@ one standalone stream; DELETE ends the session.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,12 +21,13 @@ from mcp_server.core import McpCore
 from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import StreamConflict
+from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
 from mcp_server.metrics import instruments
 from mcp_server.responses import HttpProblem, empty_response, json_response
 from mcp_server.session import Session
 from mcp_server.sse import SSE_HEADERS, stream_events
-from mcp_server.versions import SUPPORTED
+from mcp_server.versions import SUPPORTED, at_least
 
 __all__ = ["AcceptedTypes", "close_session", "open_stream", "post_messages", "check_protocol_header"]
 
@@ -39,6 +41,11 @@ HTTP_400_BAD_REQUEST = 400
 HTTP_406_NOT_ACCEPTABLE = 406
 HTTP_409_CONFLICT = 409
 DONE = object()
+CLOSE_STREAM = object()
+# Priming events (SEP-1699) are new in 2025-11-25; older clients may not expect an event without data.
+PRIMING_SINCE = "2025-11-25"
+# How long a client should wait before resuming a stream the server closed (the SSE retry field).
+RETRY_MS = 1000
 
 
 class AcceptedTypes:
@@ -70,54 +77,67 @@ def is_initialize(body: Body) -> bool:
 
 
 class Exchange:
-    """One POSTed request's way back: an SSE stream while the client listens, the hub after."""
+    """One POSTed request's way back: its own SSE stream, resumable from the hub's replay log.
+
+    Every message the request sends, and its response once the stream is under way, is also
+    published to the session's replay log under this stream's key, so a client that loses the
+    stream (or that the server cut off with ctx.close_stream()) resumes it with Last-Event-ID.
+    """
 
     def __init__(self, core: McpCore, session: Session) -> None:
         self.core = core
         self.session = session
         self.outbox: Queue = Queue()
-        self.abandoned = False
-        self.sequence = 0
-        self.stream_key = session.id[:8] + "-" + str(id(self))
+        self.stream_key = secrets.token_hex(6)
+        self.ended = False
+        self.response_published = False
 
-    def send(self, message: dict[str, Any]) -> None:
-        """Deliver a message that belongs to this request."""
-        if self.abandoned:
-            self.core.hub.publish(self.session.id, message)
-        else:
-            self.outbox.put(message)
+    def __call__(self, message: dict[str, Any]) -> None:
+        """Send a message that belongs to this request (the `send` handed to the core)."""
+        event_id = self.core.hub.publish(self.session.id, message, stream=self.stream_key)
+        if not self.ended:
+            self.outbox.put((event_id, message))
 
-    def frame(self, message: Any) -> bytes:
-        """Frame one message as an SSE event with an id unique to this stream."""
-        self.sequence += 1
-        return format_sse_event(dumps(message), event_id=f"{self.stream_key}:{self.sequence}")
+    def close_stream(self) -> None:
+        """End the SSE stream now; the rest waits in the replay log for the client to resume."""
+        self.outbox.put(CLOSE_STREAM)
 
-    def stream(self, first: Any, greenlet: gevent.Greenlet) -> Iterator[bytes]:
-        """Yield the messages the request sends, then its response; hand over to the hub if the client leaves."""
-        delivered_final = False
+    def publish_response(self, response: Any) -> str | None:
+        """Put the response in the replay log once, so a resumed stream gets it."""
+        if self.response_published or not isinstance(response, dict):
+            return None
+        self.response_published = True
+        return self.core.hub.publish(self.session.id, response, stream=self.stream_key)
+
+    def priming_frame(self) -> bytes:
+        """An event with an id and no data, sent first so the client can resume even before any message."""
+        return (f"id: {join_event_id('0', self.stream_key)}\nretry: {RETRY_MS}\ndata: \n\n").encode()
+
+    def stream(self, first: Any, greenlet: gevent.Greenlet, priming: bool) -> Iterator[bytes]:
+        """Yield the request's messages, then its response; if the stream ends early, the hub keeps the rest."""
         metrics = instruments()
         metrics.stream_opened("request")
         try:
+            if priming:
+                yield self.priming_frame()
             item = first
-            while item is not DONE:
-                yield self.frame(item)
+            while item is not DONE and item is not CLOSE_STREAM:
+                event_id, message = item
+                yield format_sse_event(dumps(message), event_id=event_id)
                 item = self.outbox.get()
-            if isinstance(greenlet.value, dict):
-                yield self.frame(greenlet.value)
-            delivered_final = True
+            if item is DONE and isinstance(greenlet.value, dict):
+                event_id = self.publish_response(greenlet.value)
+                yield format_sse_event(dumps(greenlet.value), event_id=event_id)
         finally:
             metrics.stream_closed("request")
-            if not delivered_final:
-                self.abandon(greenlet)
+            self.release(greenlet)
 
-    def abandon(self, greenlet: gevent.Greenlet) -> None:
-        """The client hung up: route what is left, and the response, to the session's stream."""
-        self.abandoned = True
-        while not self.outbox.empty():
-            item = self.outbox.get_nowait()
-            if item is not DONE:
-                self.core.hub.publish(self.session.id, item)
-        greenlet.link_value(lambda g: isinstance(g.value, dict) and self.core.hub.publish(self.session.id, g.value))
+    def release(self, greenlet: gevent.Greenlet) -> None:
+        """The stream is over: a response it did not carry goes to the replay log when it comes."""
+        if not self.ended:
+            self.ended = True
+            if not self.response_published:
+                greenlet.link_value(lambda g: self.publish_response(g.value))
 
 
 def post_messages(core: McpCore, session: Session, body: Body, accepted: AcceptedTypes,
@@ -132,18 +152,23 @@ def post_messages(core: McpCore, session: Session, body: Body, accepted: Accepte
         running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m))
         return answer_as_json(body, running, errors, headers)
     exchange = Exchange(core, session)
-    running, errors = core.accept(session, body, exchange.send)
+    running, errors = core.accept(session, body, exchange)
     if not running:
         return answer_as_json(body, running, errors, headers)
     greenlet = running[0]
     greenlet.link(lambda g: exchange.outbox.put(DONE))
     first = exchange.outbox.get()
     if first is DONE and not isinstance(greenlet.value, dict):
-        return empty_response(HTTP_202_ACCEPTED, headers)
+        # Cancelled before it said anything: an event stream that ends without a response.
+        return Response(iter([KEEPALIVE_FRAME]), mimetype="text/event-stream", headers={**SSE_HEADERS, **headers})
     if first is DONE and accepted.json:
         return json_response(greenlet.value, headers=headers)
-    return Response(exchange.stream(first, greenlet), mimetype="text/event-stream",
-                    headers={**SSE_HEADERS, **headers})
+    priming = at_least(session.protocol_version, PRIMING_SINCE)
+    response = Response(exchange.stream(first, greenlet, priming), mimetype="text/event-stream",
+                        headers={**SSE_HEADERS, **headers}, direct_passthrough=True)
+    # Also when the client left before the first byte, so the generator never ran.
+    response.call_on_close(lambda: exchange.release(greenlet))
+    return response
 
 
 def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:

@@ -42,5 +42,8 @@ class Context(Protocol):
     def list_roots(self) -> list[dict[str, Any]]:
         """Ask the client for its filesystem roots (roots/list)."""
 
+    def close_stream(self) -> None:
+        """End this request's event stream early (Streamable HTTP); the client resumes it later."""
+
     def resource_updated(self, uri: str) -> None:
         """Tell subscribed sessions that the resource at uri changed."""

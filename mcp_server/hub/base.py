@@ -32,6 +32,24 @@ __all__ = [
 log = logging.getLogger("mcp.hub")
 
 
+# Event ids are "<position>" on a session's own stream and "<position>/<stream>" on a request's stream, so a
+# Last-Event-ID alone says which stream to resume.
+STREAM_SEPARATOR = "/"
+
+
+def join_event_id(position: str, stream: str | None) -> str:
+    """Build the event id of an event at position on stream (None: the session's own stream)."""
+    return position if stream is None else f"{position}{STREAM_SEPARATOR}{stream}"
+
+
+def split_event_id(event_id: str | None) -> tuple[str | None, str | None]:
+    """Split an event id into its position and its stream (None: the session's own stream)."""
+    if event_id is None:
+        return None, None
+    position, _, stream = event_id.partition(STREAM_SEPARATOR)
+    return position, (stream or None)
+
+
 class CapacityError(RuntimeError):
     """The hub holds as many sessions as it may."""
 
@@ -56,6 +74,8 @@ class Subscription(ABC):
     """A stream's view of its session: missed events first, then live ones."""
 
     session_id: str
+    # None for the session's own stream; a request stream's key when a POST stream is resumed.
+    stream: str | None = None
 
     @abstractmethod
     def get(self, timeout: float) -> tuple[str, bytes] | None:
@@ -161,14 +181,17 @@ class Hub(ABC):
 
     # delivery
     @abstractmethod
-    def publish(self, session_id: str, message: Any) -> str | None:
-        """Queue a message for the session's stream and its replay log; return its event id."""
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Queue a message for a stream of the session (None: its own) and its replay log; return its event id."""
 
     @abstractmethod
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
     ) -> Subscription:
-        """Attach a stream; exclusive raises StreamConflict if one is attached, else it is replaced."""
+        """Attach a stream; exclusive raises StreamConflict if one is attached, else it is replaced.
+
+        A last_event_id from a request's stream resumes that stream (its later events only), not the session's.
+        """
 
     @abstractmethod
     def streaming_session_ids(self) -> list[str]:

@@ -12,7 +12,7 @@ from collections import deque
 from typing import Any
 
 import gevent
-from gevent.queue import Empty, Queue
+from gevent.queue import Empty, SimpleQueue
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
@@ -21,6 +21,8 @@ from mcp_server.hub.base import (
     StreamClosed,
     StreamConflict,
     Subscription,
+    join_event_id,
+    split_event_id,
 )
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
@@ -34,11 +36,13 @@ CLOSE = object()
 class MemorySubscription(Subscription):
     """A stream attached to one session slot."""
 
-    def __init__(self, slot: SessionSlot, maxsize: int) -> None:
+    def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None = None) -> None:
         self.session_id = slot.session.id
         self.slot = slot
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
-        self.queue: Queue = Queue()
+        self.stream = stream
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize. SimpleQueue, not
+        # Queue: nothing joins it, and Queue's task-tracking Event costs every idle stream over a KiB.
+        self.queue: SimpleQueue = SimpleQueue()
         self.maxsize = maxsize
         self.reason: str | None = None
 
@@ -68,7 +72,8 @@ class MemorySubscription(Subscription):
             return None
         if item is CLOSE:
             raise StreamClosed(self.reason or "closed")
-        self.slot.delivered = int(item[0])
+        if self.stream is None:
+            self.slot.delivered = int(item[0])
         self.slot.touch()
         return item
 
@@ -77,21 +82,27 @@ class MemorySubscription(Subscription):
         if self.slot.subscriber is self:
             self.slot.subscriber = None
             self.slot.detached_at = time.monotonic()
+        elif self.stream is not None and self.slot.request_subscribers.get(self.stream) is self:
+            del self.slot.request_subscribers[self.stream]
         if self.reason is None:
             self.reason = reason
 
 
 class SessionSlot:
-    """One session with its replay log and the stream attached to it, if any."""
+    """One session with its replay log and the streams attached to it, if any."""
 
-    __slots__ = ("session", "replay", "next_event_id", "delivered", "subscriber", "last_seen", "detached_at")
+    __slots__ = ("session", "replay", "next_event_id", "delivered", "subscriber", "request_subscribers",
+                 "last_seen", "detached_at")
 
     def __init__(self, session: Session, replay_max: int) -> None:
         self.session = session
-        self.replay: deque[tuple[str, bytes]] = deque(maxlen=replay_max)
+        # (event id, JSON, request stream or None for the session's own stream), oldest first.
+        self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
         self.next_event_id = 1
         self.delivered = 0
         self.subscriber: MemorySubscription | None = None
+        # Resumed request streams (Streamable HTTP POST streams picked up again with Last-Event-ID).
+        self.request_subscribers: dict[str, MemorySubscription] = {}
         self.last_seen = time.monotonic()
         self.detached_at: float | None = None
 
@@ -135,25 +146,27 @@ class MemoryHub(Hub):
         slot = self.slots.pop(session_id, None)
         if slot is None:
             return False
-        if slot.subscriber is not None:
-            slot.subscriber.end("session closed")
+        for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
+            if subscriber is not None:
+                subscriber.end("session closed")
         return True
 
     def session_count(self) -> int:
         """How many sessions this worker holds."""
         return len(self.slots)
 
-    def publish(self, session_id: str, message: Any) -> str | None:
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Append to the replay log and hand to the attached stream, if any."""
         slot = self.slots.get(session_id)
         if slot is None:
             return None
-        event_id = str(slot.next_event_id)
+        event_id = join_event_id(str(slot.next_event_id), stream)
         slot.next_event_id += 1
-        event = (event_id, dumps(message))
-        slot.replay.append(event)
-        if slot.subscriber is not None:
-            slot.subscriber.offer(event)
+        data = dumps(message)
+        slot.replay.append((event_id, data, stream))
+        subscriber = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
+        if subscriber is not None:
+            subscriber.offer((event_id, data))
         return event_id
 
     def subscribe(
@@ -163,17 +176,22 @@ class MemoryHub(Hub):
         slot = self.slots.get(session_id)
         if slot is None:
             raise KeyError(session_id)
-        if slot.subscriber is not None:
+        position, stream = split_event_id(last_event_id)
+        current = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
+        if current is not None:
             if exclusive:
                 raise StreamConflict(session_id)
-            slot.subscriber.end("replaced by a newer stream")
-        after = slot.delivered if last_event_id is None else parse_event_id(last_event_id)
-        subscription = MemorySubscription(slot, self.settings.queue_max)
-        for event in slot.replay:
-            if int(event[0]) > after:
-                subscription.queue.put_nowait(event)
-        slot.subscriber = subscription
-        slot.detached_at = None
+            current.end("replaced by a newer stream")
+        after = slot.delivered if last_event_id is None else parse_position(position)
+        subscription = MemorySubscription(slot, self.settings.queue_max, stream)
+        for event_id, data, event_stream in slot.replay:
+            if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
+                subscription.queue.put_nowait((event_id, data))
+        if stream is None:
+            slot.subscriber = subscription
+            slot.detached_at = None
+        else:
+            slot.request_subscribers[stream] = subscription
         slot.touch()
         return subscription
 
@@ -197,8 +215,9 @@ class MemoryHub(Hub):
     def shutdown(self) -> None:
         """End every stream so the worker can exit promptly."""
         for slot in list(self.slots.values()):
-            if slot.subscriber is not None:
-                slot.subscriber.end("server shutting down")
+            for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
+                if subscriber is not None:
+                    subscriber.end("server shutting down")
         if self._reaper is not None:
             self._reaper.kill(block=False)
 
@@ -214,7 +233,7 @@ class MemoryHub(Hub):
 
     def _expired(self, slot: SessionSlot, now: float) -> bool:
         """A session expires when idle past the TTL, or detached past the resume window."""
-        if slot.subscriber is not None:
+        if slot.subscriber is not None or slot.request_subscribers:
             return False
         if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
             return True
@@ -236,9 +255,9 @@ class MemoryHub(Hub):
                 log.exception("session reaper failed")
 
 
-def parse_event_id(value: str) -> int:
-    """Read a Last-Event-ID; an unreadable one replays nothing rather than everything."""
+def parse_position(value: str | None) -> int:
+    """Read the position part of a Last-Event-ID; an unreadable one replays nothing rather than everything."""
     try:
-        return int(value)
+        return int(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return 1 << 62

@@ -251,3 +251,11 @@ def test_prompt_with_image() -> list[dict]:
         {"role": "user", "content": image(RED_PIXEL_PNG, "image/png")},
         {"role": "user", "content": text("Please analyze the image above.")},
     ]
+
+
+@tool(input_schema=NO_ARGUMENTS)
+def test_reconnection(ctx) -> str:
+    """Close this call's event stream at once, then answer; the client resumes with Last-Event-ID (SEP-1699)."""
+    ctx.close_stream()
+    gevent.sleep(0.1)
+    return "Reconnection test completed successfully. If you received this, the client properly reconnected."
