@@ -500,8 +500,9 @@ class RedisHub(Hub):
             return int(self._run("count", [SESSION_INDEX], []))
 
     # delivery
-    def publish(self, session_id: str, message: Any) -> str | None:
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Append to the session's replay stream and route to the worker holding its stream."""
+        # TODO(lead): request streams (stream is not None) are not kept apart yet; they go to the session's stream.
         keys = session_keys(session_id)
         with self._redis():
             event_id = self._run(
