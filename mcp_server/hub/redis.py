@@ -2,11 +2,13 @@
 
 Per session: its state as JSON with an idle TTL, a capped Redis Stream as the
 replay log (stream entry ids are the SSE event ids, so `Last-Event-ID` resumes on
-any worker), and a key naming the worker whose stream is attached. Publishing is
-one Lua script: append to the stream, then PUBLISH to that worker's channel. Each
+any worker), and for each attached stream (the session's own, or a resumed
+request stream) a claim naming the worker that holds it. Publishing is one Lua
+script: append to the log, then PUBLISH to the claiming worker's channel. Each
 worker keeps ONE subscriber connection (its own channel plus the control channel
-that carries answers, cancellations and broadcasts), read by one greenlet that
-hands messages to local queues. Nothing connects or spawns before first use.
+that carries answers, cancellations, broadcasts and closed sessions), read by one
+greenlet that hands messages to local queues. Nothing connects or spawns before
+first use.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import gevent.queue
 import gevent.socket
 import redis
 from gevent.event import Event
-from gevent.queue import Empty, Queue
+from gevent.queue import Empty, SimpleQueue
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError
@@ -43,7 +45,10 @@ from mcp_server.hub.base import (
     StreamClosed,
     StreamConflict,
     Subscription,
+    join_event_id,
+    split_event_id,
 )
+from mcp_server.metrics import instruments
 from mcp_server.session import Session
 
 __all__ = ["RedisHub", "RedisSubscription"]
@@ -63,7 +68,7 @@ LISTEN_DEAD_S = 6.0
 RECONNECT_MIN_S = 0.1
 RECONNECT_MAX_S = 2.0
 REFRESH_BATCH = 500
-EVENT_ID = re.compile(r"^[0-9]{1,20}-[0-9]{1,20}$")
+EVENT_POSITION = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
 REPLAY_NOTHING = "$"
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
 CLOSE = object()
@@ -95,23 +100,31 @@ end
 return data
 """
 
-# KEYS: session, replay, stream. ARGV: message json, replay max, session id, worker channel prefix.
+# KEYS: session, replay, claim. ARGV: message json, replay max, session id, request stream ('' for the
+# session's own), worker channel prefix.
 # Append and route in one atomic step, so every worker sees one order of events per session.
 PUBLISH_SCRIPT = """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return false end
-local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1])
+local id
+if ARGV[4] == '' then
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1])
+else
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1], 's', ARGV[4])
+end
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
 local owner = redis.call('GET', KEYS[3])
 if owner then
   local worker = string.match(owner, '^([^|]*)|')
-  redis.call('PUBLISH', ARGV[4] .. worker, 'm\\n' .. ARGV[3] .. '\\n' .. id .. '\\n' .. ARGV[1])
+  redis.call('PUBLISH', ARGV[5] .. worker,
+             'm\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. id .. '\\n' .. ARGV[1])
 end
 return id
 """
 
-# KEYS: session, stream, replay, delivered, detached.
-# ARGV: owner, exclusive, after, stream ttl ms, session ttl ms, session id, worker channel prefix, this worker.
+# KEYS: session, claim, replay, delivered, detached.
+# ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
+# request stream ('' for the session's own).
 # Claim the session's stream and read what it missed in the same atomic step: every event is
 # either in the replay returned here or published to this worker afterwards. Returns
 # {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
@@ -125,15 +138,17 @@ if current and current ~= ARGV[1] then
     if alive then
       if ARGV[2] == '1' then return {-1} end
       redis.call('PUBLISH', ARGV[7] .. worker,
-                 'e\\n' .. ARGV[6] .. '\\n' .. token .. '\\nreplaced by a newer stream')
+                 'e\\n' .. ARGV[6] .. '\\n' .. ARGV[9] .. '\\n' .. token .. '\\nreplaced by a newer stream')
     end
   end
 end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
-redis.call('DEL', KEYS[5])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[3], ARGV[5])
-redis.call('PEXPIRE', KEYS[4], ARGV[5])
+if ARGV[9] == '' then redis.call('DEL', KEYS[5]) end
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+end
 local after = ARGV[3]
 if after == '' then after = redis.call('GET', KEYS[4]) end
 if after == '$' then
@@ -144,11 +159,13 @@ if after then return {1, redis.call('XRANGE', KEYS[3], '(' .. after, '+'), after
 return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
 """
 
-# KEYS: stream, delivered, session, replay, detached. ARGV: owner, delivered id, resume window ms.
-# Only the stream that still owns the session records what it delivered and starts the resume window.
+# KEYS: claim, delivered, session, replay, detached. ARGV: owner, delivered id, resume window ms,
+# '1' for the session's own stream. Only the stream that still holds its claim lets go of it; the
+# session's own stream also records what it delivered and starts the resume window.
 DETACH_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
+if ARGV[4] ~= '1' then return 1 end
 local ttl = redis.call('PTTL', KEYS[3])
 if ttl == -2 then return 0 end
 if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', math.max(ttl, 1)) end
@@ -166,41 +183,37 @@ end
 return 1
 """
 
-# KEYS: stream, session, replay, delivered, index.
-# ARGV: owner, stream ttl ms, session ttl ms, delivered id, session id.
+# KEYS: claim, session, replay, delivered, index, detached.
+# ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it), session id.
 # Returns 0 when the session is gone, 1 when the claim held, 2 when it was lost and re-taken,
-# 3 when another stream owns the session now.
+# 3 when another stream holds it now.
 REFRESH_SCRIPT = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 local current = redis.call('GET', KEYS[1])
 local code = 1
 if not current then code = 2 elseif current ~= ARGV[1] then return 3 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
-if ARGV[4] ~= '' then
-  redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
-else
-  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'KEEPTTL') end
+if redis.call('EXISTS', KEYS[6]) == 0 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  if redis.call('PEXPIRE', KEYS[4], ARGV[3]) == 0 and ARGV[4] ~= '' then
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
+  end
+  local now = redis.call('TIME')
+  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[3]), ARGV[5])
 end
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[3]), ARGV[5])
 return code
 """
 
-# KEYS: session, replay, delivered, stream, detached, index. ARGV: session id, worker channel prefix.
+# KEYS: session, replay, delivered, claim, detached, index. ARGV: session id, control channel.
+# Every worker hears that the session closed and ends its streams (the session's own and request streams).
 CLOSE_SCRIPT = """
 local existed = redis.call('DEL', KEYS[1])
-local owner = redis.call('GET', KEYS[4])
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 redis.call('ZREM', KEYS[6], ARGV[1])
-if owner then
-  local worker, token = string.match(owner, '^([^|]*)|(.*)$')
-  if worker then
-    redis.call('PUBLISH', ARGV[2] .. worker, 'e\\n' .. ARGV[1] .. '\\n' .. token .. '\\nsession closed')
-  end
-end
+redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
 return existed
 """
 
@@ -213,16 +226,35 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
-def session_keys(session_id: str) -> dict[str, str]:
-    """The Redis keys that hold one session."""
+def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
+    """The Redis keys that hold one session; "claim" is that of its own stream, or of a request stream."""
     base = PREFIX + "session:" + session_id
     return {
         "session": base,
         "replay": base + ":replay",
-        "stream": base + ":stream",
+        "claim": base + ":stream" + ("" if stream is None else ":" + stream),
         "delivered": base + ":delivered",
         "detached": base + ":detached",
     }
+
+
+def replay_position(position: str | None) -> str:
+    """Where a resumed stream's replay starts: after a Redis stream id ("0" is before everything)."""
+    if position is None or not EVENT_POSITION.match(position):
+        return REPLAY_NOTHING  # an unreadable id replays nothing rather than everything
+    return position if "-" in position else position + "-0"
+
+
+def entries_of(raw: list[Any], stream: str | None) -> list[tuple[str, bytes]]:
+    """The (id, json) of replay entries that belong to one stream (None: the session's own)."""
+    wanted = b"" if stream is None else stream.encode()
+    entries = []
+    for event_id, fields in raw:
+        if not isinstance(fields, dict):  # a Lua reply: [field, value, field, value]
+            fields = dict(zip(fields[::2], fields[1::2], strict=True))
+        if fields.get(b"s", b"") == wanted:
+            entries.append((event_id.decode(), fields[b"d"]))
+    return entries
 
 
 def event_order(event_id: str) -> tuple[int, int]:
@@ -252,12 +284,13 @@ class CooperativeConnection(redis.Connection):
 class RedisSubscription(Subscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
-    def __init__(self, hub: RedisHub, session_id: str, maxsize: int) -> None:
+    def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int) -> None:
         self.hub = hub
         self.session_id = session_id
+        self.stream = stream
         self.owner = hub.worker_id + "|" + secrets.token_hex(8)
         # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
-        self.queue: Queue = Queue()
+        self.queue: SimpleQueue = SimpleQueue()
         self.maxsize = maxsize
         self.reason: str | None = None
         self.last_queued: tuple[int, int] = (0, 0)
@@ -266,6 +299,11 @@ class RedisSubscription(Subscription):
         # While replay is being read, live events wait here so nothing jumps the queue.
         self.held: list[tuple[str, bytes]] | None = []
         self.loaded = Event()
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """Where this worker routes the stream's live events from: (session id, request stream)."""
+        return self.session_id, self.stream
 
     def offer(self, event_id: str, data: bytes) -> None:
         """Queue a live event once; a consumer too slow to keep up is cut off instead of growing memory."""
@@ -314,6 +352,7 @@ class RedisSubscription(Subscription):
     def cut_off(self) -> None:
         """Close a stream whose client stopped reading, and drop what it queued."""
         log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
+        instruments().queue_dropped()
         while True:
             try:
                 self.queue.get_nowait()
@@ -330,7 +369,7 @@ class RedisSubscription(Subscription):
             self.queue.put_nowait(CLOSE)
 
     def get(self, timeout: float) -> tuple[str, bytes] | None:
-        """Return the next event, None on timeout; raise StreamClosed once ended."""
+        """Return the next (event id, json), None on timeout; raise StreamClosed once ended."""
         try:
             item = self.queue.get(timeout=timeout)
         except Empty:
@@ -339,10 +378,10 @@ class RedisSubscription(Subscription):
             self.queue.put_nowait(CLOSE)
             raise StreamClosed(self.reason or "closed")
         self.delivered = item[0]
-        return item
+        return join_event_id(item[0], self.stream), item[1]
 
     def close(self, reason: str = "client gone") -> None:
-        """Detach from the session; it waits resume_window_s for a reconnect."""
+        """Let go of the stream; the session's own stream starts the resume window."""
         if self.reason is None:
             self.reason = reason
         self.hub.forget(self, detach=True)
@@ -351,9 +390,12 @@ class RedisSubscription(Subscription):
 class RedisHub(Hub):
     """The hub for many workers and hosts."""
 
+    # Answers published after this worker exits still reach their clients, from any other worker.
+    outlives_worker = True
+
     def __init__(self, settings: Any) -> None:
         super().__init__(settings)
-        self.local: dict[str, RedisSubscription] = {}
+        self.local: dict[tuple[str, str | None], RedisSubscription] = {}
         self.worker_id = ""
         self._pid: int | None = None
         self._client: redis.Redis | None = None
@@ -479,18 +521,15 @@ class RedisHub(Hub):
             self.client.set(session_keys(session.id)["session"], dumps(session.to_dict()), xx=True, keepttl=True)
 
     def close_session(self, session_id: str) -> bool:
-        """Delete the session's keys and end its stream on whichever worker holds it."""
+        """Delete the session's keys and end its streams on whichever workers hold them."""
+        self._end_local(session_id, "session closed")
         keys = session_keys(session_id)
-        subscription = self.local.pop(session_id, None)
-        if subscription is not None:
-            subscription.released = True
-            subscription.end("session closed")
         with self._redis():
             existed = self._run(
                 "close",
-                [keys["session"], keys["replay"], keys["delivered"], keys["stream"], keys["detached"],
+                [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
                  SESSION_INDEX],
-                [session_id, WORKER_CHANNEL],
+                [session_id, CONTROL_CHANNEL],
             )
         return bool(existed)
 
@@ -501,42 +540,46 @@ class RedisHub(Hub):
 
     # delivery
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
-        """Append to the session's replay stream and route to the worker holding its stream."""
-        # TODO(lead): request streams (stream is not None) are not kept apart yet; they go to the session's stream.
-        keys = session_keys(session_id)
+        """Append to the session's replay log and route to the worker holding that stream."""
+        keys = session_keys(session_id, stream)
         with self._redis():
-            event_id = self._run(
+            position = self._run(
                 "publish",
-                [keys["session"], keys["replay"], keys["stream"]],
-                [dumps(message), self.settings.replay_max, session_id, WORKER_CHANNEL],
+                [keys["session"], keys["replay"], keys["claim"]],
+                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL],
             )
-        return None if event_id is None else event_id.decode()
+        return None if position is None else join_event_id(position.decode(), stream)
 
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
     ) -> Subscription:
-        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
+        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got).
+
+        A last_event_id of a request stream ("<position>/<stream>") resumes that stream.
+        """
         self.start()
-        previous = self.local.get(session_id)
+        position, stream = split_event_id(last_event_id)
+        previous = self.local.get((session_id, stream))
         if previous is not None and exclusive:
             raise StreamConflict(session_id)
         if last_event_id is not None:
-            after = last_event_id if EVENT_ID.match(last_event_id) else REPLAY_NOTHING
+            after = replay_position(position)
         elif previous is not None and previous.delivered is not None:
             after = previous.delivered
         else:
             after = ""  # the script reads what the last stream recorded as delivered
-        subscription = RedisSubscription(self, session_id, self.settings.queue_max)
+        subscription = RedisSubscription(self, session_id, stream, self.settings.queue_max)
         # Registered before the claim, so live events published right after it are held, not lost.
-        self.local[session_id] = subscription
-        keys = session_keys(session_id)
+        self.local[subscription.key] = subscription
+        keys = session_keys(session_id, stream)
         try:
             with self._redis():
                 reply = self._run(
                     "attach",
-                    [keys["session"], keys["stream"], keys["replay"], keys["delivered"], keys["detached"]],
+                    [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"]],
                     [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
-                     milliseconds(self.settings.session_ttl_s), session_id, WORKER_CHANNEL, self.worker_id],
+                     milliseconds(self.settings.session_ttl_s), session_id, WORKER_CHANNEL, self.worker_id,
+                     stream or ""],
                 )
         except BaseException:
             self._unregister(subscription, restore=previous)
@@ -550,18 +593,18 @@ class RedisHub(Hub):
         if previous is not None:
             previous.released = True
             previous.end("replaced by a newer stream")
-        subscription.fill([(entry[0].decode(), entry[1][1]) for entry in reply[1]], reply[2].decode())
+        subscription.fill(entries_of(reply[1], stream), reply[2].decode())
         return subscription
 
     def _unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
         """Drop a subscription from this worker's routing table if it is still there."""
-        if self.local.get(subscription.session_id) is subscription:
-            del self.local[subscription.session_id]
+        if self.local.get(subscription.key) is subscription:
+            del self.local[subscription.key]
             if restore is not None and restore.reason is None:
-                self.local[subscription.session_id] = restore
+                self.local[subscription.key] = restore
 
     def forget(self, subscription: RedisSubscription, detach: bool) -> None:
-        """Stop routing to a subscription and, once, give up its claim on the session."""
+        """Stop routing to a subscription and, once, give up its claim."""
         self._unregister(subscription)
         if subscription.released:
             return
@@ -573,22 +616,33 @@ class RedisHub(Hub):
                 self._detach(subscription)
 
     def _detach(self, subscription: RedisSubscription) -> None:
-        """Record what the stream delivered and start the session's resume window."""
-        keys = session_keys(subscription.session_id)
+        """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""
+        keys = session_keys(subscription.session_id, subscription.stream)
         try:
             with self._redis():
                 self._run(
                     "detach",
-                    [keys["stream"], keys["delivered"], keys["session"], keys["replay"], keys["detached"]],
-                    [subscription.owner, subscription.delivered or "",
-                     int(self.settings.resume_window_s * 1000)],
+                    [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"]],
+                    [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
+                     "1" if subscription.stream is None else "0"],
                 )
         except HubUnavailable:
             log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
 
+    def _end_local(self, session_id: str, reason: str) -> None:
+        """End this worker's streams of a session (its own and request streams)."""
+        for key in [key for key in self.local if key[0] == session_id]:
+            self._drop(self.local[key], reason)
+
+    def _drop(self, subscription: RedisSubscription, reason: str) -> None:
+        """End a local stream whose session is gone or whose claim is held elsewhere."""
+        subscription.released = True
+        self._unregister(subscription)
+        subscription.end(reason)
+
     def streaming_session_ids(self) -> list[str]:
-        """Sessions with a stream open in this worker."""
-        return list(self.local)
+        """Sessions whose own stream is open in this worker."""
+        return [session_id for session_id, stream in self.local if stream is None]
 
     # fan-out and control
     def broadcast(self, message: dict[str, Any]) -> None:
@@ -639,7 +693,7 @@ class RedisHub(Hub):
             return False
 
     def shutdown(self) -> None:
-        """End every stream on this worker; each releases its session as it closes."""
+        """End every stream on this worker; each lets go of its claim as it closes."""
         for subscription in list(self.local.values()):
             subscription.end("server shutting down")
 
@@ -667,7 +721,7 @@ class RedisHub(Hub):
                 self._listening = True
                 self._first_attempt.set()
                 backoff = RECONNECT_MIN_S
-                # Anything published while we were not listening is in the replay logs.
+                # Anything published while we were not listening is in the replay log.
                 gevent.spawn(self._resync_all)
                 self._read(connection)
             except UNAVAILABLE as exc:
@@ -701,22 +755,23 @@ class RedisHub(Hub):
         if channel == CONTROL_CHANNEL.encode():
             self._obey(loads(data))
             return
-        kind, session_id, ident, payload = data.split(b"\n", 3)
-        subscription = self.local.get(session_id.decode())
+        kind, session_id, stream, ident, payload = data.split(b"\n", 4)
+        subscription = self.local.get((session_id.decode(), stream.decode() or None))
         if subscription is None:
             return
         if kind == b"m":
             subscription.offer(ident.decode(), payload)
         elif kind == b"e" and subscription.owner.endswith("|" + ident.decode()):
-            subscription.released = True
-            self._unregister(subscription)
-            subscription.end(payload.decode())
+            self._drop(subscription, payload.decode())
 
     def _obey(self, command: dict[str, Any]) -> None:
         """Act on a control command from another worker."""
+        op = command.get("op")
+        if op == "closed":
+            self._end_local(command["session"], "session closed")
+            return
         if command.get("origin") == self.worker_id:
             return
-        op = command.get("op")
         if op == "resolve":
             self.pending.resolve(command["session"], command["response"])
         elif op == "cancel":
@@ -726,7 +781,7 @@ class RedisHub(Hub):
 
     # keeping claims fresh
     def _refresh_forever(self) -> None:
-        """Every few seconds, keep this worker's streams' sessions and claims alive."""
+        """Every few seconds, keep this worker's streams' claims and their sessions alive."""
         # Well inside the session TTL too, so a session with a stream open never expires.
         interval = max(0.1, min(REFRESH_EVERY_S, self.settings.session_ttl_s / 3))
         while True:
@@ -738,21 +793,22 @@ class RedisHub(Hub):
             except Exception:
                 log.exception("refreshing stream claims failed")
 
-    def refresh(self) -> list[RedisSubscription]:
-        """Refresh every local stream's claim and TTLs; return the streams that lost their claim."""
-        lost: list[RedisSubscription] = []
+    def refresh(self) -> None:
+        """Refresh every local stream's claim and TTLs; end those whose session is gone or claimed elsewhere."""
         subscriptions = list(self.local.values())
         for start in range(0, len(subscriptions), REFRESH_BATCH):
             batch = subscriptions[start:start + REFRESH_BATCH]
             with self._redis():
                 pipe = self.client.pipeline(transaction=False)
                 for subscription in batch:
-                    keys = session_keys(subscription.session_id)
+                    keys = session_keys(subscription.session_id, subscription.stream)
+                    delivered = subscription.delivered if subscription.stream is None else None
                     self._run(
                         "refresh",
-                        [keys["stream"], keys["session"], keys["replay"], keys["delivered"], SESSION_INDEX],
+                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], SESSION_INDEX,
+                         keys["detached"]],
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
-                         subscription.delivered or "", subscription.session_id],
+                         delivered or "", subscription.session_id],
                         client=pipe,
                     )
                 codes = pipe.execute()
@@ -761,15 +817,6 @@ class RedisHub(Hub):
                     self._drop(subscription, "session closed")
                 elif code == 3:
                     self._drop(subscription, "replaced by a newer stream")
-                elif code == 2:
-                    lost.append(subscription)
-        return lost
-
-    def _drop(self, subscription: RedisSubscription, reason: str) -> None:
-        """End a local stream whose session is gone or owned elsewhere."""
-        subscription.released = True
-        self._unregister(subscription)
-        subscription.end(reason)
 
     def _resync_all(self) -> None:
         """After (re)subscribing, re-claim every local stream and queue what it missed meanwhile."""
@@ -785,16 +832,15 @@ class RedisHub(Hub):
     def _resync(self, subscription: RedisSubscription) -> None:
         """Queue the replay entries a stream has not queued yet."""
         subscription.loaded.wait(self.settings.redis_timeout_s * 2)
-        if self.local.get(subscription.session_id) is not subscription or not subscription.loaded.is_set():
+        if self.local.get(subscription.key) is not subscription or not subscription.loaded.is_set():
             return
         ms, seq = subscription.last_queued
         start = f"({ms}-{seq}" if (ms, seq) != (0, 0) else "-"
         subscription.hold()
         try:
             with self._redis():
-                entries = self.client.xrange(session_keys(subscription.session_id)["replay"], start, "+")
+                raw = self.client.xrange(session_keys(subscription.session_id)["replay"], start, "+")
         except BaseException:
             subscription.fill([])
             raise
-        subscription.fill([(event_id.decode(), fields[b"d"]) for event_id, fields in entries], bounded=True)
-
+        subscription.fill(entries_of(raw, subscription.stream), bounded=True)

@@ -21,6 +21,7 @@ from mcp_server.config import Settings
 from mcp_server.encoding import dumps
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub import CapacityError, Hub, HubUnavailable, StreamClosed, StreamConflict
+from mcp_server.hub.base import join_event_id
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.hub.redis import RedisHub, session_keys
 from mcp_server.session import Session
@@ -325,6 +326,63 @@ def test_replay_keeps_only_the_newest_replay_max_events(make_hub):
     subscription.close()
 
 
+# request streams (a Streamable HTTP POST's own event stream, resumable with Last-Event-ID)
+def test_request_stream_events_stay_off_the_sessions_own_stream(hub):
+    session = new_session(hub)
+    own = hub.subscribe(session.id)
+    hub.publish(session.id, message(1), stream="req1")
+    hub.publish(session.id, message(2))
+    assert numbers(drain(own)) == [2]
+    own.close()
+    assert numbers(drain(hub.subscribe(session.id, last_event_id=None))) == []
+
+
+def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(hub):
+    session = new_session(hub)
+    ids = [hub.publish(session.id, message(n), stream="req1") for n in range(3)]
+    hub.publish(session.id, message(99), stream="req2")
+    hub.publish(session.id, message(98))
+    assert all(event_id.endswith("/req1") for event_id in ids)
+    resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    assert resumed.stream == "req1"
+    hub.publish(session.id, message(3), stream="req1")
+    events = drain(resumed)
+    assert numbers(events) == [0, 1, 2, 3]
+    assert [event_id for event_id, _ in events][:3] == ids
+    resumed.close()
+
+
+def test_request_stream_resumes_right_after_the_last_event_id(hub):
+    session = new_session(hub)
+    ids = [hub.publish(session.id, message(n), stream="req1") for n in range(4)]
+    resumed = hub.subscribe(session.id, last_event_id=ids[1])
+    assert numbers(drain(resumed)) == [2, 3]
+    resumed.close()
+
+
+def test_resumed_request_stream_is_not_the_sessions_stream(hub):
+    session = new_session(hub)
+    own = hub.subscribe(session.id, exclusive=True)
+    resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    assert hub.streaming_session_ids() == [session.id]
+    hub.publish(session.id, message(1), stream="req1")
+    hub.publish(session.id, message(2))
+    assert numbers(drain(resumed)) == [1]
+    assert numbers(drain(own)) == [2]
+    resumed.close()
+    assert hub.streaming_session_ids() == [session.id]
+    own.close()
+
+
+def test_closing_a_session_ends_its_request_streams(hub):
+    session = new_session(hub)
+    resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    hub.close_session(session.id)
+    with pytest.raises(StreamClosed):
+        for _ in range(5):
+            resumed.get(1.0)
+
+
 # one stream per session
 def test_exclusive_subscribe_conflicts_with_an_attached_stream(hub):
     session = new_session(hub)
@@ -495,6 +553,19 @@ def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_hub
 
 
 @pytest.mark.redis
+def test_request_stream_resumed_on_another_worker_gets_events_published_here(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    first = worker_a.publish(session.id, message(0), stream="req1")
+    resumed = worker_b.subscribe(session.id, last_event_id=first)
+    assert wait_until(worker_b.ready)
+    for n in range(1, 4):
+        worker_a.publish(session.id, message(n), stream="req1")
+    assert numbers(take(resumed, 3)) == [1, 2, 3]
+    resumed.close()
+
+
+@pytest.mark.redis
 def test_exclusive_stream_conflicts_across_workers(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
@@ -511,7 +582,7 @@ def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, re
     worker = redis_hubs()
     session = new_session(worker)
     # A claim left by a worker that was killed: nobody listens on its channel any more.
-    redis_server.client().set(session_keys(session.id)["stream"], "deadbeefdeadbeef|0123", px=20000)
+    redis_server.client().set(session_keys(session.id)["claim"], "deadbeefdeadbeef|0123", px=20000)
     subscription = worker.subscribe(session.id, exclusive=True)
     worker.publish(session.id, message(1))
     assert numbers(drain(subscription)) == [1]
