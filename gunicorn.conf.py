@@ -100,6 +100,13 @@ def post_worker_init(worker):
     gevent.spawn(close_streams_on_exit)
 
 
+def worker_exit(server, worker):
+    """Before the worker exits, let calls in flight finish (with Redis their answers outlive it), within bounds."""
+    extension = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
+    if extension is not None:
+        extension.drain()
+
+
 def child_exit(server, worker):
     """Forget a dead worker's live gauges (open streams), so /metrics does not count them forever."""
     from prometheus_client import multiprocess

@@ -27,7 +27,7 @@ from mcp_server.errors import (
     RpcError,
     error_response,
 )
-from mcp_server.hub import Hub, create_hub
+from mcp_server.hub import Hub, HubUnavailable, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments
@@ -64,6 +64,7 @@ class McpCore:
         self.settings = settings
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         self.hub = hub if hub is not None else create_hub(settings)
+        self.stopping_since: float | None = None
         self.hub.on_broadcast = self.deliver_broadcast
         self.registry.on_change(self.announce_list_changed)
         # Set by mcp_server.security when authentication is on; None lets every session use everything.
@@ -262,5 +263,31 @@ class McpCore:
         return True
 
     def shutdown(self) -> None:
-        """Close every stream promptly; in-flight calls finish or are killed by the worker."""
+        """Close every stream promptly; calls in flight get until drain() to finish."""
+        self.stopping_since = time.monotonic()
         self.hub.shutdown()
+
+    def drain(self) -> int:
+        """Let calls in flight finish within half of graceful_timeout, then stop the rest with an error answer.
+
+        Only worth the wait when answers outlive this worker (the Redis hub): the client resumes
+        its stream on another worker and finds them there. Returns how many calls were stopped.
+        """
+        running = self.hub.inflight.running()
+        if not running or not self.hub.outlives_worker:
+            return 0
+        since = self.stopping_since if self.stopping_since is not None else time.monotonic()
+        gevent.joinall([greenlet for *_, greenlet in running],
+                       timeout=max(0.0, since + self.settings.graceful_timeout_s / 2 - time.monotonic()))
+        stopped = [(session_id, request_id, g) for session_id, request_id, g in running if not g.dead]
+        for session_id, request_id, greenlet in stopped:
+            greenlet.kill(block=True, timeout=1)
+            try:
+                self.hub.publish(session_id, error_response(
+                    request_id, SERVER_UNAVAILABLE,
+                    "Server shutting down: the call was stopped before it finished; call it again"))
+            except HubUnavailable:
+                log.warning("could not answer call %s of session %s: Redis unreachable", request_id, session_id[:8])
+        if stopped:
+            log.info("stopped %d call(s) still running at shutdown", len(stopped))
+        return len(stopped)

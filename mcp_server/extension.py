@@ -89,6 +89,11 @@ class McpExtension:
         if self.core is not None:
             self.core.shutdown()
 
+    def drain(self) -> None:
+        """Give calls in flight a bounded time to finish (called from gunicorn as the worker exits)."""
+        if self.core is not None:
+            self.core.drain()
+
 
 def settings_of(config: Any) -> Settings:
     """Turn create_app's config argument into Settings."""

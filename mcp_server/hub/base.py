@@ -115,6 +115,10 @@ class InflightCalls:
         greenlet.kill(block=False)
         return True
 
+    def running(self) -> list[tuple[str, Any, gevent.Greenlet]]:
+        """Every request running here, as (session id, request id, greenlet)."""
+        return [(session_id, request_id, greenlet) for (session_id, request_id), greenlet in self._calls.items()]
+
     def count(self, session_id: str) -> int:
         """How many requests of one session are running here."""
         return sum(1 for sid, _ in self._calls if sid == session_id)
@@ -151,6 +155,9 @@ class PendingRequests:
 
 class Hub(ABC):
     """Sessions, delivery, replay, server-to-client requests and cancellation."""
+
+    # True when answers published after this worker exits still reach their clients (through another worker).
+    outlives_worker = False
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
