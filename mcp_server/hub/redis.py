@@ -193,13 +193,11 @@ local current = redis.call('GET', KEYS[1])
 local code = 1
 if not current then code = 2 elseif current ~= ARGV[1] then return 3 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'KEEPTTL') end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3]) end
 if redis.call('EXISTS', KEYS[6]) == 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
-  if redis.call('PEXPIRE', KEYS[4], ARGV[3]) == 0 and ARGV[4] ~= '' then
-    redis.call('PEXPIRE', KEYS[4], ARGV[3])
-  end
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
   local now = redis.call('TIME')
   local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
   redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[3]), ARGV[5])
