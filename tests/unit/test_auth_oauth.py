@@ -10,6 +10,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mcp_server.auth.oauth import OAuthVerifier, metadata_document, metadata_url
 from mcp_server.auth.principal import AuthUnavailable, InsufficientScope, Unauthenticated
@@ -188,3 +190,28 @@ def test_oauth_settings_must_be_complete():
         Settings.from_mapping({"MCP_OAUTH_JWKS_URL": "/tmp/jwks.json"})
     with pytest.raises(ConfigError, match="absolute resource URL"):
         oauth_settings("/tmp/jwks.json", MCP_OAUTH_AUDIENCE="mcp")
+
+
+def b64url(data: bytes) -> str:
+    """Unpadded base64url, as JWTs are written."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=8,
+)
+headers = st.one_of(json_values, st.fixed_dictionaries(
+    {"alg": st.sampled_from(["RS256", "HS256", "none", "ES256", "", "RS256\u0000"])},
+    optional={"kid": st.one_of(st.just("test-key-1"), json_values), "typ": json_values, "crit": json_values,
+              "jku": st.just("http://127.0.0.1:9/jwks"), "x5u": st.just("file:///etc/passwd")}))
+
+
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(header=headers, payload=json_values, signature=st.binary(max_size=300), raw=st.booleans())
+def test_hostile_tokens_only_ever_raise_unauthenticated(verifier, header, payload, signature, raw):
+    token = ".".join([b64url(json.dumps(header).encode()), b64url(json.dumps(payload).encode()),
+                      b64url(signature)]) if not raw else b64url(signature)
+    with pytest.raises(Unauthenticated):
+        verifier.verify(token)
