@@ -135,10 +135,11 @@ def challenge(settings: Any, error: str | None = None, description: str = "", sc
         params.append(f'resource_metadata="{metadata_url(settings.oauth_audience)}"')
     else:
         params.append('realm="mcp"')
+    # RFC 6750: a request that sent no credentials at all gets the bare challenge, without error details.
     if error:
         params.append(f'error="{error}"')
-    if description:
-        params.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "")))
+        if description:
+            params.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "")))
     if scope:
         params.append(f'scope="{scope}"')
     return "Bearer " + ", ".join(params)
