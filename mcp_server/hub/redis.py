@@ -18,7 +18,6 @@ import os
 import random
 import re
 import secrets
-import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import gevent
+import gevent.monkey
 import gevent.queue
 import gevent.socket
 import redis
@@ -72,6 +72,8 @@ EVENT_POSITION = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
 REPLAY_NOTHING = "$"
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
 CLOSE = object()
+# The standard library's own socket class, even where gevent has patched the module.
+BLOCKING_SOCKET = gevent.monkey.get_original("socket", "socket")
 
 # KEYS: session, index. ARGV: session json, ttl ms, max sessions, session id.
 CREATE_SCRIPT = """
@@ -272,7 +274,7 @@ class CooperativeConnection(redis.Connection):
     def _connect(self) -> Any:
         """Connect as redis-py does, then hand the socket to gevent if it is a blocking stdlib one."""
         sock = super()._connect()
-        if type(sock) is socket.socket:
+        if type(sock) is BLOCKING_SOCKET:
             cooperative = gevent.socket.socket(sock.family, sock.type, sock.proto, fileno=sock.detach())
             cooperative.settimeout(self.socket_timeout)
             return cooperative
