@@ -22,6 +22,7 @@ from mcp_server.limits import (
 from mcp_server.messages import parse_body
 from mcp_server.session import STREAMABLE, Session
 from mcp_tools import Registry, tool
+from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 SETTINGS = Settings.from_environ({"MCP_MAX_JSON_DEPTH": "8", "MCP_MAX_STRING_BYTES": "100", "MCP_MAX_BATCH": "3",
                                   "MCP_MAX_ARGUMENT_BYTES": "200"})
@@ -189,3 +190,21 @@ def test_no_rate_limit_by_default():
     client = create_app({}).test_client()
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     assert all(client.post("/mcp", json=ping).status_code != 429 for _ in range(50))
+
+
+@pytest.mark.redis
+def test_with_redis_the_rate_is_shared_by_every_worker(redis_server):  # noqa: F811
+    from app import create_app
+
+    config = {"MCP_RATE_LIMIT": "4/minute", "MCP_REDIS_URL": redis_server.url}
+    workers = [create_app(config).test_client(), create_app(config).test_client()]
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    try:
+        statuses = [workers[n % 2].post("/mcp", json=ping).status_code for n in range(5)]
+        # Two "workers" with their own memory, one count: the fifth request overall is refused.
+        assert 429 not in statuses[:4]
+        assert statuses[4] == 429
+        assert any(key.startswith(b"LIMITS:") or b"mcp-rate" in key for key in redis_server.client().keys("*"))
+    finally:
+        for worker in workers:
+            worker.application.extensions["mcp"].shutdown()
