@@ -685,6 +685,23 @@ def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, red
 
 
 @pytest.mark.redis
+def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, redis_server):  # noqa: F811
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    subscription = worker_a.subscribe(session.id)
+    assert wait_until(worker_a.ready)
+    claim = session_keys(session.id)["claim"]
+    redis_server.client().delete(claim)  # as after a Redis restart, or an outage longer than the claim
+    worker_b.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
+    worker_a.refresh()
+    assert redis_server.client().get(claim).decode() == subscription.owner
+    worker_b.publish(session.id, message(2))
+    assert numbers(take(subscription, 2)) == [1, 2]
+    subscription.close()
+    assert redis_server.client().exists(claim) == 0
+
+
+@pytest.mark.redis
 def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
     with RedisServer() as server:
         settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "1"})
