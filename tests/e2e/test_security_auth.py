@@ -30,7 +30,7 @@ ALICE_KEY = new_key()
 BOB_KEY = new_key()
 KEYS = {
     hash_key(ALICE_KEY): {"principal": "alice", "tools": ["echo", "get_*"]},
-    hash_key(BOB_KEY): {"principal": "bob", "tools": ["*"]},
+    hash_key(BOB_KEY): {"principal": "bob", "tools": ["*"], "resources": ["config://*"], "prompts": ["code_*"]},
 }
 VERSION = "2025-06-18"
 
@@ -179,6 +179,25 @@ def test_token_scopes_decide_which_tools_a_principal_may_use(secured, issuer):
         assert session.call(call_tool("add", {"a": 2, "b": 3}))["result"]["structuredContent"]["result"] == 5
         denied = session.call(call_tool("echo", {"text": "x"}))
         assert (denied["error"]["code"], denied["error"]["data"]) == (PERMISSION_DENIED, {"tool": "echo"})
+
+
+def test_resources_and_prompts_are_filtered_and_refused_the_same_way(secured):
+    with http_as(ALICE_KEY) as http:
+        alice = StreamableSession(http, secured.url, VERSION)
+        assert alice.call(request("resources/list"))["result"]["resources"] == []
+        assert alice.call(request("resources/templates/list"))["result"]["resourceTemplates"] == []
+        assert alice.call(request("prompts/list"))["result"]["prompts"] == []
+        denied = alice.call(request("resources/read", {"uri": "config://server"}))
+        assert (denied["error"]["code"], denied["error"]["data"]) == (PERMISSION_DENIED, {"resource": "config://server"})
+        denied = alice.call(request("resources/subscribe", {"uri": "config://server"}))
+        assert denied["error"]["code"] == PERMISSION_DENIED
+        denied = alice.call(request("prompts/get", {"name": "code_review", "arguments": {"code": "x"}}))
+        assert (denied["error"]["code"], denied["error"]["data"]) == (PERMISSION_DENIED, {"prompt": "code_review"})
+    with http_as(BOB_KEY) as http:
+        bob = StreamableSession(http, secured.url, VERSION)
+        assert [r["uri"] for r in bob.call(request("resources/list"))["result"]["resources"]] == ["config://server"]
+        assert "result" in bob.call(request("resources/read", {"uri": "config://server"}))
+        assert [p["name"] for p in bob.call(request("prompts/list"))["result"]["prompts"]] == ["code_review"]
 
 
 def test_a_legacy_stream_is_authorized_the_same_way(secured):
