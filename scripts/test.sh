@@ -32,7 +32,7 @@ for version in 3.12 3.13; do
   if [ -n "$interpreter" ] && [ -x "$interpreter" ]; then
     echo "== python $version: unit and protocol tests"
     [ -x ".venv-$version/bin/python" ] || "$interpreter" -m venv ".venv-$version"
-    ".venv-$version/bin/pip" install -q --disable-pip-version-check -r requirements.txt pytest==9.2.0 pytest-timeout==2.4.0 httpx==0.28.1
+    ".venv-$version/bin/pip" install -q --disable-pip-version-check -r requirements.txt pytest==9.2.0 pytest-timeout==2.4.0 httpx==0.28.1 hypothesis==6.170.17
     ".venv-$version/bin/python" -m pytest -q tests/unit tests/protocol
   else
     echo "== python $version not found: skipped"
