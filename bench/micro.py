@@ -131,10 +131,6 @@ def main(argv: list[str] | None = None) -> int:
     request = message.to_request()
     handler = global_methods["tools/call"]
 
-    def push_pop_context() -> None:
-        with app.test_request_context(f"/mcp?session_id={session_id}", method="POST"):
-            app.preprocess_request()
-
     stages = [
         ("legacy POST, whole (Flask + core + hub + SSE frame)", legacy_round_trip),
         ("streamable POST, whole (Flask + core, JSON answer)", streamable),
@@ -147,8 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),
         ("        input_validator.is_valid(echo)", lambda: tool.input_validator.is_valid({"text": "hello"})),
-        ("  Flask request context + before_request", push_pop_context),
-        ("  log_call (one INFO line)", lambda: core.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
+        ("  log_call (log line and metrics)", lambda: core.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
         ("  logger.info disabled-level check", lambda: log.debug("x %s", 1)),
         ("  start_request + join (greenlet)", lambda: core.start_request(session, message, lambda m: None).join()),
         ("  hub.publish + drain + SSE frame", lambda: (core.hub.publish(session_id, {"id": 7}), drain(subscription))),
