@@ -220,11 +220,15 @@ def test_upstream_connections_are_kept_alive_between_requests(proxied):
     assert established.stdout.strip(), "no idle upstream connection left open by nginx"
 
 
-def test_site_timeouts_outlast_the_stream_keepalive():
+def test_site_timeouts_outlast_the_stream_keepalive_and_idle_upstreams_close_first():
     text = SITE.read_text()
     timeout = re.search(r"proxy_read_timeout (\d+)s;", text)
     assert timeout, "the site must set proxy_read_timeout in seconds"
     assert int(timeout.group(1)) > 2 * Settings().keepalive_s
+    # nginx must give up an idle upstream connection before gunicorn closes it, or a POST races the close.
+    idle = re.search(r"keepalive_timeout (\d+)s;", text)
+    gunicorn_keepalive = re.search(r"^keepalive = (\d+)", (ROOT / "gunicorn.conf.py").read_text(), re.MULTILINE)
+    assert idle and gunicorn_keepalive and int(idle.group(1)) < int(gunicorn_keepalive.group(1))
     for directive in ("proxy_buffering off;", "proxy_http_version 1.1;", 'proxy_set_header Connection "";',
                       "gzip off;"):
         assert directive in text, directive
