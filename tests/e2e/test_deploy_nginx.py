@@ -72,6 +72,8 @@ def main_config(prefix: Path, nginx: str) -> str:
         "events { worker_connections 256; }",
         "http {",
         f"    access_log {prefix}/access.log;",
+        # As a host's nginx.conf might: compress everything. The site must switch it off for its streams.
+        "    gzip on; gzip_min_length 1; gzip_proxied any; gzip_types text/event-stream application/json;",
         *(f"    {line}" for line in temp_paths),
         f"    include {prefix}/site.conf;",
         "}",
