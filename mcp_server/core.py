@@ -44,6 +44,9 @@ ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
 UNCANCELLABLE = frozenset({"initialize"})
 
+# Client-chosen values (method names, ids) are cut to this length in log lines.
+MAX_LOGGED_CHARS = 120
+
 Send = Callable[[dict[str, Any]], Any]
 
 
@@ -55,6 +58,14 @@ def identity(value: Any) -> Any:
 def accept_valid(value: Any) -> Any:
     """messages.classify has validated the envelope, so jsonrpcserver need not again."""
     return value
+
+
+def loggable(value: Any) -> str:
+    """Render a client-chosen value for a log line: short, on one line, control characters escaped."""
+    text = value if isinstance(value, str) else repr(value)
+    if not text.isprintable():
+        text = text.encode("unicode_escape").decode("ascii")
+    return text if len(text) <= MAX_LOGGED_CHARS else text[:MAX_LOGGED_CHARS] + "..."
 
 
 class McpCore:
@@ -228,7 +239,7 @@ class McpCore:
             status = "ok"
         log.info(
             "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
-            method, request_id, session.id[:8], status, seconds * 1000.0,
+            loggable(method), loggable(request_id), session.id[:8], status, seconds * 1000.0,
         )
         instruments().count_request(method, response, seconds)
 
@@ -248,9 +259,9 @@ class McpCore:
         self.hub.broadcast({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
 
     def deliver_broadcast(self, kind: str, message: dict[str, Any]) -> None:
-        """Publish a broadcast notification to each session streaming from this worker that wants it."""
-        for session_id in self.hub.streaming_session_ids():
-            session = self.hub.get_session(session_id)
+        """Publish a broadcast notification to every session that wants it; the replay keeps it for absent streams."""
+        for session_id in self.hub.broadcast_session_ids():
+            session = self.hub.peek_session(session_id)
             if session is not None and self.wants(session, message):
                 self.hub.publish(session_id, message)
 

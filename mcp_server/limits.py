@@ -8,7 +8,6 @@ principal lives in `rate_limit` (it needs flask-limiter); the body size limit in
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from mcp_server.encoding import dumps
@@ -144,10 +143,7 @@ class SessionQuota:
 
     def session_exists(self, session_id: str) -> bool:
         """Whether the hub still holds a session, without refreshing its idle timer when the hub can."""
-        peek: Callable[[str], Any] | None = getattr(self.hub, "peek_session", None)
-        if peek is not None:
-            return peek(session_id) is not None
-        return self.hub.get_session(session_id) is not None
+        return self.hub.peek_session(session_id) is not None
 
     def prune(self, principal: str) -> list[str]:
         """Forget a principal's sessions that have ended; return the live ones."""

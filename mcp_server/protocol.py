@@ -133,10 +133,12 @@ def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
 @guarded
 def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
     """Validate the arguments and run the named tool."""
+    # Permission first, so a principal cannot tell a hidden tool from a missing one.
+    if isinstance(name, str):
+        ctx.core.require_permission(ctx.session, "tool", name)
     tool = ctx.core.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
-    ctx.core.require_permission(ctx.session, "tool", tool.name)
     return Success(run_tool(ctx, tool, {} if arguments is None else arguments))
 
 
@@ -200,9 +202,9 @@ def check_subscribable(ctx: RequestContext, uri: Any) -> None:
     """A subscription must name a resource this principal may read."""
     if not isinstance(uri, str) or not uri:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
+    ctx.core.require_permission(ctx.session, "resource", uri)
     if find_reader(ctx.core.registry, uri) is None:
         raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
-    ctx.core.require_permission(ctx.session, "resource", uri)
     if len(ctx.session.subscriptions) >= MAX_SUBSCRIPTIONS:
         raise RpcError(INVALID_PARAMS, f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session")
 
@@ -219,11 +221,12 @@ def prompts_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
 @guarded
 def prompts_get(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
     """Render a prompt with its arguments."""
+    if isinstance(name, str):
+        ctx.core.require_permission(ctx.session, "prompt", name)
     prompt = ctx.core.registry.prompts.get(name) if isinstance(name, str) else None
     if prompt is None:
         raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}; call prompts/list to see the prompts",
                        {"prompt": name})
-    ctx.core.require_permission(ctx.session, "prompt", prompt.name)
     return Success(render_prompt(ctx, prompt, arguments))
 
 

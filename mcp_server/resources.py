@@ -126,10 +126,10 @@ def read_resource(registry: Any, ctx: Any, uri: Any) -> dict[str, Any]:
     """Read uri and return the resources/read result; -32002 when nothing serves it."""
     if not isinstance(uri, str) or not uri:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
+    ctx.core.require_permission(ctx.session, "resource", uri)
     found = find_reader(registry, uri)
     if found is None:
         raise not_found(uri)
     reader, variables = found
-    ctx.core.require_permission(ctx.session, "resource", uri)
     value = call_reader(reader.fn, reader.wants_context, ctx, uri, variables)
     return {"contents": to_contents(uri, value, reader.mime_type)}

@@ -174,6 +174,10 @@ class Hub(ABC):
     def get_session(self, session_id: str) -> Session | None:
         """Load a session and refresh its idle timer; None if unknown or expired."""
 
+    def peek_session(self, session_id: str) -> Session | None:
+        """Load a session without refreshing its idle timer (for bookkeeping, not for client requests)."""
+        return self.get_session(session_id)
+
     @abstractmethod
     def save_session(self, session: Session) -> None:
         """Store a changed session."""
@@ -204,10 +208,14 @@ class Hub(ABC):
     def streaming_session_ids(self) -> list[str]:
         """Sessions with a stream open in this worker."""
 
+    @abstractmethod
+    def broadcast_session_ids(self) -> list[str]:
+        """The sessions a broadcast from this worker must reach: every live one, with a stream or not."""
+
     # fan-out and control
     @abstractmethod
     def broadcast(self, message: dict[str, Any]) -> None:
-        """Offer a notification to every worker; each calls on_broadcast for its own streams."""
+        """Deliver a notification to every session that wants it (on_broadcast publishes it to each)."""
 
     @abstractmethod
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:

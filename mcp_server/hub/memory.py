@@ -107,8 +107,9 @@ class SessionSlot:
         self.detached_at: float | None = None
 
     def touch(self) -> None:
-        """Mark the session as active now."""
+        """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
         self.last_seen = time.monotonic()
+        self.detached_at = None
 
 
 class MemoryHub(Hub):
@@ -133,6 +134,13 @@ class MemoryHub(Hub):
         if slot is None or self._expired(slot, time.monotonic()):
             return None
         slot.touch()
+        return slot.session
+
+    def peek_session(self, session_id: str) -> Session | None:
+        """Return the live session without marking it active."""
+        slot = self.slots.get(session_id)
+        if slot is None or self._expired(slot, time.monotonic()):
+            return None
         return slot.session
 
     def save_session(self, session: Session) -> None:
@@ -194,6 +202,10 @@ class MemoryHub(Hub):
             slot.request_subscribers[stream] = subscription
         slot.touch()
         return subscription
+
+    def broadcast_session_ids(self) -> list[str]:
+        """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
+        return list(self.slots)
 
     def streaming_session_ids(self) -> list[str]:
         """Sessions with an attached stream."""

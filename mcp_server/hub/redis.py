@@ -469,9 +469,14 @@ class RedisHub(Hub):
 
     # fan-out and control
     def broadcast(self, message: dict[str, Any]) -> None:
-        """Deliver to this worker's streams now and tell every other worker to do the same."""
-        self._control({"op": "broadcast", "message": message})
+        """Publish to every session from here: the replay keeps it, pub/sub takes it to whichever worker streams."""
         self._deliver_broadcast(message)
+
+    def broadcast_session_ids(self) -> list[str]:
+        """Every live session of the fleet, from the session index."""
+        with self._redis():
+            members = self.client.zrangebyscore(SESSION_INDEX, f"({milliseconds(time.time())}", "+inf")
+        return [member.decode() for member in members]
 
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
         """Wake the waiting tool here, or hand the answer to every other worker."""
@@ -599,8 +604,6 @@ class RedisHub(Hub):
             self.pending.resolve(command["session"], command["response"])
         elif op == "cancel":
             self.inflight.cancel(command["session"], command["request"])
-        elif op == "broadcast":
-            gevent.spawn(self._deliver_broadcast, command["message"])
 
     # keeping claims fresh
     def _refresh_forever(self) -> None:

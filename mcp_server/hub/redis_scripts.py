@@ -42,18 +42,17 @@ return 1
 """
 
 # KEYS: session, detached, replay, delivered, index. ARGV: ttl ms, session id.
-# A session detached from its stream keeps its shorter resume-window TTL; others get a fresh TTL.
+# A client request ends a resume window: the session gets the full idle TTL again (Streamable clients need no stream).
 GET_SCRIPT = """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  redis.call('PEXPIRE', KEYS[3], ARGV[1])
-  redis.call('PEXPIRE', KEYS[4], ARGV[1])
-  local now = redis.call('TIME')
-  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
-end
+redis.call('DEL', KEYS[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
+redis.call('PEXPIRE', KEYS[4], ARGV[1])
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return data
 """
 

@@ -18,7 +18,7 @@ import gevent
 import pytest
 
 from mcp_server.config import Settings
-from mcp_server.encoding import dumps
+from mcp_server.encoding import dumps, loads
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub import CapacityError, Hub, HubUnavailable, StreamClosed, StreamConflict
 from mcp_server.hub.base import join_event_id
@@ -225,7 +225,21 @@ def test_detached_session_expires_after_the_resume_window(make_hub):
     hub = make_hub(MCP_RESUME_WINDOW_S=0.3)
     session = new_session(hub)
     hub.subscribe(session.id).close()
-    assert wait_until(lambda: hub.get_session(session.id) is None, timeout=3.0)
+    # peek_session watches without counting as client activity, which would end the window.
+    assert wait_until(lambda: hub.peek_session(session.id) is None, timeout=3.0)
+    assert hub.get_session(session.id) is None
+
+
+def test_a_client_request_during_the_resume_window_keeps_the_session(make_hub):
+    """Streamable HTTP clients need no stream: one that keeps posting after its stream closed stays."""
+    hub = make_hub(MCP_RESUME_WINDOW_S=0.3)
+    session = new_session(hub)
+    hub.subscribe(session.id).close()
+    for _ in range(4):
+        gevent.sleep(0.2)
+        assert hub.get_session(session.id) is not None
+    gevent.sleep(0.5)
+    assert hub.peek_session(session.id) is not None
 
 
 def test_reattaching_within_the_resume_window_keeps_the_session(make_hub):
@@ -645,17 +659,30 @@ def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
 
 
 @pytest.mark.redis
-def test_broadcast_reaches_every_worker_once(redis_hubs):
+def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
+    """From any worker, a broadcast lands once on each session: streaming on any worker, or waiting in its replay."""
     workers = [redis_hubs() for _ in range(3)]
-    heard: list[list[dict]] = [[] for _ in workers]
-    for worker, inbox in zip(workers, heard, strict=True):
-        worker.on_broadcast = lambda kind, note, inbox=inbox: inbox.append(note)
     assert wait_until(lambda: all(worker.ready() for worker in workers))
-    note = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///x"}}
-    workers[1].broadcast(note)
-    assert wait_until(lambda: all(len(inbox) == 1 for inbox in heard), timeout=3.0)
-    gevent.sleep(0.2)
-    assert [len(inbox) for inbox in heard] == [1, 1, 1]
+    streaming = [new_session(worker) for worker in workers]
+    subscriptions = [worker.subscribe(session.id) for worker, session in zip(workers, streaming, strict=True)]
+    quiet = new_session(workers[0])
+    origin = workers[1]
+    origin.on_broadcast = lambda kind, note: [origin.publish(sid, note) for sid in origin.broadcast_session_ids()]
+    note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    origin.broadcast(note)
+    for subscription in subscriptions:
+        assert [loads(data) for _, data in drain(subscription)] == [note]
+        subscription.close()
+    later = workers[2].subscribe(quiet.id)
+    assert [loads(data) for _, data in drain(later)] == [note]
+    later.close()
+
+
+def test_broadcast_session_ids_include_sessions_without_a_stream(hub):
+    streaming, quiet = new_session(hub), new_session(hub)
+    subscription = hub.subscribe(streaming.id)
+    assert {streaming.id, quiet.id} <= set(hub.broadcast_session_ids())
+    subscription.close()
 
 
 @pytest.mark.redis
