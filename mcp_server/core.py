@@ -131,8 +131,12 @@ class McpCore:
             )
         return None
 
-    def accept(self, session: Session, body: Body, send: Send) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
-        """Handle notifications and responses now; start each request; return greenlets and immediate errors."""
+    def accept(self, session: Session, body: Body, send: Send, on_done: Send | None = None,
+               ) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
+        """Handle notifications and responses now; start each request; return greenlets and immediate errors.
+
+        on_done, when given, receives each request's response in the request's own greenlet.
+        """
         rejected = self.batch_error(session, body)
         if rejected is not None:
             return [], [rejected]
@@ -140,7 +144,7 @@ class McpCore:
         errors: list[dict[str, Any]] = []
         for message in body.messages:
             if message.kind == REQUEST:
-                running.append(self.start_request(session, message, send))
+                running.append(self.start_request(session, message, send, on_done))
             elif message.kind == NOTIFICATION:
                 self.handle_notification(session, message, send)
             elif message.kind == RESPONSE:
@@ -151,14 +155,26 @@ class McpCore:
                 errors.append(message.error)
         return running, errors
 
-    def start_request(self, session: Session, message: Message, send: Send) -> gevent.Greenlet:
+    def start_request(self, session: Session, message: Message, send: Send,
+                      on_done: Send | None = None) -> gevent.Greenlet:
         """Run a request in its own greenlet; its value is the response, or None if cancelled."""
-        greenlet = gevent.Greenlet(self.handle_request, session, message, send)
+        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done)
         if message.method not in UNCANCELLABLE:
             self.hub.inflight.add(session.id, message.id, greenlet)
-            greenlet.link(lambda g: self.hub.inflight.discard(session.id, message.id, g))
         greenlet.start()
         return greenlet
+
+    def run_request(self, session: Session, message: Message, send: Send,
+                    on_done: Send | None) -> dict[str, Any] | None:
+        """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
+        # Done here rather than with greenlet links: a link spawns one more greenlet per request.
+        try:
+            response = self.handle_request(session, message, send)
+        finally:
+            self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
+        if on_done is not None and response is not None:
+            on_done(response)
+        return response
 
     def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
         """Dispatch one request through jsonrpcserver and return its response."""

@@ -11,7 +11,9 @@ from werkzeug.exceptions import HTTPException
 from mcp_server import http, ops, security
 from mcp_server.config import Settings
 from mcp_server.core import McpCore
-from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, new_correlation_id
+from mcp_server.errors import INVALID_REQUEST
+from mcp_server.hot_path import HotPath
+from mcp_server.http_errors import log_refusal, unexpected_error_response
 from mcp_server.responses import HttpProblem, json_response, problem_response
 
 __all__ = ["McpExtension"]
@@ -40,6 +42,7 @@ class McpExtension:
         app.register_error_handler(Exception, self.render_unexpected)
         app.after_request(self.log_http_error)
         security.init_app(app, self.core)
+        app.wsgi_app = HotPath(app, app.wsgi_app)  # type: ignore[method-assign]
 
     @staticmethod
     def render_problem(problem: HttpProblem) -> Response:
@@ -67,21 +70,12 @@ class McpExtension:
     @staticmethod
     def render_unexpected(exc: Exception) -> Response:
         """A bug: log it with a correlation id and tell the client only the id."""
-        correlation_id = new_correlation_id()
-        log.exception("unhandled error on %s %s (correlation id %s)", request.method, request.path, correlation_id)
-        return json_response(
-            {"jsonrpc": "2.0", "id": None,
-             "error": {"code": INTERNAL_ERROR, "message": "Internal error", "data": {"correlationId": correlation_id}}},
-            500,
-        )
+        return unexpected_error_response(request.environ)
 
     @staticmethod
     def log_http_error(response: Response) -> Response:
         """Log HTTP-level refusals (JSON-RPC requests log their own line)."""
-        if response.status_code >= 400:
-            session = request.headers.get("Mcp-Session-Id") or request.args.get("session_id") or "-"
-            log.info("http method=%s path=%s session=%s status=%d", request.method, request.path,
-                     session[:8], response.status_code)
+        log_refusal(request.environ, response.status_code)
         return response
 
     def shutdown(self) -> None:

@@ -2,7 +2,7 @@
 
 Everything here is Flask-free, so every transport can use it. The rate limit per
 principal lives in `rate_limit` (it needs flask-limiter); the body size limit in
-`http.read_body`, before anything is parsed.
+`posts.read_body`, before anything is parsed.
 """
 
 from __future__ import annotations

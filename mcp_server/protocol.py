@@ -7,6 +7,7 @@ takes `**_` so that fields added by newer protocol revisions never break dispatc
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,8 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)
             raise RpcError(INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}) from None
 
+    # jsonrpcserver asks for the signature on every call; computed once here instead of unwrapped each time.
+    wrapper.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
     return wrapper
 
 

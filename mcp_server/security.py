@@ -56,6 +56,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+# Every response gets these, plus Cache-Control: no-store unless the route set its own.
+SECURITY_HEADERS_WITH_CACHE = (*SECURITY_HEADERS.items(), ("Cache-Control", "no-store"))
 CORS_ALLOW_METHODS = "GET, POST, DELETE"
 CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
 CORS_EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
@@ -145,17 +147,17 @@ def challenge(settings: Any, error: str | None = None, description: str = "", sc
     return "Bearer " + ", ".join(params)
 
 
-def authenticate_request(settings: Any) -> str | None:
-    """Return the name of the principal behind this request's bearer token (None when auth is off)."""
-    authenticator: Authenticator | None = current_app.extensions.get(AUTH_EXTENSION_KEY)
+def authenticate(authenticator: Authenticator | None, settings: Any, environ: Mapping[str, Any]) -> str | None:
+    """Return the principal behind the request's bearer token (None when auth is off); 401/403/503 otherwise."""
     # A CORS preflight never carries credentials; it only asks which headers it may send.
-    if authenticator is None or request.method == "OPTIONS":
+    if authenticator is None or environ.get("REQUEST_METHOD") == "OPTIONS":
         return None
     try:
-        return authenticator.authenticate(request.headers.get("Authorization")).name
+        return authenticator.authenticate(environ.get("HTTP_AUTHORIZATION")).name
     except Unauthenticated as refused:
         message = f"Unauthorized: {refused}"
-        if refused.error is None and any(name in request.args for name in ("access_token", "token", "api_key")):
+        query = environ.get("QUERY_STRING", "")
+        if refused.error is None and any(f"{name}=" in query for name in ("access_token", "token", "api_key")):
             message += " (credentials in the URL are ignored: they end up in logs)"
         raise HttpProblem(HTTP_401_UNAUTHORIZED, INVALID_REQUEST, message,
                           headers={"WWW-Authenticate": challenge(settings, refused.error, str(refused))}) from None
@@ -174,14 +176,21 @@ def authenticate_request(settings: Any) -> str | None:
                           data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
 
 
+def screen_environ(environ: Mapping[str, Any], settings: Any, authenticator: Authenticator | None) -> str | None:
+    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
+    origin = environ.get("HTTP_ORIGIN")
+    if origin:
+        check_origin({"Origin": origin}, settings)
+    check_host(environ, settings)
+    return authenticate(authenticator, settings, environ)
+
+
 def screen_request() -> str | None:
-    """Check Origin, Host and credentials once per request; return the principal's name (None: auth off)."""
+    """Screen the current Flask request once; sets and returns g.principal."""
     if g.get("mcp_screened"):
         return g.principal
     settings = current_app.extensions["mcp"].core.settings
-    check_origin(request.headers, settings)
-    check_host(request.environ, settings)
-    g.principal = authenticate_request(settings)
+    g.principal = screen_environ(request.environ, settings, current_app.extensions.get(AUTH_EXTENSION_KEY))
     g.mcp_screened = True
     return g.principal
 
@@ -213,9 +222,9 @@ def add_cors_headers(response: Response) -> Response:
 
 def add_security_headers(response: Response) -> Response:
     """Put the security headers on every response, and forbid caching unless the route said otherwise."""
-    for name, value in SECURITY_HEADERS.items():
-        response.headers.setdefault(name, value)
-    response.headers.setdefault("Cache-Control", "no-store")
+    present = {name.lower() for name in response.headers.keys()}
+    response.headers.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
+                             if name.lower() not in present])
     return response
 
 

@@ -98,15 +98,15 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
     if rejected is not None:
         publish(rejected)
         return empty_response(HTTP_202_ACCEPTED)
-    running, errors = core.accept(session, body, publish)
     if body.is_batch:
+        running, errors = core.accept(session, body, publish)
         if running or errors:
             gevent.spawn(publish_batch, core, session, running, errors)
     else:
+        # Each request publishes its own response from its greenlet as it finishes.
+        _, errors = core.accept(session, body, publish, on_done=publish)
         for error in errors:
             publish(error)
-        for greenlet in running:
-            greenlet.link_value(lambda g: isinstance(g.value, dict) and publish(g.value))
     return empty_response(HTTP_202_ACCEPTED)
 
 

@@ -81,13 +81,12 @@ class StdioServer:
         if rejected is not None:
             self.publish(rejected)
             return
-        running, errors = self.core.accept(self.session, body, self.publish)
+        running, errors = self.core.accept(self.session, body, self.publish, on_done=self.publish)
         for error in errors:
             self.publish(error)
         for greenlet in running:
             self.running.add(greenlet)
-            greenlet.link(self.running.discard)
-            greenlet.link_value(lambda g: isinstance(g.value, dict) and self.publish(g.value))
+            greenlet.rawlink(self.running.discard)
 
     def serve(self) -> None:
         """Read until EOF, then let running requests finish and their answers flush; on SIGTERM stop at once."""

@@ -57,17 +57,17 @@ class AcceptedTypes:
         self.sse = bool(types & {"text/event-stream", "text/*", "*/*"})
 
 
-def check_protocol_header(headers: Any, session: Session) -> None:
-    """Reject an MCP-Protocol-Version this server does not speak (400)."""
-    value = headers.get(VERSION_HEADER)
-    if value is None:
+def check_protocol_header(value: str | None) -> None:
+    """Reject an MCP-Protocol-Version this server does not speak (400); an absent one means 2025-03-26."""
+    # Any supported version is accepted, not only the negotiated one: clients (the conformance suite
+    # among them) send 2025-03-26 on sessions that negotiated later versions.
+    if value is None or value in SUPPORTED:
         return
-    if value not in SUPPORTED:
-        raise HttpProblem(
-            HTTP_400_BAD_REQUEST,
-            INVALID_REQUEST,
-            f"Unsupported MCP-Protocol-Version {value!r}; this server speaks {', '.join(SUPPORTED)}",
-        )
+    raise HttpProblem(
+        HTTP_400_BAD_REQUEST,
+        INVALID_REQUEST,
+        f"Unsupported MCP-Protocol-Version {value!r}; this server speaks {', '.join(SUPPORTED)}",
+    )
 
 
 def is_initialize(body: Body) -> bool:
@@ -156,7 +156,8 @@ def post_messages(core: McpCore, session: Session, body: Body, accepted: Accepte
     if not running:
         return answer_as_json(body, running, errors, headers)
     greenlet = running[0]
-    greenlet.link(lambda g: exchange.outbox.put(DONE))
+    # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
+    greenlet.rawlink(lambda g: exchange.outbox.put_nowait(DONE))
     first = exchange.outbox.get()
     if first is DONE and not isinstance(greenlet.value, dict):
         # Cancelled before it said anything: an event stream that ends without a response.

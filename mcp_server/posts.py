@@ -1,0 +1,150 @@
+"""POSTs to /mcp and /messages, for both transports, written against the WSGI environ.
+
+The Flask view and the WSGI hot path (hot_path.py) both call `handle_post`, so a
+POST is checked and answered by the same lines whichever way it came in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qs
+
+from flask import Response
+
+from mcp_server import sse, streamable
+from mcp_server.core import McpCore
+from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE
+from mcp_server.hub import CapacityError
+from mcp_server.limits import BodyLimitExceeded, check_body
+from mcp_server.messages import Body, ParseFailure, parse_body
+from mcp_server.responses import HttpProblem
+from mcp_server.session import SSE, STREAMABLE, Session
+
+__all__ = ["handle_post", "legacy_session_param", "lookup_session", "query_of", "server_busy", "store_unavailable"]
+
+SESSION_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
+HTTP_400_BAD_REQUEST = 400
+HTTP_404_NOT_FOUND = 404
+HTTP_406_NOT_ACCEPTABLE = 406
+HTTP_413_PAYLOAD_TOO_LARGE = 413
+HTTP_415_UNSUPPORTED_MEDIA_TYPE = 415
+HTTP_503_SERVICE_UNAVAILABLE = 503
+# The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
+LEGACY_ONLY_PATHS = ("/messages", "/messages/")
+
+
+def query_of(environ: Mapping[str, Any]) -> dict[str, str]:
+    """The query string's parameters, first value of each."""
+    query = environ.get("QUERY_STRING", "")
+    if not query:
+        return {}
+    return {name: values[0] for name, values in parse_qs(query, keep_blank_values=True).items()}
+
+
+def legacy_session_param(query: Mapping[str, str]) -> str | None:
+    """The session id of a legacy POST or resume, from ?session_id= or ?sessionId=."""
+    return query.get("session_id", query.get("sessionId"))
+
+
+def store_unavailable() -> HttpProblem:
+    """The 503 for a session store that does not answer."""
+    return HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE, "Session store unavailable; retry shortly",
+                       headers={"Retry-After": "2"})
+
+
+def server_busy(full: CapacityError) -> HttpProblem:
+    """The 503 for a server (or principal) holding all the sessions it may."""
+    return HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE, f"Server busy: {full}; retry later",
+                       headers={"Retry-After": "5"})
+
+
+def lookup_session(core: McpCore, session_id: str | None, transport: str, principal: str | None) -> Session:
+    """Load a session for this principal and transport; 400 if malformed, 404 if not found."""
+    if not session_id or not SESSION_ID_PATTERN.match(session_id):
+        raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
+                          "Malformed session id: expected the 32 hex characters the server gave you")
+    session = core.hub.get_session(session_id)
+    # Another principal's session is reported as missing, so its existence is not confirmed.
+    if session is None or session.transport != transport or session.principal != principal:
+        raise HttpProblem(HTTP_404_NOT_FOUND, INVALID_REQUEST,
+                          "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)")
+    return session
+
+
+def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
+    """Check Content-Type and size, then parse; 415, 413 or 400 with a JSON-RPC error."""
+    mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    if mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise HttpProblem(
+            HTTP_415_UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST,
+            "Unsupported Content-Type: send JSON with -H 'Content-Type: application/json'",
+        )
+    limit = core.settings.max_body_bytes
+    declared = environ.get("CONTENT_LENGTH")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    data = environ["wsgi.input"].read(limit + 1)
+    if len(data) > limit:
+        raise too_large(limit)
+    try:
+        body = parse_body(data)
+    except ParseFailure as failure:
+        raise HttpProblem(HTTP_400_BAD_REQUEST, failure.response["error"]["code"],
+                          failure.response["error"]["message"]) from None
+    try:
+        check_body(body, data, core.settings)
+    except BodyLimitExceeded as exceeded:
+        raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
+    return body
+
+
+def too_large(limit: int) -> HttpProblem:
+    """The 413 for a body over MCP_MAX_BODY_BYTES."""
+    return HttpProblem(HTTP_413_PAYLOAD_TOO_LARGE, INVALID_REQUEST,
+                       f"Request body too large: the limit is {limit} bytes (MCP_MAX_BODY_BYTES)")
+
+
+def handle_post(core: McpCore, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Answer a POST: a legacy message when the query names a session (or the path is /messages), else Streamable."""
+    query = query_of(environ)
+    session_id = legacy_session_param(query)
+    if session_id is not None or environ.get("PATH_INFO") in LEGACY_ONLY_PATHS:
+        return legacy_post(core, environ, session_id, principal)
+    return streamable_post(core, environ, principal)
+
+
+def legacy_post(core: McpCore, environ: Mapping[str, Any], session_id: str | None, principal: str | None) -> Response:
+    """Accept a legacy message; the answer goes to the session's stream."""
+    if session_id is None:
+        raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
+                          "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)")
+    session = lookup_session(core, session_id, SSE, principal)
+    return sse.post_message(core, session, read_body(core, environ))
+
+
+def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Handle a Streamable HTTP POST."""
+    accepted = streamable.AcceptedTypes(environ.get("HTTP_ACCEPT"))
+    if not (accepted.json or accepted.sse):
+        raise HttpProblem(HTTP_406_NOT_ACCEPTABLE, INVALID_REQUEST,
+                          "Not Acceptable: the Accept header must allow application/json or text/event-stream")
+    body = read_body(core, environ)
+    session_id = environ.get("HTTP_MCP_SESSION_ID")
+    if streamable.is_initialize(body) and session_id is None:
+        try:
+            session = core.open_session(STREAMABLE, principal)
+        except CapacityError as full:
+            raise server_busy(full) from None
+        response = streamable.post_messages(core, session, body, accepted, new_session=True)
+        if response.status_code >= 400:
+            core.hub.close_session(session.id)
+            response.headers.pop(streamable.SESSION_HEADER, None)
+        return response
+    if session_id is None:
+        raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
+                          "Missing Mcp-Session-Id header: send initialize first and echo the id it returns")
+    session = lookup_session(core, session_id, STREAMABLE, principal)
+    streamable.check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+    return streamable.post_messages(core, session, body, accepted, new_session=False)
