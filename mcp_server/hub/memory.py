@@ -1,4 +1,4 @@
-"""The embedded hub: sessions in a dict, gevent queues for delivery, a bounded replay log.
+"""The embedded hub: sessions in a dict, mailboxes for delivery, a bounded replay log.
 
 Everything lives in one worker process, which is why more than one worker needs
 the Redis hub. Every structure is bounded: sessions, queue length, replay length.
@@ -12,7 +12,6 @@ from collections import deque
 from typing import Any
 
 import gevent
-from gevent.queue import Empty, SimpleQueue
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
@@ -24,6 +23,7 @@ from mcp_server.hub.base import (
     join_event_id,
     split_event_id,
 )
+from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
 
@@ -40,9 +40,8 @@ class MemorySubscription(Subscription):
         self.session_id = slot.session.id
         self.slot = slot
         self.stream = stream
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize. SimpleQueue, not
-        # Queue: nothing joins it, and Queue's task-tracking Event costs every idle stream over a KiB.
-        self.queue: SimpleQueue = SimpleQueue()
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
+        self.queue: Mailbox = Mailbox()
         self.maxsize = maxsize
         self.reason: str | None = None
 

@@ -30,7 +30,6 @@ import gevent.queue
 import gevent.socket
 import redis
 from gevent.event import Event
-from gevent.queue import Empty, SimpleQueue
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError
@@ -48,6 +47,7 @@ from mcp_server.hub.base import (
     join_event_id,
     split_event_id,
 )
+from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, SCRIPTS, SESSION_INDEX, WORKER_CHANNEL, session_keys
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
@@ -125,7 +125,7 @@ class RedisSubscription(Subscription):
         self.stream = stream
         self.owner = hub.worker_id + "|" + secrets.token_hex(8)
         # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
-        self.queue: SimpleQueue = SimpleQueue()
+        self.queue: Mailbox = Mailbox()
         self.maxsize = maxsize
         self.reason: str | None = None
         self.last_queued: tuple[int, int] = (0, 0)
