@@ -65,6 +65,10 @@ LISTEN_DEAD_S = 6.0
 RECONNECT_MIN_S = 0.1
 RECONNECT_MAX_S = 2.0
 REFRESH_BATCH = 500
+# get_session refreshes a session's TTL with a script at most this often per worker (a plain GET between),
+# and never less often than a tenth of the TTL; the memory of when is bounded.
+REFRESH_TTL_EVERY_S = 2.0
+MAX_TTL_REFRESH_MEMORY = 100_000
 EVENT_POSITION = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
 REPLAY_NOTHING = "$"
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
@@ -240,6 +244,9 @@ class RedisHub(Hub):
         self._listening = False
         self._first_attempt = Event()
         self._down_since: float | None = None
+        self._ttl_refreshed: dict[str, float] = {}
+        self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
+                                        settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
     # lifecycle
     def start(self) -> None:
@@ -322,7 +329,12 @@ class RedisHub(Hub):
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
 
     def get_session(self, session_id: str) -> Session | None:
-        """Load a session and refresh its idle TTL."""
+        """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker)."""
+        now = time.monotonic()
+        refreshed = self._ttl_refreshed.get(session_id)
+        # A session read moments ago has a fresh TTL: a plain GET (one Redis command, not a script) suffices.
+        if refreshed is not None and now - refreshed < self._refresh_ttl_every_s:
+            return self.peek_session(session_id)
         keys = session_keys(session_id)
         with self._redis():
             data = self._run(
@@ -330,7 +342,13 @@ class RedisHub(Hub):
                 [keys["session"], keys["detached"], keys["replay"], keys["delivered"], SESSION_INDEX],
                 [milliseconds(self.settings.session_ttl_s), session_id],
             )
-        return None if data is None else Session.from_dict(loads(data))
+        if data is None:
+            self._ttl_refreshed.pop(session_id, None)
+            return None
+        if len(self._ttl_refreshed) >= MAX_TTL_REFRESH_MEMORY:
+            self._ttl_refreshed.clear()
+        self._ttl_refreshed[session_id] = now
+        return Session.from_dict(loads(data))
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
@@ -345,6 +363,7 @@ class RedisHub(Hub):
 
     def close_session(self, session_id: str) -> bool:
         """Delete the session's keys and end its streams on whichever workers hold them."""
+        self._ttl_refreshed.pop(session_id, None)
         self._end_local(session_id, "session closed")
         keys = session_keys(session_id)
         with self._redis():
