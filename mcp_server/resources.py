@@ -18,28 +18,22 @@ log = logging.getLogger("mcp.resources")
 VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
 
 
+def describe(entry: dict[str, Any], spec: Resource | ResourceTemplate) -> dict[str, Any]:
+    """Add the optional fields a resource or template has to its list entry."""
+    for key, value in (("title", spec.title), ("description", spec.description), ("mimeType", spec.mime_type)):
+        if value:
+            entry[key] = value
+    return entry
+
+
 def describe_resource(resource: Resource) -> dict[str, Any]:
     """The resources/list entry for a resource."""
-    entry: dict[str, Any] = {"uri": resource.uri, "name": resource.name}
-    if resource.title:
-        entry["title"] = resource.title
-    if resource.description:
-        entry["description"] = resource.description
-    if resource.mime_type:
-        entry["mimeType"] = resource.mime_type
-    return entry
+    return describe({"uri": resource.uri, "name": resource.name}, resource)
 
 
 def describe_template(template: ResourceTemplate) -> dict[str, Any]:
     """The resources/templates/list entry for a template."""
-    entry: dict[str, Any] = {"uriTemplate": template.uri_template, "name": template.name}
-    if template.title:
-        entry["title"] = template.title
-    if template.description:
-        entry["description"] = template.description
-    if template.mime_type:
-        entry["mimeType"] = template.mime_type
-    return entry
+    return describe({"uriTemplate": template.uri_template, "name": template.name}, template)
 
 
 def template_variables(uri_template: str) -> list[str]:

@@ -137,6 +137,26 @@ class Prompt:
     wants_context: bool = False
 
 
+def marking(build: Callable[[Callable[..., Any]], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator that attaches build(fn), the function's spec, to fn and returns fn unchanged."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(fn, MARK, build(fn))
+        return fn
+
+    return mark
+
+
+def common_fields(fn: Callable[..., Any], name: str | None, kind: str, description: str | None) -> dict[str, Any]:
+    """The fields every spec has: a checked name, the function, its description, whether it takes ctx."""
+    return {
+        "name": check_name(name or fn.__name__, kind),
+        "fn": fn,
+        "description": description if description is not None else first_doc_line(fn),
+        "wants_context": takes_context(fn),
+    }
+
+
 def tool(
     name: str | None = None,
     *,
@@ -153,28 +173,15 @@ def tool(
     if input_schema is None:
         raise RegistryError("@tool needs input_schema={...}: an explicit JSON Schema for the arguments")
 
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        tool_name = check_name(name or fn.__name__, "tool")
-        spec = Tool(
-            name=tool_name,
-            description=description if description is not None else first_doc_line(fn),
-            input_schema=input_schema,
-            fn=fn,
-            output_schema=output_schema,
-            title=title,
-            annotations=annotations,
-            input_validator=compile_schema(input_schema, f"tool {tool_name!r} input_schema"),
-            output_validator=(
-                compile_schema(output_schema, f"tool {tool_name!r} output_schema")
-                if output_schema is not None
-                else None
-            ),
-            wants_context=takes_context(fn),
-        )
-        setattr(fn, MARK, spec)
-        return fn
+    def build(fn: Callable[..., Any]) -> Tool:
+        fields = common_fields(fn, name, "tool", description)
+        label = f"tool {fields['name']!r}"
+        output_validator = None if output_schema is None else compile_schema(output_schema, f"{label} output_schema")
+        return Tool(input_schema=input_schema, output_schema=output_schema, title=title, annotations=annotations,
+                    input_validator=compile_schema(input_schema, f"{label} input_schema"),
+                    output_validator=output_validator, **fields)
 
-    return mark
+    return marking(build)
 
 
 def resource(
@@ -188,21 +195,8 @@ def resource(
     """Mark a function as the reader of the resource at `uri`."""
     if callable(uri):
         raise RegistryError("use @resource('scheme://uri'), not bare @resource")
-
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        spec = Resource(
-            uri=uri,
-            name=check_name(name or fn.__name__, "resource"),
-            fn=fn,
-            description=description if description is not None else first_doc_line(fn),
-            mime_type=mime_type,
-            title=title,
-            wants_context=takes_context(fn),
-        )
-        setattr(fn, MARK, spec)
-        return fn
-
-    return mark
+    return marking(lambda fn: Resource(uri=uri, mime_type=mime_type, title=title,
+                                       **common_fields(fn, name, "resource", description)))
 
 
 def resource_template(
@@ -217,22 +211,9 @@ def resource_template(
     """Mark a function as the reader of every URI matching `uri_template`."""
     if callable(uri_template):
         raise RegistryError("use @resource_template('scheme://{var}'), not bare @resource_template")
-
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        spec = ResourceTemplate(
-            uri_template=uri_template,
-            name=check_name(name or fn.__name__, "resource template"),
-            fn=fn,
-            description=description if description is not None else first_doc_line(fn),
-            mime_type=mime_type,
-            title=title,
-            complete=complete,
-            wants_context=takes_context(fn),
-        )
-        setattr(fn, MARK, spec)
-        return fn
-
-    return mark
+    return marking(lambda fn: ResourceTemplate(uri_template=uri_template, mime_type=mime_type, title=title,
+                                               complete=complete,
+                                               **common_fields(fn, name, "resource template", description)))
 
 
 def prompt(
@@ -246,21 +227,8 @@ def prompt(
     """Mark a function as a prompt; it returns the prompt's messages."""
     if callable(name):
         raise RegistryError("use @prompt(arguments=[...]), not bare @prompt")
-
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        spec = Prompt(
-            name=check_name(name or fn.__name__, "prompt"),
-            fn=fn,
-            description=description if description is not None else first_doc_line(fn),
-            arguments=tuple(arguments),
-            title=title,
-            complete=complete,
-            wants_context=takes_context(fn),
-        )
-        setattr(fn, MARK, spec)
-        return fn
-
-    return mark
+    return marking(lambda fn: Prompt(arguments=tuple(arguments), title=title, complete=complete,
+                                     **common_fields(fn, name, "prompt", description)))
 
 
 class Registry:
