@@ -11,6 +11,7 @@ if __name__ == "__main__":
     monkey.patch_all()
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -35,12 +36,22 @@ def create_app(config: Any = None) -> Flask:
 
 def serve_dev(settings: Settings) -> None:
     """Run a single-process gevent server for local development."""
+    import gevent
     from gevent.pywsgi import WSGIServer
 
     app = create_app(settings)
     host, _, port = settings.bind.rpartition(":")
+    server = WSGIServer((host.strip("[]"), int(port)), app, log=None)
+
+    def stop() -> None:
+        """Close open streams first, so stopping does not wait for them."""
+        app.extensions["mcp"].shutdown()
+        server.stop(timeout=settings.graceful_timeout_s)
+
+    gevent.signal_handler(signal.SIGTERM, stop)
+    gevent.signal_handler(signal.SIGINT, stop)
     print(f"MCP server on http://{settings.bind}/mcp (Ctrl-C to stop)", file=sys.stderr)
-    WSGIServer((host.strip("[]"), int(port)), app, log=None).serve_forever()
+    server.serve_forever()
 
 
 def main(argv: list[str] | None = None) -> int:
