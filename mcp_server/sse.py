@@ -10,11 +10,12 @@ extension: 2024-11-05 itself has no resumption).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import socket
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import gevent
-from flask import Response
+from flask import Response, request
 
 from mcp_server.core import McpCore
 from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event, loads
@@ -33,6 +34,14 @@ SSE_HEADERS = {
     "X-Accel-Buffering": "no",
     "Connection": "keep-alive",
 }
+
+
+def connection_closer(environ: Mapping[str, Any]) -> Callable[[], None] | None:
+    """A function that shuts the client's socket down (under gunicorn, which puts the socket in the environ)."""
+    sock = environ.get("gunicorn.socket")
+    if sock is None:
+        return None
+    return lambda: sock.shutdown(socket.SHUT_RDWR)
 
 
 def stream_events(
@@ -77,6 +86,7 @@ def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_
     else:
         session = resume
     subscription = core.hub.subscribe(session.id, last_event_id)
+    subscription.on_cut_off = connection_closer(request.environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(
         stream_events(subscription, core.settings.keepalive_s, (endpoint,)),

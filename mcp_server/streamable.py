@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import gevent
-from flask import Response
+from flask import Response, request
 from gevent.queue import Queue
 
 from mcp_server.core import McpCore
@@ -26,7 +26,7 @@ from mcp_server.messages import REQUEST, Body
 from mcp_server.metrics import instruments
 from mcp_server.responses import HttpProblem, empty_response, json_response
 from mcp_server.session import Session
-from mcp_server.sse import SSE_HEADERS, stream_events
+from mcp_server.sse import SSE_HEADERS, connection_closer, stream_events
 from mcp_server.versions import SUPPORTED, at_least
 
 __all__ = ["AcceptedTypes", "close_session", "open_stream", "post_messages", "check_protocol_header"]
@@ -197,6 +197,7 @@ def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> R
             "This session already has a stream open; close it before opening another",
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
+    subscription.on_cut_off = connection_closer(request.environ)
     return Response(stream_events(subscription, core.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
                     mimetype="text/event-stream", headers=SSE_HEADERS)
 

@@ -76,6 +76,17 @@ class Subscription(ABC):
     session_id: str
     # None for the session's own stream; a request stream's key when a POST stream is resumed.
     stream: str | None = None
+    # Set by the transport: closes the connection under a stream cut off for falling behind, because the
+    # greenlet serving it is blocked writing to a client that does not read and would never see the end.
+    on_cut_off: Callable[[], None] | None = None
+
+    def cut_connection(self) -> None:
+        """Close the stream's connection, if the transport said how."""
+        if self.on_cut_off is not None:
+            try:
+                self.on_cut_off()
+            except OSError:
+                log.debug("connection of session %s already gone", self.session_id[:8])
 
     @abstractmethod
     def get(self, timeout: float) -> tuple[str, bytes] | None:

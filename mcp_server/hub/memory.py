@@ -53,6 +53,7 @@ class MemorySubscription(Subscription):
             log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id)
             instruments().queue_dropped()
             self.end("slow consumer")
+            self.cut_connection()
             return
         self.queue.put_nowait(event)
 

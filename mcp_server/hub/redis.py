@@ -200,6 +200,7 @@ class RedisSubscription(Subscription):
         self.held = None
         self.end("slow consumer")
         self.hub.forget(self, detach=True)
+        self.cut_connection()
 
     def end(self, reason: str) -> None:
         """Make the next get() raise StreamClosed with reason (after what is already queued)."""
