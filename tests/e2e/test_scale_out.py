@@ -166,14 +166,22 @@ def test_legacy_calls_are_answered_whichever_worker_they_land_on(fleet, fresh_co
         try:
             for session in sessions:
                 session.open(fleet)
-            for _ in range(8):
+            for _ in range(4):
                 for session in sessions:
                     message = call_tool("worker_pid", {})
                     ran_on.add(int(tool_text(session.call(fleet, message, fresh_connections))))
+            # The kernel may hand every connection to one worker; block that one so the other must take calls.
+            blocker = call_tool("block_worker", {"ms": 1500})
+            assert sessions[0].post(fleet, blocker, fresh_connections).status_code == 202
+            time.sleep(0.3)
+            for session in sessions[1:]:
+                message = call_tool("worker_pid", {})
+                ran_on.add(int(tool_text(session.call(fleet, message, fresh_connections))))
+            ran_on.add(int(tool_text(sessions[0].stream.wait_for(blocker["id"]))))
         finally:
             for session in sessions:
                 session.close()
-    # Fresh connections spread over both workers, so most answers crossed from one to the other.
+    # Both workers ran calls, and every answer reached its stream whichever worker held it.
     assert ran_on == worker_pids
 
 

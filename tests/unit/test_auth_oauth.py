@@ -133,12 +133,13 @@ class JwksHandler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
         body = json.dumps(self.server.jwks).encode()
+        # Counted before answering: the client may finish verifying before this thread runs again.
+        self.server.hits += 1
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        self.server.hits += 1
 
     def log_message(self, *args):
         pass
