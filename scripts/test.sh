@@ -27,10 +27,20 @@ echo "== pytest"
 .venv/bin/python -m pytest "$@"
 
 # Other supported Pythons: the layers that need no servers, to prove the imports (OSlash) hold.
+find_python() {
+  # A pyenv shim answers `command -v` even when its version is not selected, so each candidate must run.
+  local candidate
+  for candidate in "$HOME"/.pyenv/versions/"$1".*/bin/python "$(command -v "python$1" 2>/dev/null || true)"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ] && "$candidate" --version >/dev/null 2>&1; then
+      echo "$candidate"
+      return
+    fi
+  done
+}
 for version in 3.12 3.13; do
-  interpreter="$(command -v "python$version" || ls -d "$HOME"/.pyenv/versions/"$version".*/bin/python 2>/dev/null | tail -1 || true)"
-  if [ -n "$interpreter" ] && [ -x "$interpreter" ]; then
-    echo "== python $version: unit and protocol tests"
+  interpreter="$(find_python "$version")"
+  if [ -n "$interpreter" ]; then
+    echo "== python $version ($interpreter): unit and protocol tests"
     [ -x ".venv-$version/bin/python" ] || "$interpreter" -m venv ".venv-$version"
     ".venv-$version/bin/pip" install -q --disable-pip-version-check -r requirements.txt pytest==9.2.0 pytest-timeout==2.4.0 httpx==0.28.1 hypothesis==6.170.17
     ".venv-$version/bin/python" -m pytest -q tests/unit tests/protocol
