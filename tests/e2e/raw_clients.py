@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.sse_client import Event, iter_events
+from tests.e2e.sse_client import Event, EventParser, iter_events
 
 ENDPOINT_DATA = re.compile(r"^/(mcp|messages)\?session_id=([0-9a-f]{32})$")
 # Reads block at most this long; every wait in these tests is bounded by it.
@@ -50,21 +50,11 @@ def call_tool(name: str, arguments: dict[str, Any], request_id: Any = None) -> d
 
 async def aiter_events(response: httpx.Response) -> AsyncIterator[Event]:
     """Parse an async SSE response body into events; comments (keepalives) are skipped."""
-    event, data, event_id = "message", [], None
+    parser = EventParser()
     async for line in response.aiter_lines():
-        if line == "":
-            if data:
-                yield Event(event, "\n".join(data), event_id)
-            event, data, event_id = "message", [], None
-        elif not line.startswith(":"):
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "event":
-                event = value
-            elif field == "data":
-                data.append(value)
-            elif field == "id":
-                event_id = value
+        event = parser.feed(line)
+        if event is not None:
+            yield event
 
 
 def client(timeout: float = READ_TIMEOUT_S) -> httpx.Client:

@@ -17,28 +17,53 @@ class Event:
     event: str
     data: str
     id: str | None
+    retry: str | None = None
 
     def json(self) -> Any:
         """The event's data decoded as JSON."""
         return json.loads(self.data)
 
 
-def iter_events(response: httpx.Response) -> Iterator[Event]:
-    """Parse an SSE response body into events; comments (keepalives) are skipped."""
-    event, data, event_id = "message", [], None
-    for line in response.iter_lines():
+class EventParser:
+    """Turns SSE lines into events, one line at a time; comments (keepalives) are skipped."""
+
+    def __init__(self, keep_empty: bool = False) -> None:
+        # keep_empty: also yield events without data, such as SEP-1699 priming events (an id, a retry, no data).
+        self.keep_empty = keep_empty
+        self.reset()
+
+    def reset(self) -> None:
+        """Start a new event."""
+        self.event, self.data, self.id, self.retry, self.seen = "message", [], None, None, False
+
+    def feed(self, line: str) -> Event | None:
+        """Take one line; return the event a blank line completes."""
         if line == "":
-            if data:
-                yield Event(event, "\n".join(data), event_id)
-            event, data, event_id = "message", [], None
-        elif line.startswith(":"):
-            continue
-        else:
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "event":
-                event = value
-            elif field == "data":
-                data.append(value)
-            elif field == "id":
-                event_id = value
+            done = None
+            if self.data or (self.keep_empty and self.seen):
+                done = Event(self.event, "\n".join(self.data), self.id, self.retry)
+            self.reset()
+            return done
+        if line.startswith(":"):
+            return None
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        self.seen = True
+        if field == "event":
+            self.event = value
+        elif field == "data":
+            self.data.append(value)
+        elif field == "id":
+            self.id = value
+        elif field == "retry":
+            self.retry = value
+        return None
+
+
+def iter_events(response: httpx.Response, keep_empty: bool = False) -> Iterator[Event]:
+    """Parse an SSE response body into events."""
+    parser = EventParser(keep_empty)
+    for line in response.iter_lines():
+        event = parser.feed(line)
+        if event is not None:
+            yield event

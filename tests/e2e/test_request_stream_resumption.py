@@ -8,25 +8,18 @@ import httpx
 import pytest
 
 from tests.e2e.raw_clients import READ_TIMEOUT_S, StreamableSession, call_tool
+from tests.e2e.sse_client import iter_events
 
 pytestmark = pytest.mark.e2e
 
 
 def read_raw_events(response: httpx.Response, count: int) -> list[dict]:
     """Read count SSE events (priming events included), each as {"id", "data", "retry"}."""
-    events, current = [], {}
-    for line in response.iter_lines():
-        if line == "":
-            if current:
-                events.append(current)
-                current = {}
-                if len(events) == count:
-                    return events
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        current[field] = value[1:] if value.startswith(" ") else value
+    events = []
+    for event in iter_events(response, keep_empty=True):
+        events.append({"id": event.id, "data": event.data, "retry": event.retry})
+        if len(events) == count:
+            break
     return events
 
 
