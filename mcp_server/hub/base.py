@@ -17,6 +17,7 @@ import gevent
 from gevent.event import AsyncResult
 
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
+from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.session import Session
 
 __all__ = [
@@ -35,6 +36,8 @@ log = logging.getLogger("mcp.hub")
 # Event ids are "<position>" on a session's own stream and "<position>/<stream>" on a request's stream, so a
 # Last-Event-ID alone says which stream to resume.
 STREAM_SEPARATOR = "/"
+# Queued behind a stream's last event when it ends.
+STREAM_END = object()
 
 
 def join_event_id(position: str, stream: str | None) -> str:
@@ -100,6 +103,31 @@ class Subscription(ABC):
         """Iterate forever: events, or None when nothing arrived within a second."""
         while True:
             yield self.get(1.0)
+
+
+class QueuedSubscription(Subscription):
+    """A subscription fed through a Mailbox: the ending and reading both backends share."""
+
+    queue: Mailbox
+    reason: str | None = None
+
+    def end(self, reason: str) -> None:
+        """Make reads raise StreamClosed with reason, once what is already queued has been read."""
+        if self.reason is None:
+            self.reason = reason
+            self.queue.put_nowait(STREAM_END)
+
+    def next_item(self, timeout: float) -> Any:
+        """The next queued item, None after timeout; raise StreamClosed once the stream has ended."""
+        try:
+            item = self.queue.get(timeout)
+        except Empty:
+            return None
+        if item is STREAM_END:
+            # Put back, so that every later read ends too.
+            self.queue.put_nowait(STREAM_END)
+            raise StreamClosed(self.reason or "closed")
+        return item
 
 
 class InflightCalls:

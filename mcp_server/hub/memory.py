@@ -17,23 +17,22 @@ from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
     CapacityError,
     Hub,
-    StreamClosed,
+    QueuedSubscription,
     StreamConflict,
     Subscription,
     join_event_id,
     split_event_id,
 )
-from mcp_server.hub.mailbox import Empty, Mailbox
+from mcp_server.hub.mailbox import Mailbox
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
 
 __all__ = ["MemoryHub"]
 
 log = logging.getLogger("mcp.hub")
-CLOSE = object()
 
 
-class MemorySubscription(Subscription):
+class MemorySubscription(QueuedSubscription):
     """A stream attached to one session slot."""
 
     def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None = None) -> None:
@@ -57,21 +56,12 @@ class MemorySubscription(Subscription):
             return
         self.queue.put_nowait(event)
 
-    def end(self, reason: str) -> None:
-        """Make the next get() raise StreamClosed with reason."""
-        if self.reason is None:
-            self.reason = reason
-            self.queue.put_nowait(CLOSE)
-
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """Return the next event, None on timeout; raise StreamClosed once ended."""
-        try:
-            item = self.queue.get(timeout=timeout)
-        except Empty:
+        item = self.next_item(timeout)
+        if item is None:
             self.slot.touch()
             return None
-        if item is CLOSE:
-            raise StreamClosed(self.reason or "closed")
         if self.stream is None:
             self.slot.delivered = int(item[0])
         self.slot.touch()

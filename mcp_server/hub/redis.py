@@ -41,7 +41,7 @@ from mcp_server.hub.base import (
     CapacityError,
     Hub,
     HubUnavailable,
-    StreamClosed,
+    QueuedSubscription,
     StreamConflict,
     Subscription,
     join_event_id,
@@ -72,7 +72,6 @@ MAX_TTL_REFRESH_MEMORY = 100_000
 EVENT_POSITION = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
 REPLAY_NOTHING = "$"
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
-CLOSE = object()
 # The standard library's own socket class, even where gevent has patched the module.
 BLOCKING_SOCKET = gevent.monkey.get_original("socket", "socket")
 
@@ -120,7 +119,7 @@ class CooperativeConnection(redis.Connection):
         return sock
 
 
-class RedisSubscription(Subscription):
+class RedisSubscription(QueuedSubscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
     def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int) -> None:
@@ -202,21 +201,11 @@ class RedisSubscription(Subscription):
         self.hub.forget(self, detach=True)
         self.cut_connection()
 
-    def end(self, reason: str) -> None:
-        """Make the next get() raise StreamClosed with reason (after what is already queued)."""
-        if self.reason is None:
-            self.reason = reason
-            self.queue.put_nowait(CLOSE)
-
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """Return the next (event id, json), None on timeout; raise StreamClosed once ended."""
-        try:
-            item = self.queue.get(timeout=timeout)
-        except Empty:
+        item = self.next_item(timeout)
+        if item is None:
             return None
-        if item is CLOSE:
-            self.queue.put_nowait(CLOSE)
-            raise StreamClosed(self.reason or "closed")
         self.delivered = item[0]
         return join_event_id(item[0], self.stream), item[1]
 
