@@ -60,11 +60,8 @@ class McpExtension:
         response = json_response(
             {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}, exc.code or 500
         )
-        if exc.code == 405 and isinstance(exc, HTTPException):
-            allow = exc.get_headers()
-            for name, value in allow:
-                if name.lower() == "allow":
-                    response.headers["Allow"] = value
+        if exc.code == 405:
+            response.headers.update({name: value for name, value in exc.get_headers() if name.lower() == "allow"})
         return response
 
     @staticmethod

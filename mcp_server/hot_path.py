@@ -16,13 +16,13 @@ from flask import Flask
 
 from mcp_server.http_errors import log_refusal, unexpected_error_response
 from mcp_server.hub import HubUnavailable
-from mcp_server.posts import handle_post, store_unavailable
+from mcp_server.posts import LEGACY_ONLY_PATHS, handle_post, store_unavailable
 from mcp_server.responses import HttpProblem, problem_response
 from mcp_server.security import AUTH_EXTENSION_KEY, add_security_headers, screen_environ
 
 __all__ = ["HOT_PATHS", "HotPath"]
 
-HOT_PATHS = frozenset({"/mcp", "/messages", "/messages/"})
+HOT_PATHS = frozenset({"/mcp", *LEGACY_ONLY_PATHS})
 
 
 class HotPath:

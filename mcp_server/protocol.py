@@ -127,7 +127,7 @@ def ping(ctx: RequestContext, **_: Any) -> Any:
 @guarded
 def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the tools this session's principal may call, one page at a time."""
-    tools = [t for t in ctx.core.registry.tools.values() if ctx.core.permits(ctx.session, "tool", t.name)]
+    tools = visible(ctx, "tool", ctx.core.registry.tools)
     version = ctx.session.protocol_version
     return list_page(ctx, tools, cursor, "tools", lambda t: tool_definition(t, version))
 
@@ -145,6 +145,11 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
     return Success(run_tool(ctx, tool, {} if arguments is None else arguments))
 
 
+def visible(ctx: RequestContext, kind: str, table: dict[str, Any]) -> list[Any]:
+    """The specs of a registry table (keyed by name or URI) that this session's principal may use."""
+    return [spec for key, spec in table.items() if ctx.core.permits(ctx.session, kind, key)]
+
+
 def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
     """One page of a list method's result, with nextCursor when there is more."""
     page, next_cursor = paginate(items, cursor, ctx.core.settings.page_size)
@@ -158,7 +163,7 @@ def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, desc
 @guarded
 def resources_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the fixed-URI resources this principal may read."""
-    items = [r for r in ctx.core.registry.resources.values() if ctx.core.permits(ctx.session, "resource", r.uri)]
+    items = visible(ctx, "resource", ctx.core.registry.resources)
     return list_page(ctx, items, cursor, "resources", describe_resource)
 
 
@@ -166,8 +171,7 @@ def resources_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
 @guarded
 def resources_templates_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the resource templates (RFC 6570) this server resolves."""
-    items = [t for t in ctx.core.registry.templates.values()
-             if ctx.core.permits(ctx.session, "resource", t.uri_template)]
+    items = visible(ctx, "resource", ctx.core.registry.templates)
     return list_page(ctx, items, cursor, "resourceTemplates", describe_template)
 
 
@@ -216,7 +220,7 @@ def check_subscribable(ctx: RequestContext, uri: Any) -> None:
 @guarded
 def prompts_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the prompts this principal may use."""
-    items = [p for p in ctx.core.registry.prompts.values() if ctx.core.permits(ctx.session, "prompt", p.name)]
+    items = visible(ctx, "prompt", ctx.core.registry.prompts)
     return list_page(ctx, items, cursor, "prompts", describe_prompt)
 
 
