@@ -9,7 +9,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -78,6 +79,19 @@ class ServerProcess:
             return []
         out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout
         return [int(pid) for pid in out.split()]
+
+    @contextmanager
+    def accepting_only(self, worker_pid: int) -> Iterator[None]:
+        """Freeze every other worker (SIGSTOP) so new connections can land only on worker_pid."""
+        # The kernel may hand every connection to one worker; a stopped worker cannot accept.
+        others = [pid for pid in self.worker_pids() if pid != worker_pid]
+        for pid in others:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            for pid in others:
+                os.kill(pid, signal.SIGCONT)
 
     def read_log(self) -> str:
         """Everything the server wrote to stderr so far."""

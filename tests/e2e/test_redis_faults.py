@@ -146,15 +146,13 @@ def test_worker_killed_mid_stream_loses_and_repeats_no_response(redis_server):  
     with ServerProcess(env=env, workers=2) as server, fresh_client() as http:
         readers: list[StreamReader] = []
         owners: dict[str, int] = {}
-        # Open streams until each worker holds at least two (the kernel picks; bounded).
-        while len(readers) < 30:
-            reader = open_session(server.base_url, http)
+        victim, survivor = server.worker_pids()
+        for pid in (victim, survivor, victim, survivor):
+            with server.accepting_only(pid):
+                reader = open_session(server.base_url, http)
             readers.append(reader)
             owners[reader.session_id] = stream_owner_pid(redis_client, reader.session_id)
-            if all(list(owners.values()).count(pid) >= 2 for pid in server.worker_pids()):
-                break
-        victim, survivor = server.worker_pids()
-        assert list(owners.values()).count(victim) >= 2 and list(owners.values()).count(survivor) >= 2
+        assert list(owners.values()) == [victim, survivor, victim, survivor]
 
         # Calls in flight on both workers when the victim dies; their answers come after it is gone.
         for reader in readers:

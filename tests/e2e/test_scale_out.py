@@ -185,32 +185,40 @@ def test_legacy_calls_are_answered_whichever_worker_they_land_on(fleet, fresh_co
     assert ran_on == worker_pids
 
 
-def test_broadcast_reaches_streams_on_every_worker(fleet, redis_server):  # noqa: F811
+def open_sessions_on_every_worker(fleet: ServerProcess, http: httpx.Client, per_worker: int) -> list[Session]:
+    """Open per_worker legacy sessions on each worker, in worker order."""
+    sessions: list[Session] = []
+    try:
+        for target in fleet.worker_pids() * per_worker:
+            with fleet.accepting_only(target):
+                sessions.append(Session(http, fleet))
+        for session in sessions:
+            session.open(fleet)
+    except BaseException:
+        for session in sessions:
+            session.close()
+        raise
+    return sessions
+
+
+def test_broadcast_reaches_streams_on_every_worker(fleet, redis_server, fresh_connections):  # noqa: F811
     redis_client = redis_server.client()
-    with client() as http:
-        sessions: list[Session] = []
-        try:
-            # Open streams until both workers hold some (the kernel picks the worker; bounded).
-            while len(sessions) < 16:
-                session = Session(http, fleet)
-                session.open(fleet)
-                sessions.append(session)
-                owners = {stream_owner_pid(redis_client, s.id) for s in sessions}
-                if len(owners) == 2 and len(sessions) >= 4:
-                    break
-            assert owners == set(fleet.worker_pids())
-            trigger = sessions[0]
-            answer = trigger.call(fleet, call_tool("change_registry", {"kind": "tool", "action": "add",
-                                                                       "name": "rt-fanout"}))
-            assert "added" in tool_text(answer)
-            for session in sessions[1:]:
-                assert session.next_message()["method"] == "notifications/tools/list_changed"
-        finally:
-            for session in sessions:
-                session.close()
+    # New connections only: a kept-alive one could belong to a frozen worker.
+    sessions = open_sessions_on_every_worker(fleet, fresh_connections, per_worker=2)
+    try:
+        owners = [stream_owner_pid(redis_client, s.id) for s in sessions]
+        assert owners == fleet.worker_pids() * 2
+        trigger = sessions[0]
+        answer = trigger.call(fleet, call_tool("change_registry", {"kind": "tool", "action": "add",
+                                                                   "name": "rt-fanout"}))
+        assert "added" in tool_text(answer)
+        for session in sessions[1:]:
+            assert session.next_message()["method"] == "notifications/tools/list_changed"
+    finally:
+        for session in sessions:
+            session.close()
 
 
-# two hosts on one machine
 def test_get_on_one_host_and_posts_on_the_other(hosts):
     home, away = hosts
     away_pid = away.worker_pids()[0]

@@ -1,8 +1,9 @@
 """A bounded soak: 3 workers on Redis, 200 legacy sessions, 10,000 calls, at most 60 s; nothing lost or misrouted.
 
-Each session's GET stream sits on whichever worker accepted it, and its POSTs go
-over a shared pool of keep-alive connections that the kernel spread over all
-three workers, so most answers cross from one worker to another through Redis.
+The GET streams are spread round-robin over the three workers (the others are
+frozen while each one connects), and the POSTs go over a shared pool of
+keep-alive connections wherever the kernel put them, so most answers cross
+from one worker to another through Redis.
 Every request id and echo text names its session: an answer that arrives on
 another session's stream is misrouted, one that never arrives is lost.
 """
@@ -117,8 +118,10 @@ async def call(http: aiohttp.ClientSession, base_url: str, session: SoakSession,
         return None
 
 
-async def soak(base_url: str, on_open: Callable[[list[SoakSession]], None]) -> tuple[Tally, float]:
-    """Open the sessions, run the calls, and count what went wrong."""
+async def soak(server: ServerProcess, on_open: Callable[[list[SoakSession]], None]) -> tuple[Tally, float]:
+    """Open the sessions round-robin over the workers, run the calls, and count what went wrong."""
+    base_url = server.base_url
+    worker_pids = server.worker_pids()
     tally = Tally()
     streams = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
                                     timeout=aiohttp.ClientTimeout(total=None, sock_read=90))
@@ -128,11 +131,12 @@ async def soak(base_url: str, on_open: Callable[[list[SoakSession]], None]) -> t
     readers = []
     try:
         for session in sessions:
-            session.stream = await streams.get(base_url + "/mcp", headers={"Accept": "text/event-stream"})
-            assert session.stream.status == 200
-            attached = asyncio.Event()
-            readers.append(asyncio.create_task(read_stream(session, tally, attached)))
-            await asyncio.wait_for(attached.wait(), 10)
+            with server.accepting_only(worker_pids[session.index % len(worker_pids)]):
+                session.stream = await streams.get(base_url + "/mcp", headers={"Accept": "text/event-stream"})
+                assert session.stream.status == 200
+                attached = asyncio.Event()
+                readers.append(asyncio.create_task(read_stream(session, tally, attached)))
+                await asyncio.wait_for(attached.wait(), 10)
         hello = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
                  "params": {"protocolVersion": "2024-11-05", "capabilities": {},
                             "clientInfo": {"name": "soak", "version": "0"}}}
@@ -193,12 +197,12 @@ def test_soak_three_workers_200_sessions_10000_calls_nothing_lost_or_misrouted(r
         owners.update(client.get(f"mcp:session:{s.session_id}:stream") or b"" for s in sessions)
 
     with ServerProcess(env=env, workers=WORKERS) as server:
-        tally, elapsed = asyncio.run(soak(server.base_url, note_stream_owners))
+        tally, elapsed = asyncio.run(soak(server, note_stream_owners))
         log = server.read_log()
     print(f"soak: {tally} in {elapsed:.1f} s ({CALLS / elapsed:.0f} calls/s)")
     assert (tally.lost, tally.misrouted, tally.duplicated, tally.refused) == (0, 0, 0, 0), tally
     assert tally.answered == CALLS
     assert elapsed <= LIMIT_S, f"{CALLS} calls took {elapsed:.1f} s"
-    # The streams sat on more than one worker, so answers really crossed between them.
-    assert len({owner.split(b"-", 1)[0] for owner in owners if owner}) >= 2
+    # The streams sat on every worker, so answers really crossed between them.
+    assert len({owner.split(b"-", 1)[0] for owner in owners if owner}) == WORKERS
     assert "Traceback" not in log
