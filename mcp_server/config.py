@@ -74,7 +74,7 @@ class Settings:
     server_name: str = "flask-mcp-server"
     instructions: str = (
         "Tools: add(a, b) adds two integers, get_time() tells the server's UTC time, "
-        "echo(text) returns its text."
+        "echo(text) returns its text, count_down(steps) reports progress as it counts."
     )
     files_root: str = ""
     # security: authentication, limits, headers (see SECURITY.md)
