@@ -30,10 +30,17 @@ CONTROL_CHANNEL = PREFIX + "control"
 WORKER_CHANNEL = PREFIX + "worker:"
 SESSION_INDEX = PREFIX + "sessions"
 
+# Prepended to the scripts that read the time: Redis's clock in milliseconds.
+NOW_MS = """
+local function redis_now_ms()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+end
+"""
+
 # KEYS: session, index. ARGV: session json, ttl ms, max sessions, session id.
-CREATE_SCRIPT = """
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+CREATE_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -43,15 +50,14 @@ return 1
 
 # KEYS: session, detached, replay, delivered, index. ARGV: ttl ms, session id.
 # A client request ends a resume window: the session gets the full idle TTL again (Streamable clients need no stream).
-GET_SCRIPT = """
+GET_SCRIPT = NOW_MS + """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
 redis.call('DEL', KEYS[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[3], ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ARGV[1])
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local now_ms = redis_now_ms()
 redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return data
 """
@@ -144,7 +150,7 @@ return 1
 # Returns 0 when the session is gone, 1 when the claim held, 2 when the claim is gone (the caller
 # re-takes it only if the stream is still open: it may have closed since the refresh began),
 # 3 when another stream holds it now.
-REFRESH_SCRIPT = """
+REFRESH_SCRIPT = NOW_MS + """
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 local current = redis.call('GET', KEYS[1])
 if not current then return 2 end
@@ -155,8 +161,7 @@ if redis.call('EXISTS', KEYS[6]) == 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
   redis.call('PEXPIRE', KEYS[4], ARGV[3])
-  local now = redis.call('TIME')
-  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  local now_ms = redis_now_ms()
   redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[3]), ARGV[5])
 end
 return 1
@@ -173,9 +178,8 @@ return existed
 """
 
 # KEYS: index.
-COUNT_SCRIPT = """
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+COUNT_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 return redis.call('ZCARD', KEYS[1])
 """
