@@ -13,9 +13,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
 from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from mcp_tools import Registry
 
@@ -151,3 +153,10 @@ async def list_every_page(fetch: Callable[..., Any], key: str) -> tuple[list[Any
         cursors.append(page.next_cursor)
         params = types.PaginatedRequestParams(cursor=page.next_cursor)
     raise AssertionError("pagination did not end")
+
+
+async def rpc_error(request: Callable[..., Any], *args: Any) -> types.ErrorData:
+    """Await request(*args), which must fail with a JSON-RPC error, and return that error."""
+    with pytest.raises(MCPError) as failure:
+        await request(*args)
+    return failure.value.error

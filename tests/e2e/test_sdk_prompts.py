@@ -11,7 +11,16 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.conformance.fixtures import RED_PIXEL_PNG
-from tests.e2e.sdk_sessions import TRANSPORTS, b64, dump, expected_registry, feature_env, list_every_page, open_session
+from tests.e2e.sdk_sessions import (
+    TRANSPORTS,
+    b64,
+    dump,
+    expected_registry,
+    feature_env,
+    list_every_page,
+    open_session,
+    rpc_error,
+)
 from tests.e2e.server_process import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -41,13 +50,6 @@ def transport(request):
 def session_to(server, transport):
     """An SDK session to the prompt server over transport."""
     return open_session(transport, server.url)
-
-
-async def get_error(session, name: str, arguments: dict | None) -> types.ErrorData:
-    """Get a prompt, which must fail, and return the JSON-RPC error."""
-    with pytest.raises(MCPError) as failure:
-        await session.get_prompt(name, arguments)
-    return failure.value.error
 
 
 async def test_prompts_list_pages_hold_every_prompt_once_with_its_arguments(prompt_server, transport):
@@ -119,8 +121,8 @@ async def test_a_prompt_embeds_the_resource_named_by_its_argument(prompt_server,
 
 async def test_a_missing_required_argument_is_invalid_params_naming_it(prompt_server, transport):
     async with session_to(prompt_server, transport) as (session, _):
-        one_missing = await get_error(session, "test_prompt_with_arguments", {"arg1": "alpha"})
-        code_missing = await get_error(session, "code_review", {"language": "go"})
+        one_missing = await rpc_error(session.get_prompt, "test_prompt_with_arguments", {"arg1": "alpha"})
+        code_missing = await rpc_error(session.get_prompt, "code_review", {"language": "go"})
     assert one_missing.code == -32602
     assert "arg2" in one_missing.message and "arg1" not in one_missing.message
     assert one_missing.data == {"prompt": "test_prompt_with_arguments", "missing": ["arg2"]}
@@ -130,8 +132,8 @@ async def test_a_missing_required_argument_is_invalid_params_naming_it(prompt_se
 
 async def test_an_unknown_argument_and_an_unknown_prompt_are_invalid_params(prompt_server, transport):
     async with session_to(prompt_server, transport) as (session, _):
-        extra = await get_error(session, "test_simple_prompt", {"surprise": "x"})
-        unknown = await get_error(session, "no_such_prompt", None)
+        extra = await rpc_error(session.get_prompt, "test_simple_prompt", {"surprise": "x"})
+        unknown = await rpc_error(session.get_prompt, "no_such_prompt", None)
     assert extra.code == -32602
     assert extra.data == {"prompt": "test_simple_prompt", "unknown": ["surprise"]}
     assert unknown.code == -32602

@@ -22,6 +22,7 @@ from tests.e2e.sdk_sessions import (
     feature_env,
     list_every_page,
     open_session,
+    rpc_error,
     wait_until,
 )
 from tests.e2e.server_process import ServerProcess
@@ -75,13 +76,6 @@ def transport(request):
 def session_to(server, transport, **callbacks):
     """An SDK session to the resource server over transport."""
     return open_session(transport, server.url, **callbacks)
-
-
-async def read_error(session, uri: str) -> types.ErrorData:
-    """Read uri, which must fail, and return the JSON-RPC error."""
-    with pytest.raises(MCPError) as failure:
-        await session.read_resource(uri)
-    return failure.value.error
 
 
 # listing
@@ -152,7 +146,7 @@ async def test_server_settings_resource_summarises_the_settings_without_paths(re
 
 async def test_an_unknown_uri_is_resource_not_found_with_the_uri_in_data(resource_server, transport):
     async with session_to(resource_server, transport) as (session, _):
-        error = await read_error(session, "test://no-such-resource")
+        error = await rpc_error(session.read_resource, "test://no-such-resource")
         await session.send_ping()
     assert error.code == -32002
     assert error.data == {"uri": "test://no-such-resource"}
@@ -192,7 +186,7 @@ async def test_file_uris_that_escape_the_root_are_refused(resource_server, trans
     root, outside = files
     uri = "file://" + path.format(root=root, outside=outside.name, outside_path=outside)
     async with session_to(resource_server, transport) as (session, _):
-        error = await read_error(session, uri)
+        error = await rpc_error(session.read_resource, uri)
     assert error.code == -32602
     assert reason in error.message
     assert error.data == {"uri": uri}
@@ -204,7 +198,7 @@ async def test_a_missing_file_inside_the_root_is_resource_not_found(resource_ser
     root, _ = files
     uri = f"file://{root}/missing.txt"
     async with session_to(resource_server, transport) as (session, _):
-        error = await read_error(session, uri)
+        error = await rpc_error(session.read_resource, uri)
     assert error.code == -32002
     assert error.data == {"uri": uri}
 
