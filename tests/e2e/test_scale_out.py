@@ -158,33 +158,6 @@ def test_two_workers_without_redis_refuse_to_start_and_say_why():
 
 
 # several workers
-def test_legacy_calls_are_answered_whichever_worker_they_land_on(fleet, fresh_connections):
-    worker_pids = set(fleet.worker_pids())
-    ran_on: set[int] = set()
-    with client() as http:
-        sessions = [Session(http, fleet) for _ in range(4)]
-        try:
-            for session in sessions:
-                session.open(fleet)
-            for _ in range(4):
-                for session in sessions:
-                    message = call_tool("worker_pid", {})
-                    ran_on.add(int(tool_text(session.call(fleet, message, fresh_connections))))
-            # The kernel may hand every connection to one worker; block that one so the other must take calls.
-            blocker = call_tool("block_worker", {"ms": 1500})
-            assert sessions[0].post(fleet, blocker, fresh_connections).status_code == 202
-            time.sleep(0.3)
-            for session in sessions[1:]:
-                message = call_tool("worker_pid", {})
-                ran_on.add(int(tool_text(session.call(fleet, message, fresh_connections))))
-            ran_on.add(int(tool_text(sessions[0].stream.wait_for(blocker["id"]))))
-        finally:
-            for session in sessions:
-                session.close()
-    # Both workers ran calls, and every answer reached its stream whichever worker held it.
-    assert ran_on == worker_pids
-
-
 def open_sessions_on_every_worker(fleet: ServerProcess, http: httpx.Client, per_worker: int) -> list[Session]:
     """Open per_worker legacy sessions on each worker, in worker order."""
     sessions: list[Session] = []
@@ -199,6 +172,25 @@ def open_sessions_on_every_worker(fleet: ServerProcess, http: httpx.Client, per_
             session.close()
         raise
     return sessions
+
+
+def test_legacy_calls_are_answered_whichever_worker_they_land_on(fleet, fresh_connections):
+    sessions = open_sessions_on_every_worker(fleet, fresh_connections, per_worker=2)
+    try:
+        # Every session posts a call to every worker, so answers cross both ways between stream and runner.
+        posted: list[tuple[Session, dict[str, Any], int]] = []
+        for pid in fleet.worker_pids():
+            with fleet.accepting_only(pid):
+                for session in sessions:
+                    message = call_tool("worker_pid", {})
+                    assert session.post(fleet, message).status_code == 202
+                    posted.append((session, message, pid))
+        # Answers are read once every worker runs again: a frozen one may hold the stream they go to.
+        ran_on = [int(tool_text(session.stream.wait_for(message["id"]))) for session, message, _ in posted]
+    finally:
+        for session in sessions:
+            session.close()
+    assert ran_on == [pid for _, _, pid in posted]
 
 
 def test_broadcast_reaches_streams_on_every_worker(fleet, redis_server, fresh_connections):  # noqa: F811

@@ -7,7 +7,6 @@ so state a test must observe goes to a file the test names, never to module glob
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import gevent
@@ -20,20 +19,6 @@ NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": Fals
 @tool(input_schema=NO_ARGUMENTS, annotations={"readOnlyHint": True})
 def worker_pid() -> int:
     """Return the pid of the worker process running this call."""
-    return os.getpid()
-
-
-@tool(input_schema={
-    "type": "object",
-    "properties": {"ms": {"type": "integer", "minimum": 1, "maximum": 5000, "description": "How long to block."}},
-    "required": ["ms"],
-    "additionalProperties": False,
-})
-def block_worker(ms: int) -> int:
-    """Keep this worker's event loop busy for ms milliseconds (it accepts nothing meanwhile); return its pid."""
-    deadline = time.perf_counter() + ms / 1000.0
-    while time.perf_counter() < deadline:
-        pass
     return os.getpid()
 
 
