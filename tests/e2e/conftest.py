@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.sdk_sessions import TRANSPORTS
 from tests.e2e.server_process import ServerProcess
 
 
@@ -35,3 +36,15 @@ def short_ttl_server():
     env = {"MCP_SESSION_TTL_S": str(SHORT_SESSION_TTL_S), "MCP_KEEPALIVE_S": "0.3"}
     with ServerProcess(env=env) as process:
         yield process
+
+
+@pytest.fixture(scope="module")
+def anyio_backend():
+    """The SDK client runs on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request):
+    """Each SDK test that takes it runs once over legacy SSE and once over Streamable HTTP."""
+    return request.param

@@ -2,6 +2,7 @@
 
 `open_session(transport, url, **callbacks)` yields an initialized `ClientSession` and a
 `Recorder`; waits are bounded by `WAIT_S` and poll a condition, never a fixed sleep.
+The `anyio_backend` and `transport` fixtures of the SDK tests are in conftest.py.
 """
 
 from __future__ import annotations
@@ -121,6 +122,11 @@ async def open_session(transport: str, url: str, **callbacks: Any) -> AsyncItera
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
+
+
+def session_to(server: Any, transport: str, **callbacks: Any) -> contextlib.AbstractAsyncContextManager:
+    """An SDK session to a test server (a ServerProcess) over transport."""
+    return open_session(transport, server.url, **callbacks)
 
 
 def leaf_exceptions(group: BaseExceptionGroup) -> list[BaseException]:

@@ -17,14 +17,13 @@ from mcp.shared.exceptions import MCPError
 from tests.conformance.fixtures import RED_PIXEL_PNG, TINY_WAV
 from tests.e2e.sdk_sessions import (
     PAGE_SIZE,
-    TRANSPORTS,
     ProgressLog,
     b64,
     dump,
     expected_registry,
     feature_env,
     list_every_page,
-    open_session,
+    session_to,
     wait_until,
 )
 from tests.e2e.server_process import ServerProcess
@@ -38,27 +37,10 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def anyio_backend():
-    """The SDK client runs on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def feature_server():
     """A gunicorn with the conformance fixtures and the feature tools, two items per list page."""
     with ServerProcess(env=feature_env()) as process:
         yield process
-
-
-@pytest.fixture(params=TRANSPORTS)
-def transport(request):
-    """Each test runs once over legacy SSE and once over Streamable HTTP."""
-    return request.param
-
-
-def session_to(feature_server, transport, **callbacks):
-    """An SDK session to the feature server over transport."""
-    return open_session(transport, feature_server.url, **callbacks)
 
 
 # initialize

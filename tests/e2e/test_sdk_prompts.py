@@ -12,14 +12,13 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conformance.fixtures import RED_PIXEL_PNG
 from tests.e2e.sdk_sessions import (
-    TRANSPORTS,
     b64,
     dump,
     expected_registry,
     feature_env,
     list_every_page,
-    open_session,
     rpc_error,
+    session_to,
 )
 from tests.e2e.server_process import ServerProcess
 
@@ -29,27 +28,10 @@ LANGUAGES = ["c", "cpp", "go", "java", "javascript", "python", "rust", "shell", 
 
 
 @pytest.fixture(scope="module")
-def anyio_backend():
-    """The SDK client runs on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def prompt_server():
     """A gunicorn with the conformance fixtures and the feature tools, two items per list page."""
     with ServerProcess(env=feature_env()) as process:
         yield process
-
-
-@pytest.fixture(params=TRANSPORTS)
-def transport(request):
-    """Each test runs once over legacy SSE and once over Streamable HTTP."""
-    return request.param
-
-
-def session_to(server, transport):
-    """An SDK session to the prompt server over transport."""
-    return open_session(transport, server.url)
 
 
 async def test_prompts_list_pages_hold_every_prompt_once_with_its_arguments(prompt_server, transport):

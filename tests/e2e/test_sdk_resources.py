@@ -15,14 +15,13 @@ from mcp.shared.exceptions import MCPError
 
 from tests.conformance.fixtures import RED_PIXEL_PNG
 from tests.e2e.sdk_sessions import (
-    TRANSPORTS,
     b64,
     dump,
     expected_registry,
     feature_env,
     list_every_page,
-    open_session,
     rpc_error,
+    session_to,
     wait_until,
 )
 from tests.e2e.server_process import ServerProcess
@@ -37,12 +36,6 @@ WATCHED = "test://watched-resource"
 NOT_WATCHED = "test://static-text"
 SENTINEL = "test://static-binary"
 BINARY = bytes([0, 159, 146, 150, 255])
-
-
-@pytest.fixture(scope="module")
-def anyio_backend():
-    """The SDK client runs on asyncio."""
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")
@@ -65,17 +58,6 @@ def resource_server(files):
     root, _ = files
     with ServerProcess(env=feature_env(MCP_FILES_ROOT=str(root))) as process:
         yield process
-
-
-@pytest.fixture(params=TRANSPORTS)
-def transport(request):
-    """Each test runs once over legacy SSE and once over Streamable HTTP."""
-    return request.param
-
-
-def session_to(server, transport, **callbacks):
-    """An SDK session to the resource server over transport."""
-    return open_session(transport, server.url, **callbacks)
 
 
 # listing

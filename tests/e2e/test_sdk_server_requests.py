@@ -11,7 +11,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.e2e.sdk_sessions import TRANSPORTS, dump, feature_env, open_session, wait_until
+from tests.e2e.sdk_sessions import dump, feature_env, open_session, wait_until
 from tests.e2e.server_process import ServerProcess
 
 pytestmark = [
@@ -32,12 +32,6 @@ ELICITED_SCHEMA = {
 
 
 @pytest.fixture(scope="module")
-def anyio_backend():
-    """The SDK client runs on asyncio."""
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
 def request_server():
     """A gunicorn with the conformance fixtures and the feature tools."""
     with ServerProcess(env=feature_env()) as process:
@@ -49,12 +43,6 @@ def impatient_server():
     """The same, but it waits only CLIENT_TIMEOUT_S for the client to answer its requests."""
     with ServerProcess(env=feature_env(MCP_CLIENT_REQUEST_TIMEOUT_S=str(CLIENT_TIMEOUT_S))) as process:
         yield process
-
-
-@pytest.fixture(params=TRANSPORTS)
-def transport(request):
-    """Each test runs once over legacy SSE and once over Streamable HTTP."""
-    return request.param
 
 
 def text_of(result: types.CallToolResult) -> str:
