@@ -41,7 +41,7 @@ def root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(root):
+def files_server(root):
     """A gunicorn serving that root, with the default completion bound."""
     assert Settings().completion_scan_max < FILES  # the directory is bigger than one completion may read
     with ServerProcess(env={"MCP_FILES_ROOT": str(root)}) as process:
@@ -55,9 +55,9 @@ def complete(session: StreamableSession, typed: str) -> dict:
     return answer["result"]["completion"]
 
 
-def test_a_completion_reads_a_bounded_part_of_a_big_directory(server, root):
+def test_a_completion_reads_a_bounded_part_of_a_big_directory(files_server, root):
     with httpx.Client(timeout=30.0) as http:
-        session = StreamableSession(http, server.url)
+        session = StreamableSession(http, files_server.url)
         broad = complete(session, f"{root}/many/")
         narrow = complete(session, f"{root}/many/f2999")
     assert (len(broad["values"]), broad["hasMore"], "total" in broad) == (100, True, False)
@@ -67,7 +67,7 @@ def test_a_completion_reads_a_bounded_part_of_a_big_directory(server, root):
     assert (narrow["hasMore"], "total" in narrow) == (True, False)
 
 
-def test_pings_of_another_client_are_answered_while_completions_run(server, root):
+def test_pings_of_another_client_are_answered_while_completions_run(files_server, root):
     done = threading.Event()
     pings: list[dict] = []
     failures: list[Exception] = []
@@ -75,7 +75,7 @@ def test_pings_of_another_client_are_answered_while_completions_run(server, root
     def ping_until_done() -> None:
         """Ping on a session of its own until the completions are over (bounded by MAX_PINGS)."""
         with httpx.Client(timeout=httpx.Timeout(PING_TIMEOUT_S, connect=5.0)) as http:
-            session = StreamableSession(http, server.url)
+            session = StreamableSession(http, files_server.url)
             try:
                 while not done.is_set() and len(pings) < MAX_PINGS:
                     pings.append(session.call(request("ping")))
@@ -83,7 +83,7 @@ def test_pings_of_another_client_are_answered_while_completions_run(server, root
                 failures.append(late)
 
     with httpx.Client(timeout=60.0, limits=httpx.Limits(max_connections=COMPLETERS)) as http:
-        sessions = [StreamableSession(http, server.url) for _ in range(COMPLETERS)]
+        sessions = [StreamableSession(http, files_server.url) for _ in range(COMPLETERS)]
         pinger = threading.Thread(target=ping_until_done)
         pinger.start()
         try:
