@@ -10,6 +10,7 @@ permission on its target's URI too (the `resolve` hook tells the server what it 
 import errno
 import mimetypes
 import os
+import stat
 from pathlib import Path
 
 import gevent
@@ -32,14 +33,27 @@ def confined_path(root: str, path: str) -> Path:
     if ".." in path.split("/"):
         raise ToolError("Refused: '..' is not allowed in file URIs")
     real_root = Path(root).resolve()
-    try:
-        real = Path(path).resolve()  # follows symlinks, so a link pointing outside is caught below
-    except RuntimeError:
-        raise ResourceNotFound(path) from None  # a symlink loop (Python before 3.13): nothing to read
-    except OSError as failure:
-        raise not_there(failure, path) from None
+    real = resolved(path)  # follows symlinks, so a link pointing outside is caught below
     if real_root not in real.parents:
         raise ToolError("Refused: the file is outside MCP_FILES_ROOT")
+    return real
+
+
+def resolved(path: str) -> Path:
+    """The path with every symlink followed; ResourceNotFound for a symlink loop or a name too long to exist."""
+    try:
+        real = Path(path).resolve()
+    except RuntimeError:
+        raise ResourceNotFound(path) from None  # a symlink loop (Python before 3.13)
+    try:
+        # A resolved path holds no symlink, unless resolving gave up on a loop (Python 3.13 returns it as it was).
+        looped = stat.S_ISLNK(real.lstat().st_mode)
+    except FileNotFoundError:
+        return real  # not there (yet): a subscription may wait for it to appear
+    except OSError as failure:
+        raise not_there(failure, path) from None
+    if looped:
+        raise ResourceNotFound(path)
     return real
 
 
