@@ -1,14 +1,23 @@
-"""Argument completion for prompt arguments and resource-template variables."""
+"""Argument completion for prompt arguments and resource-template variables.
+
+A template's suggestions are only those the principal could read: each value is
+put into the template and the URI (and what it really names) checked against the
+principal's permissions, looking at MCP_COMPLETION_SCAN_MAX suggestions at most.
+"""
 
 from __future__ import annotations
 
 import inspect
 import itertools
 import logging
+from collections.abc import Iterable
 from typing import Any
 
+import gevent
+
 from mcp_server.errors import INVALID_PARAMS, RpcError
-from mcp_server.resources import template_variables
+from mcp_server.resources import expand_template, resolved_uri, template_variables
+from mcp_tools import Completion, ResourceTemplate
 
 __all__ = ["MAX_VALUES", "complete"]
 
@@ -16,6 +25,8 @@ log = logging.getLogger("mcp.completion")
 MAX_VALUES = 100
 # How many suggestions we look at beyond the first 100, to tell the client there are more.
 LOOKAHEAD = 1
+# Suggestions checked against permissions between two yields to the worker's other greenlets.
+CHECKS_PER_YIELD = 64
 
 
 def find_completer(registry: Any, ref: Any, argument_name: str) -> Any:
@@ -51,6 +62,7 @@ def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str
         raise RpcError(INVALID_PARAMS, "Invalid params: 'argument.value' must be a string")
     completer = find_completer(ctx.core.registry, ref, argument["name"])
     values: list[str] = []
+    cut_short = False
     if completer is not None:
         known = context.get("arguments") if isinstance(context, dict) else None
         ctx.arguments = known if isinstance(known, dict) else {}
@@ -58,10 +70,48 @@ def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str
             suggestions = completer(argument["name"], value, ctx)
         else:
             suggestions = completer(argument["name"], value)
-        values = [str(v) for v in itertools.islice(suggestions, MAX_VALUES + LOOKAHEAD)]
-    has_more = len(values) > MAX_VALUES
+        if isinstance(suggestions, Completion):
+            suggestions, cut_short = suggestions.values, suggestions.has_more
+        suggestions = (str(v) for v in suggestions)
+        template = ctx.core.registry.templates.get(ref.get("uri")) if ref.get("type") == "ref/resource" else None
+        # Without authentication every value is readable, and checking each would only cost time.
+        if template is not None and ctx.core.authorizer is not None:
+            values, stopped = readable_values(ctx, template, argument["name"], suggestions)
+            cut_short = cut_short or stopped
+        else:
+            values = list(itertools.islice(suggestions, MAX_VALUES + LOOKAHEAD))
+    has_more = cut_short or len(values) > MAX_VALUES
     values = values[:MAX_VALUES]
     return {"completion": {"values": values, "hasMore": has_more, **({} if has_more else {"total": len(values)})}}
+
+
+def readable_values(ctx: Any, template: ResourceTemplate, name: str, suggestions: Iterable[str],
+                    ) -> tuple[list[str], bool]:
+    """The first MAX_VALUES + LOOKAHEAD suggestions the principal may read; and whether the scan bound stopped it."""
+    known = {key: str(given) for key, given in ctx.arguments.items()}
+    found: list[str] = []
+    for checked, value in enumerate(suggestions, start=1):
+        if checked > ctx.core.settings.completion_scan_max:
+            return found, True
+        if checked % CHECKS_PER_YIELD == 0:
+            gevent.sleep(0)  # a restricted principal's long list must not hold up other requests
+        if may_read(ctx, template, {**known, name: value}):
+            found.append(value)
+            if len(found) == MAX_VALUES + LOOKAHEAD:
+                break
+    return found, False
+
+
+def may_read(ctx: Any, template: ResourceTemplate, variables: dict[str, str]) -> bool:
+    """Whether the principal may read the URI these variables make, and what that URI really names."""
+    uri = expand_template(template.uri_template, variables)
+    if not ctx.core.permits(ctx.session, "resource", uri):
+        return False
+    try:
+        real = resolved_uri(template, ctx, uri, variables)
+    except RpcError:
+        return False  # the reader would refuse it (outside the root, not there): not worth suggesting
+    return real == uri or ctx.core.permits(ctx.session, "resource", real)
 
 
 def takes_context(completer: Any) -> bool:

@@ -77,6 +77,7 @@ class Settings:
         "echo(text) returns its text, count_down(steps) reports progress as it counts."
     )
     files_root: str = ""
+    completion_scan_max: int = 10000
     # security: authentication, limits, headers (see SECURITY.md)
     api_keys_file: str = ""
     oauth_jwks_url: str = ""
@@ -135,7 +136,8 @@ class Settings:
         for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s", "redis_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
-        for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size", "redis_pool_size"):
+        for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size", "redis_pool_size",
+                     "completion_scan_max"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         self.check_security()

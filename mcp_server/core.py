@@ -114,9 +114,12 @@ class McpCore:
         """Whether the session's principal may use the named tool, resource or prompt."""
         return self.authorizer is None or self.authorizer.permits(session.principal, kind, name)
 
-    def require_permission(self, session: Session, kind: str, name: str) -> None:
-        """Raise -32001 when the session's principal may not use the named item."""
-        if not self.permits(session, kind, name):
+    def require_permission(self, session: Session, kind: str, name: str, target: str | None = None) -> None:
+        """Raise -32001 when the session's principal may not use the named item (or target, what it really names).
+
+        The error names the item as the client did: where a link points is none of its business.
+        """
+        if not self.permits(session, kind, name if target is None else target):
             raise RpcError(PERMISSION_DENIED, f"Permission denied: you may not use {kind} '{name}'", {kind: name})
 
     # message handling

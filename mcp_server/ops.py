@@ -1,4 +1,8 @@
-"""Operations endpoints: /healthz (the process answers), /readyz (its dependencies do), /metrics (Prometheus)."""
+"""Operations endpoints: /healthz (the process answers), /readyz (its dependencies do), /metrics (Prometheus).
+
+They need no credentials, but they check Origin (403) and Host (421) as /mcp does:
+otherwise a DNS-rebinding page in a local browser could read the metrics.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,20 @@ from flask import Blueprint, Response, current_app, request
 from mcp_server import metrics
 from mcp_server.hub import HubUnavailable
 from mcp_server.responses import json_response
+from mcp_server.security import check_host, check_origin
 
 __all__ = ["blueprint"]
 
 blueprint = Blueprint("ops", __name__)
 HTTP_503_SERVICE_UNAVAILABLE = 503
+
+
+@blueprint.before_request
+def refuse_foreign_pages() -> None:
+    """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
+    settings = current_app.extensions["mcp"].core.settings
+    check_origin(request.headers, settings)
+    check_host(request.environ, settings)
 
 
 @blueprint.route("/healthz", methods=["GET"])

@@ -21,13 +21,12 @@ from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
-    RESOURCE_NOT_FOUND,
     RpcError,
     new_correlation_id,
 )
 from mcp_server.pagination import paginate
 from mcp_server.prompts import describe_prompt, render_prompt
-from mcp_server.resources import describe_resource, describe_template, find_reader, read_resource
+from mcp_server.resources import describe_resource, describe_template, find_readable, read_resource
 from mcp_server.tool_runner import run_tool
 from mcp_server.versions import at_least, negotiate
 
@@ -209,9 +208,7 @@ def check_subscribable(ctx: RequestContext, uri: Any) -> None:
     """A subscription must name a resource this principal may read."""
     if not isinstance(uri, str) or not uri:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
-    ctx.core.require_permission(ctx.session, "resource", uri)
-    if find_reader(ctx.core.registry, uri) is None:
-        raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+    find_readable(ctx, uri)
     if len(ctx.session.subscriptions) >= MAX_SUBSCRIPTIONS:
         raise RpcError(INVALID_PARAMS, f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session")
 
@@ -255,6 +252,9 @@ def completion_complete(ctx: RequestContext, ref: Any, argument: Any, context: A
     """Suggest values for a prompt argument or a resource-template variable."""
     if isinstance(ref, dict) and ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
         ctx.core.require_permission(ctx.session, "prompt", ref["name"])
+    if isinstance(ref, dict) and ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+        kind = "resource template" if ref["uri"] in ctx.core.registry.templates else "resource"
+        ctx.core.require_permission(ctx.session, kind, ref["uri"])
     return Success(complete(ctx, ref, argument, context))
 
 

@@ -7,15 +7,26 @@ import functools
 import logging
 import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
 from mcp_tools import Resource, ResourceNotFound, ResourceTemplate, ToolError
 
-__all__ = ["describe_resource", "describe_template", "match_template", "read_resource", "template_variables"]
+__all__ = [
+    "describe_resource",
+    "describe_template",
+    "expand_template",
+    "find_readable",
+    "match_template",
+    "read_resource",
+    "resolved_uri",
+    "template_variables",
+]
 
 log = logging.getLogger("mcp.resources")
 VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
+# RFC 3986 reserved characters, which a {+var} (reserved) expansion leaves as they are.
+RESERVED = ":/?#[]@!$&'()*+,;="
 
 
 def describe(entry: dict[str, Any], spec: Resource | ResourceTemplate) -> dict[str, Any]:
@@ -60,6 +71,19 @@ def match_template(uri_template: str, uri: str) -> dict[str, str] | None:
     if match is None:
         return None
     return {name: unquote(value) for name, value in match.groupdict().items()}
+
+
+def expand_template(uri_template: str, variables: dict[str, str]) -> str:
+    """The URI a template names with these variables (RFC 6570 levels 1 and 2); a missing one expands empty.
+
+    A `%` is always encoded, so that match_template's decoding gives the value back.
+    """
+
+    def expand(match: re.Match[str]) -> str:
+        reserved, name = match.groups()
+        return quote(str(variables.get(name, "")), safe=RESERVED if reserved else "")
+
+    return VARIABLE.sub(expand, uri_template)
 
 
 def to_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
@@ -116,14 +140,34 @@ def find_reader(registry: Any, uri: str) -> tuple[Resource | ResourceTemplate, d
     return None
 
 
+def resolved_uri(template: ResourceTemplate, ctx: Any, uri: str, variables: dict[str, str]) -> str:
+    """The URI of what uri really names, by the template's resolve hook (uri itself without one)."""
+    if template.resolve is None:
+        return uri
+    names = template_variables(template.uri_template)
+    resolved = call_reader(template.resolve, True, ctx, uri, {name: variables.get(name, "") for name in names})
+    return expand_template(template.uri_template, {**variables, **resolved})
+
+
+def find_readable(ctx: Any, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]]:
+    """What serves uri, once the principal may read both uri and what it really names; -32001 or -32002 if not."""
+    # Permission first, so a principal cannot tell a hidden resource from a missing one.
+    ctx.core.require_permission(ctx.session, "resource", uri)
+    found = find_reader(ctx.core.registry, uri)
+    if found is None:
+        raise not_found(uri)
+    reader, variables = found
+    if isinstance(reader, ResourceTemplate):
+        real = resolved_uri(reader, ctx, uri, variables)
+        if real != uri:
+            ctx.core.require_permission(ctx.session, "resource", uri, target=real)
+    return reader, variables
+
+
 def read_resource(registry: Any, ctx: Any, uri: Any) -> dict[str, Any]:
     """Read uri and return the resources/read result; -32002 when nothing serves it."""
     if not isinstance(uri, str) or not uri:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
-    ctx.core.require_permission(ctx.session, "resource", uri)
-    found = find_reader(registry, uri)
-    if found is None:
-        raise not_found(uri)
-    reader, variables = found
+    reader, variables = find_readable(ctx, uri)
     value = call_reader(reader.fn, reader.wants_context, ctx, uri, variables)
     return {"contents": to_contents(uri, value, reader.mime_type)}

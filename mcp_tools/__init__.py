@@ -6,7 +6,7 @@ start with an underscore are not. Nothing here imports Flask or the server.
 """
 
 from mcp_tools._content import ToolResult, audio, embedded_resource, image, resource_link, text
-from mcp_tools._context import Context, ResourceNotFound, ToolError
+from mcp_tools._context import Completion, Context, ResourceNotFound, ToolError
 from mcp_tools._registry import (
     Prompt,
     PromptArgument,
@@ -22,6 +22,7 @@ from mcp_tools._registry import (
 )
 
 __all__ = [
+    "Completion",
     "Context",
     "Prompt",
     "PromptArgument",

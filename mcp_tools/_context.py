@@ -6,9 +6,11 @@ It is a Protocol so that this package never imports the server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["Context", "ResourceNotFound", "ToolError"]
+__all__ = ["Completion", "Context", "ResourceNotFound", "ToolError"]
 
 
 class ToolError(Exception):
@@ -17,6 +19,15 @@ class ToolError(Exception):
 
 class ResourceNotFound(LookupError):
     """Raise from a resource reader when the URI names nothing; the client gets -32002."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a completer may return instead of an iterable: its values, and whether it stopped before the end."""
+
+    values: Sequence[str]
+    # True when the completer gave up looking (a bound on its work), so there may be values it never saw.
+    has_more: bool = False
 
 
 class Context(Protocol):

@@ -112,6 +112,9 @@ class ResourceTemplate:
     mime_type: str | None = None
     title: str | None = None
     complete: Callable[..., Iterable[str]] | None = None
+    # resolve(**variables, ctx) -> the variables of what a URI really names (a symlink's target, say):
+    # a principal needs permission on that URI as well as on the one it asked for.
+    resolve: Callable[..., dict[str, str]] | None = None
     wants_context: bool = False
 
 
@@ -207,12 +210,13 @@ def resource_template(
     mime_type: str | None = None,
     title: str | None = None,
     complete: Callable[..., Iterable[str]] | None = None,
+    resolve: Callable[..., dict[str, str]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as the reader of every URI matching `uri_template`."""
     if callable(uri_template):
         raise RegistryError("use @resource_template('scheme://{var}'), not bare @resource_template")
     return marking(lambda fn: ResourceTemplate(uri_template=uri_template, mime_type=mime_type, title=title,
-                                               complete=complete,
+                                               complete=complete, resolve=resolve,
                                                **common_fields(fn, name, "resource template", description)))
 
 

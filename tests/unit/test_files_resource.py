@@ -9,7 +9,7 @@ import pytest
 from mcp_server.config import Settings
 from mcp_server.resources import match_template
 from mcp_tools import ResourceNotFound, ToolError
-from mcp_tools.files import MAX_FILE_BYTES, MAX_SUGGESTIONS, read_file, suggest_paths
+from mcp_tools.files import MAX_FILE_BYTES, read_file, resolve_path
 
 
 @pytest.fixture
@@ -134,26 +134,38 @@ def test_a_file_over_the_size_limit_is_refused(tree):
     assert len(read(tree.root, tree.root / "limit.txt")["text"]) == MAX_FILE_BYTES
 
 
-# completion
-def test_suggestions_are_files_under_the_root_that_start_with_what_was_typed(tree):
-    assert suggest_paths(str(tree.root), f"{tree.root}/d") == [f"{tree.root}/data.json", f"{tree.root}/docs/guide.md"]
-    assert suggest_paths(str(tree.root), "/etc/") == []
+# names no file can have
+def test_a_nul_byte_in_the_path_is_refused_as_malformed(tree):
+    with pytest.raises(ToolError, match="NUL byte"):
+        read(tree.root, f"{tree.root}/notes\x00.txt")
 
 
-def test_no_suggestions_without_a_root(tree):
-    assert suggest_paths("", "/") == []
+def test_a_symlink_loop_is_not_found(tree):
+    (tree.root / "loop-a").symlink_to(tree.root / "loop-b")
+    (tree.root / "loop-b").symlink_to(tree.root / "loop-a")
+    with pytest.raises(ResourceNotFound):
+        read(tree.root, tree.root / "loop-a")
 
 
-def test_suggestions_are_capped(tree):
-    for n in range(MAX_SUGGESTIONS + 5):
-        (tree.root / f"many-{n:04d}.txt").write_text("x")
-    assert len(suggest_paths(str(tree.root), str(tree.root))) == MAX_SUGGESTIONS
+# A name longer than NAME_MAX (255), and a path longer than PATH_MAX (4096) made of short names.
+@pytest.mark.parametrize("path", ["{root}/" + "x" * 300, "{root}/" + ("d" * 200 + "/") * 25 + "e"],
+                         ids=["long-name", "long-path"])
+def test_an_over_long_path_is_not_found(tree, path):
+    with pytest.raises(ResourceNotFound):
+        read(tree.root, path.format(root=tree.root))
 
 
-def test_suggestions_leave_out_symlinks_that_point_outside(tree):
-    (tree.root / "linked").symlink_to(tree.outside)
+# resolving: what a URI really names
+def test_resolving_follows_a_symlink_to_its_target_inside_the_root(tree):
+    (tree.root / "latest.txt").symlink_to(tree.root / "docs" / "guide.md")
+    ctx = ctx_for(tree.root)
+    assert resolve_path(str(tree.root / "latest.txt"), ctx) == {"path": str(tree.root / "docs" / "guide.md")}
+    assert resolve_path(str(tree.root / "notes.txt"), ctx) == {"path": str(tree.root / "notes.txt")}
+
+
+def test_resolving_refuses_what_reading_refuses(tree):
     (tree.root / "escape.txt").symlink_to(tree.outside / "secret.txt")
-    (tree.root / "latest.txt").symlink_to(tree.root / "notes.txt")
-    suggested = suggest_paths(str(tree.root), str(tree.root))
-    assert f"{tree.root}/latest.txt" in suggested
-    assert not [path for path in suggested if "secret" in path or "escape" in path]
+    with pytest.raises(ToolError, match="outside MCP_FILES_ROOT"):
+        resolve_path(str(tree.root / "escape.txt"), ctx_for(tree.root))
+    with pytest.raises(ToolError, match="NUL byte"):
+        resolve_path(f"{tree.root}/a\x00", ctx_for(tree.root))

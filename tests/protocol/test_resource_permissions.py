@@ -1,0 +1,136 @@
+"""Resource permissions on completion, reads and subscriptions: values and links a principal may not read stay hidden.
+
+A files root holds public/ and private/, with links under public/ into private/.
+`reader` may see the file:// template and read public/* only; `outsider` may read
+config://* only; `admin` may read everything.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from mcp_server.auth.permissions import Authorizer, Grants
+from mcp_server.errors import PERMISSION_DENIED
+from mcp_tools import Registry, resource_template
+from tests.protocol.conftest import Rpc
+
+FILES = "file://{+path}"
+
+
+@resource_template("mem://{id}", complete=lambda name, value: ["alpha", "beta", "gamma"])
+def memory(id: str) -> str:
+    """A template whose completer knows three ids."""
+    return id
+
+
+@resource_template("mem://endless/{id}", complete=lambda name, value: (str(n) for n in itertools.count()))
+def endless(id: str) -> str:
+    """A template whose completer never ends."""
+    return id
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """The shipped tools and resources, plus this module's templates."""
+    registry = Registry.discover()
+    registry.add_function(memory)
+    registry.add_function(endless)
+    return registry
+
+
+@pytest.fixture
+def root(tmp_path):
+    """public/readme.txt, private/secret.txt, and links from public/ into private/."""
+    root = (tmp_path / "files").resolve()
+    (root / "public").mkdir(parents=True)
+    (root / "private").mkdir()
+    (root / "public" / "readme.txt").write_text("public words")
+    (root / "private" / "secret.txt").write_text("secret words")
+    (root / "public" / "link.txt").symlink_to(root / "private" / "secret.txt")
+    (root / "public" / "linkdir").symlink_to(root / "private")
+    return root
+
+
+@pytest.fixture
+def core(make_core, registry, root):
+    """A core serving the files root, with the three principals' grants."""
+    core = make_core({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry)
+    core.authorizer = Authorizer({
+        "reader": Grants(resources=(FILES, f"file://{root}/public/*", "mem://{id}", "mem://alpha", "mem://gamma",
+                                    "mem://endless/*")),
+        "outsider": Grants(resources=("config://*",)),
+        "admin": Grants(resources=("*",)),
+    })
+    return core
+
+
+def session_of(core, principal: str) -> Rpc:
+    """An initialized session of principal."""
+    rpc = Rpc(core, core.open_session("streamable", principal))
+    rpc.initialize()
+    return rpc
+
+
+def complete(rpc: Rpc, ref_uri: str, name: str, value: str) -> dict:
+    """The response to completion/complete of a template variable."""
+    return rpc.request("completion/complete", {"ref": {"type": "ref/resource", "uri": ref_uri},
+                                               "argument": {"name": name, "value": value}}, request_id="c")
+
+
+# completion
+def test_a_principal_who_may_not_see_the_template_gets_no_file_names(core, root):
+    answer = complete(session_of(core, "outsider"), FILES, "path", f"{root}/")
+    assert answer["error"]["code"] == PERMISSION_DENIED
+    assert answer["id"] == "c"
+    assert "secret" not in json.dumps(answer) and "readme" not in json.dumps(answer)
+
+
+def test_completion_suggests_only_files_the_principal_may_read_through_links_too(core, root):
+    completion = complete(session_of(core, "reader"), FILES, "path", f"{root}/")["result"]["completion"]
+    # private/secret.txt is outside the grant; public/link.txt is inside it but names private/secret.txt.
+    assert completion == {"values": [f"{root}/public/readme.txt"], "hasMore": False, "total": 1}
+
+
+def test_the_allowed_principal_still_gets_every_file(core, root):
+    values = complete(session_of(core, "admin"), FILES, "path", f"{root}/")["result"]["completion"]["values"]
+    assert values == [f"{root}/private/secret.txt", f"{root}/public/link.txt", f"{root}/public/readme.txt"]
+
+
+def test_any_template_s_values_are_filtered_by_the_uri_they_make(core):
+    completion = complete(session_of(core, "reader"), "mem://{id}", "id", "")["result"]["completion"]
+    assert completion == {"values": ["alpha", "gamma"], "hasMore": False, "total": 2}
+
+
+def test_filtering_an_endless_completer_stops_at_the_scan_bound(core):
+    # None of the first MCP_COMPLETION_SCAN_MAX values is refused here, so the 100-value cap is never reached...
+    capped = complete(session_of(core, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
+    assert (len(capped["values"]), capped["hasMore"]) == (50, True)
+    # ...and a principal refused every value gets none, without looking forever.
+    core.authorizer.fixed["reader"] = Grants(resources=("mem://endless/{id}",))
+    refused = complete(session_of(core, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
+    assert refused == {"values": [], "hasMore": True}
+
+
+# reads and subscriptions through links
+@pytest.mark.parametrize("path", ["public/link.txt", "public/linkdir/secret.txt"], ids=["file-link", "directory-link"])
+@pytest.mark.parametrize("method", ["resources/read", "resources/subscribe"])
+def test_a_link_to_a_file_outside_the_grant_is_refused_naming_the_link(core, root, method, path):
+    uri = f"file://{root}/{path}"
+    answer = session_of(core, "reader").request(method, {"uri": uri}, request_id="r")
+    assert answer["error"] == {"code": PERMISSION_DENIED, "data": {"resource": uri},
+                               "message": f"Permission denied: you may not use resource '{uri}'"}
+    assert answer["id"] == "r"
+
+
+@pytest.mark.parametrize("method", ["resources/read", "resources/subscribe"])
+def test_files_inside_the_grant_are_still_read_and_subscribed(core, root, method):
+    answer = session_of(core, "reader").request(method, {"uri": f"file://{root}/public/readme.txt"})
+    assert "result" in answer, answer
+
+
+def test_the_allowed_principal_reads_through_the_link(core, root):
+    answer = session_of(core, "admin").request("resources/read", {"uri": f"file://{root}/public/link.txt"})
+    assert answer["result"]["contents"][0]["text"] == "secret words"
