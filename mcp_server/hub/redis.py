@@ -122,20 +122,23 @@ class CooperativeConnection(redis.Connection):
 class RedisSubscription(QueuedSubscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
-    def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int) -> None:
+    def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
         self.hub = hub
         self.session_id = session_id
         self.stream = stream
         self.owner = hub.worker_id + "|" + secrets.token_hex(8)
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
         self.queue: Mailbox = Mailbox()
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
         self.reason: str | None = None
         self.last_queued: tuple[int, int] = (0, 0)
         self.delivered: str | None = None
         self.released = False
         # While replay is being read, live events wait here so nothing jumps the queue.
         self.held: list[tuple[str, bytes]] | None = []
+        self.held_bytes = 0
         self.loaded = Event()
 
     @property
@@ -148,24 +151,26 @@ class RedisSubscription(QueuedSubscription):
         if self.reason is not None:
             return
         if self.held is not None:
-            if len(self.held) >= self.maxsize:
+            if len(self.held) >= self.maxsize or (self.held and self.held_bytes + len(data) > self.max_bytes):
                 self.cut_off()
             else:
                 self.held.append((event_id, data))
+                self.held_bytes += len(data)
             return
         order = event_order(event_id)
         if order <= self.last_queued:
             return
-        if self.queue.qsize() >= self.maxsize:
+        if self.is_full(data):
             self.cut_off()
             return
         self.last_queued = order
-        self.queue.put_nowait((event_id, data))
+        self.enqueue((event_id, data))
 
     def hold(self) -> None:
         """Start holding live events back while missed ones are read from the replay log."""
         if self.held is None:
             self.held = []
+            self.held_bytes = 0
 
     def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None, bounded: bool = False) -> None:
         """Queue missed events after floor, then the held live ones.
@@ -175,14 +180,14 @@ class RedisSubscription(QueuedSubscription):
         """
         if floor is not None:
             self.last_queued = max(self.last_queued, event_order(floor))
-        held, self.held = self.held or [], None
+        held, self.held, self.held_bytes = self.held or [], None, 0
         for event_id, data in entries:
             order = event_order(event_id)
             if bounded:
                 self.offer(event_id, data)
             elif order > self.last_queued and self.reason is None:
                 self.last_queued = order
-                self.queue.put_nowait((event_id, data))
+                self.enqueue((event_id, data))
         for event_id, data in held:
             self.offer(event_id, data)
         self.loaded.set()
@@ -196,6 +201,7 @@ class RedisSubscription(QueuedSubscription):
                 self.queue.get_nowait()
             except Empty:
                 break
+        self.queued_bytes = 0
         self.held = None
         self.end("slow consumer")
         self.hub.forget(self, detach=True)
@@ -360,7 +366,7 @@ class RedisHub(Hub):
             existed = self._run(
                 "close",
                 [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
-                 SESSION_INDEX],
+                 SESSION_INDEX, keys["replay_sizes"], keys["replay_bytes"]],
                 [session_id, CONTROL_CHANNEL],
             )
         return bool(existed)
@@ -377,8 +383,9 @@ class RedisHub(Hub):
         with self._redis():
             position = self._run(
                 "publish",
-                [keys["session"], keys["replay"], keys["claim"]],
-                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL],
+                [keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"]],
+                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL,
+                 self.settings.replay_max_bytes],
             )
         return None if position is None else join_event_id(position.decode(), stream)
 
@@ -400,7 +407,8 @@ class RedisHub(Hub):
             after = previous.delivered
         else:
             after = ""  # the script reads what the last stream recorded as delivered
-        subscription = RedisSubscription(self, session_id, stream, self.settings.queue_max)
+        subscription = RedisSubscription(self, session_id, stream, self.settings.queue_max,
+                                         self.settings.queue_max_bytes)
         # Registered before the claim, so live events published right after it are held, not lost.
         self.local[subscription.key] = subscription
         keys = session_keys(session_id, stream)
