@@ -280,6 +280,15 @@ class Hub(ABC):
     def cancel(self, session_id: str, request_id: Any) -> None:
         """Cancel a running request on whichever worker runs it."""
 
+    # run-time registry changes
+    def share_registry(self, registry: Any) -> None:
+        """Take this worker's run-time registry changes to every worker (one worker here: nothing to do)."""
+        return None
+
+    def prepare(self) -> None:
+        """Get ready to serve, before a worker accepts its first connection (nothing to do here)."""
+        return None
+
     # operations
     def ready(self) -> bool:
         """True when the hub's dependencies answer."""

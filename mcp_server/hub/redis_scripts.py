@@ -19,6 +19,9 @@ __all__ = [
     "GET_SCRIPT",
     "PUBLISH_SCRIPT",
     "REFRESH_SCRIPT",
+    "REGISTRY_SCRIPT",
+    "REGISTRY_STATE",
+    "REGISTRY_VERSION",
     "SCRIPTS",
     "SESSION_INDEX",
     "WORKER_CHANNEL",
@@ -29,6 +32,9 @@ PREFIX = "mcp:"
 CONTROL_CHANNEL = PREFIX + "control"
 WORKER_CHANNEL = PREFIX + "worker:"
 SESSION_INDEX = PREFIX + "sessions"
+# Run-time registry changes: the latest of each (kind, key) by its JSON [kind, key], and the last version given.
+REGISTRY_STATE = PREFIX + "registry"
+REGISTRY_VERSION = PREFIX + "registry:version"
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
 NOW_MS = """
@@ -221,6 +227,18 @@ redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
 return existed
 """
 
+# KEYS: registry state, registry version. ARGV: field ([kind, key] as JSON), change JSON, control channel,
+# origin worker, change id.
+# Record a run-time registry change and tell every worker in one step, so versions are heard in the order given.
+# Returns {version, how many workers heard it}.
+REGISTRY_SCRIPT = """
+local version = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. version .. ',"change":' .. ARGV[2] .. '}')
+local heard = redis.call('PUBLISH', ARGV[3], '{"op":"registry","origin":"' .. ARGV[4] .. '","id":"' .. ARGV[5]
+                         .. '","version":' .. version .. ',"change":' .. ARGV[2] .. '}')
+return {version, heard}
+"""
+
 # KEYS: index.
 COUNT_SCRIPT = NOW_MS + """
 local now_ms = redis_now_ms()
@@ -252,4 +270,5 @@ SCRIPTS = {
     "refresh": REFRESH_SCRIPT,
     "close": CLOSE_SCRIPT,
     "count": COUNT_SCRIPT,
+    "registry": REGISTRY_SCRIPT,
 }
