@@ -230,12 +230,15 @@ return existed
 # KEYS: registry state, registry version. ARGV: field ([kind, key] as JSON), change JSON, control channel,
 # origin worker, change id.
 # Record a run-time registry change and tell every worker in one step, so versions are heard in the order given.
+# A version is at least Redis's clock in milliseconds, so versions keep growing after a Redis that lost its data.
 # Returns {version, how many workers heard it}.
-REGISTRY_SCRIPT = """
-local version = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. version .. ',"change":' .. ARGV[2] .. '}')
+REGISTRY_SCRIPT = NOW_MS + """
+local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, redis_now_ms())
+redis.call('SET', KEYS[2], string.format('%.0f', version))
+local text = string.format('%.0f', version)
+redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. text .. ',"change":' .. ARGV[2] .. '}')
 local heard = redis.call('PUBLISH', ARGV[3], '{"op":"registry","origin":"' .. ARGV[4] .. '","id":"' .. ARGV[5]
-                         .. '","version":' .. version .. ',"change":' .. ARGV[2] .. '}')
+                         .. '","version":' .. text .. ',"change":' .. ARGV[2] .. '}')
 return {version, heard}
 """
 

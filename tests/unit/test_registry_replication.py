@@ -200,3 +200,14 @@ def test_a_closure_is_refused_on_a_redis_fleet(workers):
     with pytest.raises(RegistryError, match="cannot reach the other workers"):
         first.add_function(made_tool("rt-closure"))
     assert "rt-closure" not in first.tools and "rt-closure" not in second.tools
+
+
+@pytest.mark.redis
+def test_changes_after_redis_lost_its_data_still_reach_every_worker(workers, redis_server):  # noqa: F811
+    _, first = workers()
+    _, second = workers()
+    first.add_from(made_tool, name="rt-before-loss")
+    redis_server.client().flushdb()  # a Redis without persistence, restarted
+    first.add_from(made_tool, name="rt-after-loss")
+    first.remove("tool", "rt-before-loss")
+    assert list(second.tools) == ["rt-after-loss"]
