@@ -48,15 +48,8 @@ from mcp_server.hub.base import (
     split_event_id,
 )
 from mcp_server.hub.mailbox import Empty, Mailbox
-from mcp_server.hub.redis_scripts import (
-    CONTROL_CHANNEL,
-    REGISTRY_STATE,
-    REGISTRY_VERSION,
-    SCRIPTS,
-    SESSION_INDEX,
-    WORKER_CHANNEL,
-    session_keys,
-)
+from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, SCRIPTS, SESSION_INDEX, WORKER_CHANNEL, session_keys
+from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
 
@@ -73,9 +66,6 @@ LISTEN_DEAD_S = 6.0
 RECONNECT_MIN_S = 0.1
 RECONNECT_MAX_S = 2.0
 REFRESH_BATCH = 500
-# A worker that changed the registry at run time waits this long for every worker to apply the change before it
-# announces list_changed; one that does not answer in time (stopped, or gone) catches up when it resubscribes.
-REGISTRY_ACK_TIMEOUT_S = 5.0
 # get_session refreshes a session's TTL with a script at most this often per worker (a plain GET between),
 # and never less often than a tenth of the TTL; the memory of when is bounded.
 REFRESH_TTL_EVERY_S = 2.0
@@ -233,30 +223,6 @@ class RedisSubscription(QueuedSubscription):
         self.hub.forget(self, detach=True)
 
 
-class Acknowledgments:
-    """The workers that have applied one run-time registry change, and whether all that heard it have."""
-
-    def __init__(self) -> None:
-        self.heard_by: set[str] = set()
-        self.expected: int | None = None
-        self.done = Event()
-
-    def hear(self, worker: str) -> None:
-        """Count one worker's acknowledgment."""
-        self.heard_by.add(worker)
-        self._check()
-
-    def expect(self, count: int) -> None:
-        """Say how many workers heard the change (PUBLISH counts them, this one included)."""
-        self.expected = count
-        self._check()
-
-    def _check(self) -> None:
-        """Set done once every worker that heard the change has acknowledged it."""
-        if self.expected is not None and len(self.heard_by) >= self.expected:
-            self.done.set()
-
-
 class RedisHub(Hub):
     """The hub for many workers and hosts."""
 
@@ -276,9 +242,7 @@ class RedisHub(Hub):
         self._first_attempt = Event()
         self._down_since: float | None = None
         self._ttl_refreshed: dict[str, float] = {}
-        self.registry: Any = None
-        self._acks: dict[str, Acknowledgments] = {}
-        self._registry_loaded = Event()
+        self.registry_sync = RegistrySync(self)
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -302,8 +266,7 @@ class RedisHub(Hub):
         self._refresher = None
         self._listening = False
         self._first_attempt = Event()
-        self._acks = {}
-        self._registry_loaded = Event()
+        self.registry_sync.reset()
         settings = self.settings
         options: dict[str, Any] = {
             "max_connections": settings.redis_pool_size,
@@ -604,7 +567,7 @@ class RedisHub(Hub):
                     connection.read_response()
                 log.info("worker %s subscribed to Redis", self.worker_id)
                 # Subscribed first, so a change made meanwhile is heard too (versions make hearing it twice harmless).
-                self._load_registry()
+                self.registry_sync.load()
                 self._listening = True
                 self._first_attempt.set()
                 backoff = RECONNECT_MIN_S
@@ -657,13 +620,7 @@ class RedisHub(Hub):
         if op == "closed":
             self._end_local(command["session"], "session closed")
             return
-        if op == "registry":
-            self._apply_registry_change(command)
-            return
-        if op == "registry-ack":
-            acks = self._acks.get(command.get("id"))
-            if acks is not None:
-                acks.hear(command["worker"])
+        if self.registry_sync.obey(command):
             return
         if command.get("origin") == self.worker_id:
             return
@@ -672,66 +629,28 @@ class RedisHub(Hub):
         elif op == "cancel":
             self.inflight.cancel(command["session"], command["request"])
 
-    # run-time registry changes
+    # run-time registry changes (mcp_server/hub/registry_sync.py)
     def share_registry(self, registry: Any) -> None:
         """Take this worker's run-time registry changes to every worker of the fleet, and theirs to this one."""
-        self.registry = registry
-        registry.replicator = self.replicate_registry_change
+        self.registry_sync.share(registry)
 
     def prepare(self) -> None:
         """Subscribe and load the fleet's run-time registry changes before serving (bounded; Redis may be down)."""
         self.start()
-        if not self._registry_loaded.wait(self.settings.redis_timeout_s * 2):
+        if not self.registry_sync.loaded.wait(self.settings.redis_timeout_s * 2):
             log.warning("serving before the registry's run-time changes were loaded: Redis did not answer")
 
-    def replicate_registry_change(self, change: dict[str, Any]) -> int:
-        """Record a change in Redis, tell every worker, and wait for each to apply it; return its version."""
-        change_id = secrets.token_hex(8)
-        acks = self._acks[change_id] = Acknowledgments()
-        try:
-            with self._redis():
-                version, heard = self._run(
-                    "registry", [REGISTRY_STATE, REGISTRY_VERSION],
-                    [dumps([change["kind"], change["key"]]), dumps(change), CONTROL_CHANNEL, self.worker_id,
-                     change_id],
-                )
-            acks.expect(int(heard))
-            if not acks.done.wait(REGISTRY_ACK_TIMEOUT_S):
-                log.warning("%s %s of %s: %d of %d workers applied it within %g s; announcing it anyway",
-                            change["action"], change["kind"], change["key"], len(acks.heard_by), heard,
-                            REGISTRY_ACK_TIMEOUT_S)
-            return int(version)
-        finally:
-            self._acks.pop(change_id, None)
+    def store(self) -> Any:
+        """The context that turns Redis failures into HubUnavailable (for the hub's helpers)."""
+        return self._redis()
 
-    def _load_registry(self) -> None:
-        """Apply every run-time registry change the fleet made, oldest first (at start and after reconnecting)."""
-        if self.registry is not None:
-            entries = [loads(raw) for raw in self.client.hgetall(REGISTRY_STATE).values()]
-            for entry in sorted(entries, key=lambda entry: entry["version"]):
-                self._apply_quietly(entry["change"], entry["version"])
-        self._registry_loaded.set()
+    def run_script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the hub's Lua scripts (for the hub's helpers)."""
+        return self._run(name, keys, args)
 
-    def _apply_registry_change(self, command: dict[str, Any]) -> None:
-        """Apply a change another worker made (the one that made it has), then acknowledge it."""
-        if command.get("origin") != self.worker_id and self.registry is not None:
-            self._apply_quietly(command["change"], command["version"])
-        gevent.spawn(self._acknowledge, command["id"])  # the reader must never wait on Redis
-
-    def _apply_quietly(self, change: dict[str, Any], version: int) -> None:
-        """Apply one registry change, logging one that cannot be made here (say, a module this host lacks)."""
-        try:
-            self.registry.apply(change, version)
-        except Exception:
-            log.exception("could not apply the run-time change %s %s %s here", change.get("action"),
-                          change.get("kind"), change.get("key"))
-
-    def _acknowledge(self, change_id: str) -> None:
-        """Tell the worker that made a registry change that this one has it."""
-        try:
-            self._control({"op": "registry-ack", "id": change_id, "worker": self.worker_id})
-        except HubUnavailable:
-            pass  # that worker stops waiting at its timeout
+    def control(self, command: dict[str, Any]) -> int:
+        """Publish a command on the control channel (for the hub's helpers)."""
+        return self._control(command)
 
     # keeping claims fresh
     def _refresh_forever(self) -> None:
