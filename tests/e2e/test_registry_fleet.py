@@ -1,7 +1,8 @@
 """Run-time registry changes on a fleet: 3 workers on a real Redis agree on what a tool list holds.
 
-A tool added at run time is listed and callable on every worker; once removed, in one
-call, it is gone from every worker; a worker started afterwards serves the same list.
+A tool added at run time is listed and callable on every worker (and on another host);
+once removed, in one call, it is gone from every worker; a worker started afterwards
+serves the same list.
 Requests reach each worker in turn through ServerProcess.accepting_only, and every
 answer is counted.
 """
@@ -29,11 +30,16 @@ INVALID_PARAMS = -32602
 
 
 @pytest.fixture(scope="module")
-def fleet(redis_server) -> Iterator[ServerProcess]:  # noqa: F811
-    """gunicorn with three workers on one Redis, with the tool that changes the registry."""
-    env = {"MCP_REDIS_URL": redis_server.url,
-           "MCP_PLUGINS": "tests.e2e.plugins.scale_tools,tests.e2e.plugins.feature_tools"}
-    with ServerProcess(env=env, workers=WORKERS) as server:
+def redis_env(redis_server) -> dict[str, str]:  # noqa: F811
+    """One Redis, and the tools that change the registry and tell which worker ran a call."""
+    return {"MCP_REDIS_URL": redis_server.url,
+            "MCP_PLUGINS": "tests.e2e.plugins.scale_tools,tests.e2e.plugins.feature_tools"}
+
+
+@pytest.fixture(scope="module")
+def fleet(redis_env) -> Iterator[ServerProcess]:
+    """gunicorn with three workers on one Redis."""
+    with ServerProcess(env=redis_env, workers=WORKERS) as server:
         yield server
 
 
@@ -121,3 +127,13 @@ def test_a_worker_started_after_the_change_serves_the_current_registry(fleet, se
     assert kept == {"sent": PER_WORKER, "listed": PER_WORKER, "answered": PER_WORKER, "unknown": 0}
     gone = probe(fleet, session, "rt-gone-before-respawn", [new_pid])
     assert gone == {"sent": PER_WORKER, "listed": 0, "answered": 0, "unknown": PER_WORKER}
+
+
+def test_a_tool_added_on_one_host_is_listed_and_called_on_another(fleet, session, redis_env):
+    with ServerProcess(env=redis_env) as other_host:
+        assert change(session, "add", "rt-other-host") == "added tool rt-other-host"
+        counts = probe(other_host, session, "rt-other-host", other_host.worker_pids())
+        assert counts == {"sent": PER_WORKER, "listed": PER_WORKER, "answered": PER_WORKER, "unknown": 0}
+        assert change(session, "remove", "rt-other-host") == "removed tool rt-other-host: True"
+        counts = probe(other_host, session, "rt-other-host", other_host.worker_pids())
+        assert counts == {"sent": PER_WORKER, "listed": 0, "answered": 0, "unknown": PER_WORKER}
