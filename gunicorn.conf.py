@@ -88,7 +88,10 @@ def on_starting(server):
 
 
 def post_worker_init(worker):
-    """Watch for SIGTERM and close open streams at once instead of waiting out graceful_timeout."""
+    """Load the fleet's run-time registry changes; watch for SIGTERM and close open streams at once."""
+    mcp = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
+    if mcp is not None:
+        mcp.core.hub.prepare()  # before this worker accepts a connection
 
     def close_streams_on_exit():
         while worker.alive:

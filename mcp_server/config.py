@@ -60,7 +60,9 @@ class Settings:
     max_body_bytes: int = 4 * 1024 * 1024
     max_sessions: int = 10000
     queue_max: int = 1000
+    queue_max_bytes: int = 16 * 1024 * 1024
     replay_max: int = 500
+    replay_max_bytes: int = 8 * 1024 * 1024
     page_size: int = 50
     client_request_timeout_s: float = 60.0
     allowed_origins: tuple[str, ...] = LOCALHOST_ORIGINS
@@ -136,8 +138,8 @@ class Settings:
         for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s", "redis_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
-        for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size", "redis_pool_size",
-                     "completion_scan_max"):
+        for name in ("max_body_bytes", "max_sessions", "queue_max", "queue_max_bytes", "replay_max", "replay_max_bytes",
+                     "page_size", "redis_pool_size", "completion_scan_max"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         self.check_security()

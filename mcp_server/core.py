@@ -78,6 +78,7 @@ class McpCore:
         self.stopping_since: float | None = None
         self.hub.on_broadcast = self.deliver_broadcast
         self.registry.on_change(self.announce_list_changed)
+        self.hub.share_registry(self.registry)
         # Set by mcp_server.security when authentication is on; None lets every session use everything.
         self.authorizer: Any = None
         self.session_quota = SessionQuota(self.hub, settings.max_sessions_per_principal)

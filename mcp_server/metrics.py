@@ -50,7 +50,7 @@ class Instruments:
         self.sessions_opened = Counter("mcp_sessions_opened", "Sessions opened, by transport", ["transport"],
                                        registry=registry)
         self.queue_drops = Counter("mcp_stream_queue_drops", "Streams closed because their client read too slowly "
-                                   "(the queue reached MCP_QUEUE_MAX)", registry=registry)
+                                   "(the queue reached MCP_QUEUE_MAX or MCP_QUEUE_MAX_BYTES)", registry=registry)
         # labels() validates and locks on every call; the hot path looks children up in a plain dict instead.
         self._request_children: dict[tuple[str, str, str], Any] = {}
         self._stream_children: dict[str, Any] = {}

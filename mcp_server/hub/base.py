@@ -106,10 +106,25 @@ class Subscription(ABC):
 
 
 class QueuedSubscription(Subscription):
-    """A subscription fed through a Mailbox: the ending and reading both backends share."""
+    """A subscription fed through a Mailbox: the ending, reading and bounds both backends share."""
 
     queue: Mailbox
     reason: str | None = None
+    maxsize: int
+    max_bytes: int
+    # Bytes of JSON waiting in the queue: bounded like the count, since one answer may be megabytes.
+    queued_bytes: int = 0
+
+    def enqueue(self, event: tuple[str, bytes]) -> None:
+        """Queue an event, counting its bytes."""
+        self.queue.put_nowait(event)
+        self.queued_bytes += len(event[1])
+
+    def is_full(self, data: bytes) -> bool:
+        """Whether queueing data would pass the bounds; an empty queue takes one event of any size."""
+        if self.queue.qsize() >= self.maxsize:
+            return True
+        return self.queued_bytes > 0 and self.queued_bytes + len(data) > self.max_bytes
 
     def end(self, reason: str) -> None:
         """Make reads raise StreamClosed with reason, once what is already queued has been read."""
@@ -127,6 +142,7 @@ class QueuedSubscription(Subscription):
             # Put back, so that every later read ends too.
             self.queue.put_nowait(STREAM_END)
             raise StreamClosed(self.reason or "closed")
+        self.queued_bytes -= len(item[1])
         return item
 
 
@@ -263,6 +279,15 @@ class Hub(ABC):
     @abstractmethod
     def cancel(self, session_id: str, request_id: Any) -> None:
         """Cancel a running request on whichever worker runs it."""
+
+    # run-time registry changes
+    def share_registry(self, registry: Any) -> None:
+        """Take this worker's run-time registry changes to every worker (one worker here: nothing to do)."""
+        return None
+
+    def prepare(self) -> None:
+        """Get ready to serve, before a worker accepts its first connection (nothing to do here)."""
+        return None
 
     # operations
     def ready(self) -> bool:

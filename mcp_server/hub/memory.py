@@ -1,7 +1,7 @@
 """The embedded hub: sessions in a dict, mailboxes for delivery, a bounded replay log.
 
 Everything lives in one worker process, which is why more than one worker needs
-the Redis hub. Every structure is bounded: sessions, queue length, replay length.
+the Redis hub. Every structure is bounded: sessions, queue and replay length and bytes.
 """
 
 from __future__ import annotations
@@ -35,26 +35,28 @@ log = logging.getLogger("mcp.hub")
 class MemorySubscription(QueuedSubscription):
     """A stream attached to one session slot."""
 
-    def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None = None) -> None:
+    def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None, max_bytes: int) -> None:
         self.session_id = slot.session.id
         self.slot = slot
         self.stream = stream
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
         self.queue: Mailbox = Mailbox()
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
         self.reason: str | None = None
 
     def offer(self, event: tuple[str, bytes]) -> None:
         """Queue an event; a consumer too slow to keep up is cut off instead of growing memory."""
         if self.reason is not None:
             return
-        if self.queue.qsize() >= self.maxsize:
+        if self.is_full(event[1]):
             log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id)
             instruments().queue_dropped()
             self.end("slow consumer")
             self.cut_connection()
             return
-        self.queue.put_nowait(event)
+        self.enqueue(event)
 
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """Return the next event, None on timeout; raise StreamClosed once ended."""
@@ -81,13 +83,15 @@ class MemorySubscription(QueuedSubscription):
 class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
-    __slots__ = ("session", "replay", "next_event_id", "delivered", "subscriber", "request_subscribers",
-                 "last_seen", "detached_at")
+    __slots__ = ("session", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
+                 "subscriber", "request_subscribers", "last_seen", "detached_at")
 
-    def __init__(self, session: Session, replay_max: int) -> None:
+    def __init__(self, session: Session, replay_max: int, replay_max_bytes: int) -> None:
         self.session = session
         # (event id, JSON, request stream or None for the session's own stream), oldest first.
         self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
+        self.replay_bytes = 0
+        self.replay_max_bytes = replay_max_bytes
         self.next_event_id = 1
         self.delivered = 0
         self.subscriber: MemorySubscription | None = None
@@ -100,6 +104,15 @@ class SessionSlot:
         """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
         self.last_seen = time.monotonic()
         self.detached_at = None
+
+    def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
+        """Append to the replay log, dropping the oldest entries past its length or bytes (never the newest)."""
+        if len(self.replay) == self.replay.maxlen:
+            self.replay_bytes -= len(self.replay[0][1])  # the deque drops it on append
+        self.replay.append((event_id, data, stream))
+        self.replay_bytes += len(data)
+        while self.replay_bytes > self.replay_max_bytes and len(self.replay) > 1:
+            self.replay_bytes -= len(self.replay.popleft()[1])
 
 
 class MemoryHub(Hub):
@@ -115,7 +128,7 @@ class MemoryHub(Hub):
         self.reap()
         if len(self.slots) >= self.settings.max_sessions:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
-        self.slots[session.id] = SessionSlot(session, self.settings.replay_max)
+        self.slots[session.id] = SessionSlot(session, self.settings.replay_max, self.settings.replay_max_bytes)
         self._start_reaper()
 
     def get_session(self, session_id: str) -> Session | None:
@@ -161,7 +174,7 @@ class MemoryHub(Hub):
         event_id = join_event_id(str(slot.next_event_id), stream)
         slot.next_event_id += 1
         data = dumps(message)
-        slot.replay.append((event_id, data, stream))
+        slot.remember(event_id, data, stream)
         subscriber = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
         if subscriber is not None:
             subscriber.offer((event_id, data))
@@ -181,10 +194,10 @@ class MemoryHub(Hub):
                 raise StreamConflict(session_id)
             current.end("replaced by a newer stream")
         after = slot.delivered if last_event_id is None else parse_position(position)
-        subscription = MemorySubscription(slot, self.settings.queue_max, stream)
+        subscription = MemorySubscription(slot, self.settings.queue_max, stream, self.settings.queue_max_bytes)
         for event_id, data, event_stream in slot.replay:
             if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
-                subscription.queue.put_nowait((event_id, data))
+                subscription.enqueue((event_id, data))
         if stream is None:
             slot.subscriber = subscription
             slot.detached_at = None

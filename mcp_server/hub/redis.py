@@ -49,6 +49,7 @@ from mcp_server.hub.base import (
 )
 from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, SCRIPTS, SESSION_INDEX, WORKER_CHANNEL, session_keys
+from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
 
@@ -122,20 +123,23 @@ class CooperativeConnection(redis.Connection):
 class RedisSubscription(QueuedSubscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
-    def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int) -> None:
+    def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
         self.hub = hub
         self.session_id = session_id
         self.stream = stream
         self.owner = hub.worker_id + "|" + secrets.token_hex(8)
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize.
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
         self.queue: Mailbox = Mailbox()
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
         self.reason: str | None = None
         self.last_queued: tuple[int, int] = (0, 0)
         self.delivered: str | None = None
         self.released = False
         # While replay is being read, live events wait here so nothing jumps the queue.
         self.held: list[tuple[str, bytes]] | None = []
+        self.held_bytes = 0
         self.loaded = Event()
 
     @property
@@ -148,24 +152,26 @@ class RedisSubscription(QueuedSubscription):
         if self.reason is not None:
             return
         if self.held is not None:
-            if len(self.held) >= self.maxsize:
+            if len(self.held) >= self.maxsize or (self.held and self.held_bytes + len(data) > self.max_bytes):
                 self.cut_off()
             else:
                 self.held.append((event_id, data))
+                self.held_bytes += len(data)
             return
         order = event_order(event_id)
         if order <= self.last_queued:
             return
-        if self.queue.qsize() >= self.maxsize:
+        if self.is_full(data):
             self.cut_off()
             return
         self.last_queued = order
-        self.queue.put_nowait((event_id, data))
+        self.enqueue((event_id, data))
 
     def hold(self) -> None:
         """Start holding live events back while missed ones are read from the replay log."""
         if self.held is None:
             self.held = []
+            self.held_bytes = 0
 
     def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None, bounded: bool = False) -> None:
         """Queue missed events after floor, then the held live ones.
@@ -175,14 +181,14 @@ class RedisSubscription(QueuedSubscription):
         """
         if floor is not None:
             self.last_queued = max(self.last_queued, event_order(floor))
-        held, self.held = self.held or [], None
+        held, self.held, self.held_bytes = self.held or [], None, 0
         for event_id, data in entries:
             order = event_order(event_id)
             if bounded:
                 self.offer(event_id, data)
             elif order > self.last_queued and self.reason is None:
                 self.last_queued = order
-                self.queue.put_nowait((event_id, data))
+                self.enqueue((event_id, data))
         for event_id, data in held:
             self.offer(event_id, data)
         self.loaded.set()
@@ -196,6 +202,7 @@ class RedisSubscription(QueuedSubscription):
                 self.queue.get_nowait()
             except Empty:
                 break
+        self.queued_bytes = 0
         self.held = None
         self.end("slow consumer")
         self.hub.forget(self, detach=True)
@@ -235,6 +242,7 @@ class RedisHub(Hub):
         self._first_attempt = Event()
         self._down_since: float | None = None
         self._ttl_refreshed: dict[str, float] = {}
+        self.registry_sync = RegistrySync(self)
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -258,6 +266,7 @@ class RedisHub(Hub):
         self._refresher = None
         self._listening = False
         self._first_attempt = Event()
+        self.registry_sync.reset()
         settings = self.settings
         options: dict[str, Any] = {
             "max_connections": settings.redis_pool_size,
@@ -360,7 +369,7 @@ class RedisHub(Hub):
             existed = self._run(
                 "close",
                 [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
-                 SESSION_INDEX],
+                 SESSION_INDEX, keys["replay_sizes"], keys["replay_bytes"]],
                 [session_id, CONTROL_CHANNEL],
             )
         return bool(existed)
@@ -377,8 +386,9 @@ class RedisHub(Hub):
         with self._redis():
             position = self._run(
                 "publish",
-                [keys["session"], keys["replay"], keys["claim"]],
-                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL],
+                [keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"]],
+                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL,
+                 self.settings.replay_max_bytes],
             )
         return None if position is None else join_event_id(position.decode(), stream)
 
@@ -400,7 +410,8 @@ class RedisHub(Hub):
             after = previous.delivered
         else:
             after = ""  # the script reads what the last stream recorded as delivered
-        subscription = RedisSubscription(self, session_id, stream, self.settings.queue_max)
+        subscription = RedisSubscription(self, session_id, stream, self.settings.queue_max,
+                                         self.settings.queue_max_bytes)
         # Registered before the claim, so live events published right after it are held, not lost.
         self.local[subscription.key] = subscription
         keys = session_keys(session_id, stream)
@@ -555,6 +566,8 @@ class RedisHub(Hub):
                 for _ in range(2):
                     connection.read_response()
                 log.info("worker %s subscribed to Redis", self.worker_id)
+                # Subscribed first, so a change made meanwhile is heard too (versions make hearing it twice harmless).
+                self.registry_sync.load()
                 self._listening = True
                 self._first_attempt.set()
                 backoff = RECONNECT_MIN_S
@@ -607,12 +620,37 @@ class RedisHub(Hub):
         if op == "closed":
             self._end_local(command["session"], "session closed")
             return
+        if self.registry_sync.obey(command):
+            return
         if command.get("origin") == self.worker_id:
             return
         if op == "resolve":
             self.pending.resolve(command["session"], command["response"])
         elif op == "cancel":
             self.inflight.cancel(command["session"], command["request"])
+
+    # run-time registry changes (mcp_server/hub/registry_sync.py)
+    def share_registry(self, registry: Any) -> None:
+        """Take this worker's run-time registry changes to every worker of the fleet, and theirs to this one."""
+        self.registry_sync.share(registry)
+
+    def prepare(self) -> None:
+        """Subscribe and load the fleet's run-time registry changes before serving (bounded; Redis may be down)."""
+        self.start()
+        if not self.registry_sync.loaded.wait(self.settings.redis_timeout_s * 2):
+            log.warning("serving before the registry's run-time changes were loaded: Redis did not answer")
+
+    def store(self) -> Any:
+        """The context that turns Redis failures into HubUnavailable (for the hub's helpers)."""
+        return self._redis()
+
+    def run_script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the hub's Lua scripts (for the hub's helpers)."""
+        return self._run(name, keys, args)
+
+    def control(self, command: dict[str, Any]) -> int:
+        """Publish a command on the control channel (for the hub's helpers)."""
+        return self._control(command)
 
     # keeping claims fresh
     def _refresh_forever(self) -> None:

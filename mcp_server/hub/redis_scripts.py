@@ -19,6 +19,9 @@ __all__ = [
     "GET_SCRIPT",
     "PUBLISH_SCRIPT",
     "REFRESH_SCRIPT",
+    "REGISTRY_SCRIPT",
+    "REGISTRY_STATE",
+    "REGISTRY_VERSION",
     "SCRIPTS",
     "SESSION_INDEX",
     "WORKER_CHANNEL",
@@ -29,6 +32,9 @@ PREFIX = "mcp:"
 CONTROL_CHANNEL = PREFIX + "control"
 WORKER_CHANNEL = PREFIX + "worker:"
 SESSION_INDEX = PREFIX + "sessions"
+# Run-time registry changes: the latest of each (kind, key) by its JSON [kind, key], and the last version given.
+REGISTRY_STATE = PREFIX + "registry"
+REGISTRY_VERSION = PREFIX + "registry:version"
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
 NOW_MS = """
@@ -62,19 +68,62 @@ redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return data
 """
 
-# KEYS: session, replay, claim. ARGV: message json, replay max, session id, request stream ('' for the
-# session's own), worker channel prefix.
-# Append and route in one atomic step, so every worker sees one order of events per session.
-PUBLISH_SCRIPT = """
+# Rebuilds a replay log's bookkeeping (the size of each entry, oldest first, and their sum) from the log itself,
+# for when it expired or was deleted apart from the log; returns the sum.
+REBUILD_SIZES = """
+local function rebuild_sizes(replay, sizes, total)
+  redis.call('DEL', sizes)
+  local bytes = 0
+  for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do
+    local fields = entry[2]
+    for i = 1, #fields, 2 do
+      if fields[i] == 'd' then
+        local size = string.len(fields[i + 1])
+        redis.call('RPUSH', sizes, size)
+        bytes = bytes + size
+      end
+    end
+  end
+  redis.call('SET', total, bytes)
+  return bytes
+end
+"""
+
+# KEYS: session, replay, claim, replay sizes, replay bytes. ARGV: message json, replay max, session id, request
+# stream ('' for the session's own), worker channel prefix, replay max bytes.
+# Append and route in one atomic step, so every worker sees one order of events per session. The log is trimmed
+# from its oldest entries past MCP_REPLAY_MAX entries or MCP_REPLAY_MAX_BYTES bytes; the newest always stays.
+PUBLISH_SCRIPT = REBUILD_SIZES + """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return false end
+local kept = redis.call('XLEN', KEYS[2]) + 1
 local id
 if ARGV[4] == '' then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1])
+  id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1])
 else
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', 'd', ARGV[1], 's', ARGV[4])
+  id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 's', ARGV[4])
 end
-if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+local bytes
+if redis.call('LLEN', KEYS[4]) == kept - 1 and redis.call('EXISTS', KEYS[5]) == 1 then
+  redis.call('RPUSH', KEYS[4], string.len(ARGV[1]))
+  bytes = redis.call('INCRBY', KEYS[5], string.len(ARGV[1]))
+else
+  bytes = rebuild_sizes(KEYS[2], KEYS[4], KEYS[5])
+end
+local dropped, freed = 0, 0
+while kept - dropped > 1 and (kept - dropped > tonumber(ARGV[2]) or bytes - freed > tonumber(ARGV[6])) do
+  freed = freed + tonumber(redis.call('LPOP', KEYS[4]))
+  dropped = dropped + 1
+end
+if dropped > 0 then
+  redis.call('XTRIM', KEYS[2], 'MAXLEN', kept - dropped)
+  redis.call('DECRBY', KEYS[5], freed)
+end
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[4], ttl)
+  redis.call('PEXPIRE', KEYS[5], ttl)
+end
 local owner = redis.call('GET', KEYS[3])
 if owner then
   local worker = string.match(owner, '^([^|]*)|')
@@ -167,14 +216,30 @@ end
 return 1
 """
 
-# KEYS: session, replay, delivered, claim, detached, index. ARGV: session id, control channel.
+# KEYS: session, replay, delivered, claim, detached, index, replay sizes, replay bytes. ARGV: session id,
+# control channel.
 # Every worker hears that the session closed and ends its streams (the session's own and request streams).
 CLOSE_SCRIPT = """
 local existed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7], KEYS[8])
 redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
 return existed
+"""
+
+# KEYS: registry state, registry version. ARGV: field ([kind, key] as JSON), change JSON, control channel,
+# origin worker, change id.
+# Record a run-time registry change and tell every worker in one step, so versions are heard in the order given.
+# A version is at least Redis's clock in milliseconds, so versions keep growing after a Redis that lost its data.
+# Returns {version, how many workers heard it}.
+REGISTRY_SCRIPT = NOW_MS + """
+local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, redis_now_ms())
+redis.call('SET', KEYS[2], string.format('%.0f', version))
+local text = string.format('%.0f', version)
+redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. text .. ',"change":' .. ARGV[2] .. '}')
+local heard = redis.call('PUBLISH', ARGV[3], '{"op":"registry","origin":"' .. ARGV[4] .. '","id":"' .. ARGV[5]
+                         .. '","version":' .. text .. ',"change":' .. ARGV[2] .. '}')
+return {version, heard}
 """
 
 # KEYS: index.
@@ -191,6 +256,8 @@ def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
     return {
         "session": base,
         "replay": base + ":replay",
+        "replay_sizes": base + ":replay:sizes",
+        "replay_bytes": base + ":replay:bytes",
         "claim": base + ":stream" + ("" if stream is None else ":" + stream),
         "delivered": base + ":delivered",
         "detached": base + ":detached",
@@ -206,4 +273,5 @@ SCRIPTS = {
     "refresh": REFRESH_SCRIPT,
     "close": CLOSE_SCRIPT,
     "count": COUNT_SCRIPT,
+    "registry": REGISTRY_SCRIPT,
 }

@@ -106,8 +106,11 @@ def change_registry(kind: str, action: str, ctx, name: str = "rt-tool") -> str:
     key = {"tool": name, "resource": RUNTIME_RESOURCE, "prompt": RUNTIME_PROMPT}[kind]
     if action == "remove":
         return f"removed {kind} {key}: {ctx.registry.remove(kind, key)}"
-    build = {"tool": lambda: runtime_tool(name), "resource": runtime_resource, "prompt": runtime_prompt}[kind]
-    ctx.registry.add_function(build())
+    # By factory and JSON arguments, so that on a fleet every worker builds the same function.
+    if kind == "tool":
+        ctx.registry.add_from(runtime_tool, name=name)
+    else:
+        ctx.registry.add_from({"resource": runtime_resource, "prompt": runtime_prompt}[kind])
     return f"added {kind} {key}"
 
 

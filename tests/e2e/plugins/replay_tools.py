@@ -1,0 +1,33 @@
+"""A tool the replay-bound tests drive: what a session's replay log holds, read from whichever hub runs.
+
+Loaded with MCP_PLUGINS=tests.e2e.plugins.replay_tools. It reads the hub's own store (the memory
+hub's slots, or the session's Redis Stream), so a test sees what is really kept, not a counter.
+"""
+
+from __future__ import annotations
+
+from mcp_server.encoding import loads
+from mcp_server.hub.redis_scripts import session_keys
+from mcp_tools import tool
+
+
+def replay_entries(hub, session_id: str) -> list[bytes]:
+    """The JSON of every entry the session's replay log keeps, oldest first."""
+    slots = getattr(hub, "slots", None)
+    if slots is not None:
+        slot = slots.get(session_id)
+        return [] if slot is None else [data for _, data, _ in slot.replay]
+    return [fields[b"d"] for _, fields in hub.client.xrange(session_keys(session_id)["replay"])]
+
+
+@tool(input_schema={
+    "type": "object",
+    "properties": {"session": {"type": "string", "pattern": "^[0-9a-f]{32}$",
+                               "description": "The session whose replay log to read."}},
+    "required": ["session"],
+    "additionalProperties": False,
+})
+def replay_kept(session: str, ctx) -> dict:
+    """Report the ids of the answers a session's replay log keeps, and the bytes of JSON it holds."""
+    entries = replay_entries(ctx.core.hub, session)
+    return {"ids": [loads(data).get("id") for data in entries], "bytes": sum(len(data) for data in entries)}

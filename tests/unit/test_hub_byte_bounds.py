@@ -1,0 +1,192 @@
+"""Replay logs and stream queues are bounded in bytes as well as in messages, on both hubs.
+
+MCP_REPLAY_MAX_BYTES drops a session's oldest replay entries (never the newest);
+MCP_QUEUE_MAX_BYTES cuts off a live stream whose client lets that much pile up,
+as MCP_QUEUE_MAX does for a count.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gevent
+import pytest
+
+from mcp_server.config import Settings
+from mcp_server.encoding import dumps
+from mcp_server.hub import Hub, StreamClosed
+from mcp_server.hub.memory import MemoryHub
+from mcp_server.hub.redis import RedisHub, session_keys
+from mcp_server.session import Session
+from tests.redis_server import redis_server  # noqa: F401  (fixture)
+
+BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis)]
+KIB = 1024
+
+
+@pytest.fixture(params=BACKENDS)
+def make_hub(request) -> Iterator[Any]:
+    """Build hubs of one backend with MCP_* overrides; the Redis ones share an emptied redis-server."""
+    made: list[Hub] = []
+    url = ""
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        server.client().flushdb()
+        url = server.url
+
+    def build(**overrides: Any) -> Hub:
+        config = {"MCP_REDIS_URL": url, **{key: str(value) for key, value in overrides.items()}}
+        settings = Settings.from_mapping(config)
+        hub: Hub = RedisHub(settings) if url else MemoryHub(settings)
+        made.append(hub)
+        return hub
+
+    yield build
+    for hub in made:
+        hub.shutdown()
+        if isinstance(hub, RedisHub):
+            hub.stop()
+
+
+def big_message(n: int, size: int) -> dict[str, Any]:
+    """A notification numbered n whose JSON is about size bytes."""
+    return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n, "data": "x" * size}}
+
+
+def replayed(hub: Hub, session_id: str) -> list[tuple[str, bytes]]:
+    """Everything a new stream of the session gets from the replay log."""
+    subscription = hub.subscribe(session_id, "0")
+    events = []
+    try:
+        for _ in range(1000):
+            item = subscription.get(0.2)
+            if item is None:
+                break
+            events.append(item)
+    finally:
+        subscription.close()
+    return events
+
+
+def numbers(events: list[tuple[str, bytes]]) -> list[int]:
+    """The n of each event."""
+    return [json.loads(data)["params"]["n"] for _, data in events]
+
+
+def test_replay_keeps_the_newest_events_within_replay_max_bytes(make_hub):
+    hub = make_hub(MCP_REPLAY_MAX_BYTES=50 * KIB)
+    session = Session()
+    hub.create_session(session)
+    for n in range(40):
+        hub.publish(session.id, big_message(n, 10 * KIB))
+    events = replayed(hub, session.id)
+    kept = sum(len(data) for _, data in events)
+    assert kept <= 50 * KIB
+    # Oldest first out: what is left is the newest ones, in order, as many as fit.
+    assert numbers(events) == list(range(40 - len(events), 40))
+    assert len(events) == 4
+
+
+def test_a_message_larger_than_the_replay_bound_is_still_kept_alone(make_hub):
+    hub = make_hub(MCP_REPLAY_MAX_BYTES=4 * KIB)
+    session = Session()
+    hub.create_session(session)
+    for n in range(5):
+        hub.publish(session.id, big_message(n, KIB))
+    hub.publish(session.id, big_message(5, 20 * KIB))
+    assert numbers(replayed(hub, session.id)) == [5]
+
+
+def test_replay_count_and_byte_bounds_both_hold(make_hub):
+    hub = make_hub(MCP_REPLAY_MAX=3, MCP_REPLAY_MAX_BYTES=1024 * KIB)
+    session = Session()
+    hub.create_session(session)
+    for n in range(50):
+        hub.publish(session.id, big_message(n, 100))
+    assert numbers(replayed(hub, session.id)) == [47, 48, 49]
+
+
+def test_live_stream_past_queue_max_bytes_is_cut_off_as_a_slow_consumer(make_hub):
+    hub = make_hub(MCP_QUEUE_MAX_BYTES=30 * KIB)
+    session = Session()
+    hub.create_session(session)
+    subscription = hub.subscribe(session.id)
+    for n in range(10):
+        hub.publish(session.id, big_message(n, 10 * KIB))
+    gevent.sleep(0.3)  # let live delivery reach the stream's queue
+    received = 0
+    with pytest.raises(StreamClosed) as closed:
+        for _ in range(20):
+            if subscription.get(2.0) is not None:
+                received += 1
+    assert closed.value.reason == "slow consumer"
+    assert received <= 3
+    subscription.close()
+
+
+def test_an_empty_queue_takes_one_message_larger_than_its_byte_bound(make_hub):
+    hub = make_hub(MCP_QUEUE_MAX_BYTES=4 * KIB)
+    session = Session()
+    hub.create_session(session)
+    subscription = hub.subscribe(session.id)
+    try:
+        for n in range(3):
+            hub.publish(session.id, big_message(n, 20 * KIB))
+            item = subscription.get(5.0)
+            assert item is not None and json.loads(item[1])["params"]["n"] == n
+    finally:
+        subscription.close()
+
+
+@pytest.mark.redis
+def test_redis_replay_stream_stays_under_its_byte_bound_in_redis(redis_server):  # noqa: F811
+    redis_server.client().flushdb()
+    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 256 * KIB}))
+    try:
+        session = Session()
+        hub.create_session(session)
+        for n in range(60):
+            hub.publish(session.id, big_message(n, 64 * KIB))
+        keys = session_keys(session.id)
+        client = redis_server.client()
+        assert client.xlen(keys["replay"]) == 3
+        assert int(client.get(keys["replay_bytes"])) == 3 * len(dumps(big_message(59, 64 * KIB)))
+        assert client.memory_usage(keys["replay"], samples=0) < 512 * KIB
+    finally:
+        hub.stop()
+
+
+@pytest.mark.redis
+def test_redis_byte_bookkeeping_rebuilds_itself_when_it_vanished(redis_server):  # noqa: F811
+    redis_server.client().flushdb()
+    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 40 * KIB}))
+    try:
+        session = Session()
+        hub.create_session(session)
+        for n in range(3):
+            hub.publish(session.id, big_message(n, 10 * KIB))
+        keys = session_keys(session.id)
+        client = redis_server.client()
+        client.delete(keys["replay_sizes"], keys["replay_bytes"])  # as if they had expired before the log
+        for n in range(3, 20):
+            hub.publish(session.id, big_message(n, 10 * KIB))
+        assert numbers(replayed(hub, session.id)) == [17, 18, 19]
+        assert client.llen(keys["replay_sizes"]) == 3
+    finally:
+        hub.stop()
+
+
+def test_memory_replay_byte_count_matches_what_it_holds():
+    hub = MemoryHub(Settings.from_mapping({"MCP_REPLAY_MAX": 7, "MCP_REPLAY_MAX_BYTES": 30 * KIB}))
+    session = Session()
+    hub.create_session(session)
+    deadline = time.monotonic() + 5
+    for n in range(200):
+        hub.publish(session.id, big_message(n, (n % 9) * KIB))
+        slot = hub.slots[session.id]
+        assert slot.replay_bytes == sum(len(data) for _, data, _ in slot.replay)
+        assert slot.replay_bytes <= 30 * KIB or len(slot.replay) == 1
+        assert time.monotonic() < deadline
