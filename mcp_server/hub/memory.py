@@ -49,7 +49,7 @@ class MemorySubscription(QueuedSubscription):
         if self.reason is not None:
             return
         if self.queue.qsize() >= self.maxsize:
-            log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id)
+            log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
             instruments().queue_dropped()
             self.end("slow consumer")
             self.cut_connection()
