@@ -52,17 +52,29 @@ def test_both_formats_cut_session_ids_in_messages_and_tracebacks():
         assert SESSION_ID not in line and "01234567..." in line
 
 
-def test_configure_logging_sends_greenlet_failures_to_the_mcp_logger(caplog):
+class Collector(logging.Handler):
+    """Keep the records it handles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the record."""
+        self.records.append(record)
+
+
+def test_configure_logging_sends_greenlet_failures_to_the_mcp_logger():
     configure_logging("INFO", "text")
     assert gevent.get_hub().print_exception is log_greenlet_failure
-    logger = logging.getLogger("mcp")
-    logger.propagate = True  # so caplog sees it
+    collector = Collector()
+    logger = logging.getLogger("mcp.greenlet")
+    logger.addHandler(collector)
     try:
-        with caplog.at_level(logging.ERROR, logger="mcp.greenlet"):
-            gevent.spawn(lambda session_id: 1 / 0, SESSION_ID).join(5)
+        gevent.spawn(lambda session_id: 1 / 0, SESSION_ID).join(5)
     finally:
-        logger.propagate = False
-    [entry] = [r for r in caplog.records if r.name == "mcp.greenlet"]
+        logger.removeHandler(collector)
+    [entry] = collector.records
     assert "failed with ZeroDivisionError" in entry.getMessage()
     assert SESSION_ID not in entry.getMessage()
     assert entry.exc_info[0] is ZeroDivisionError
