@@ -65,13 +65,14 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
 
     Neither a binding failure nor an exception's text reaches the client: both would be Python's words.
     """
-    context_name, *parameters = inspect.signature(handler).parameters.values()
+    context, *parameters = inspect.signature(handler).parameters.values()
+    context_name = context.name
     required = [p.name for p in parameters
                 if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD]
 
     @functools.wraps(handler)
     def wrapper(ctx: RequestContext, /, **params: Any) -> Any:
-        problem = params_problem(ctx, context_name.name, required, params)
+        problem = params_problem(ctx, context_name, required, params)
         if problem is not None:
             raise RpcError(INVALID_PARAMS, problem)
         try:
