@@ -3,9 +3,9 @@
 The key is the authenticated principal, or the client address when authentication
 is off, so one client cannot starve the others. The limit counts messages: every
 request costs one, and a batch one per message it carries (the rest are charged
-once the body is read, and given back when the batch is refused). A breach answers
-429 with Retry-After and a JSON-RPC error body. When Redis is unreachable the
-limiter falls back to per-worker memory rather than refusing every request.
+once the body is read; a batch refused for being over costs nothing). A breach
+answers 429 with Retry-After and a JSON-RPC error body. When Redis is unreachable
+the limiter falls back to per-worker memory rather than refusing every request.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def render_rate_limited(exc: RateLimitExceeded) -> Response:
 
 
 def charge_batch(messages: int) -> None:
-    """Charge a batch's messages beyond the first (the request paid for that one); 429, charging none, if over."""
+    """Charge a batch's messages beyond the first (the request paid for that one); 429, costing nothing, if over."""
     limiter: Limiter = current_app.extensions[EXTENSION_KEY]
     over = charge_extra(limiter, messages - 1)
     if over is not None:
@@ -100,15 +100,16 @@ def charge_batch(messages: int) -> None:
 
 
 def charge_extra(limiter: Limiter, extra: int) -> Any:
-    """Charge extra to every limit this request counted against; if one is over, give all back and return it."""
+    """Charge extra to every limit this request counted against; if one is over, give everything back and return it."""
     charged = []
     try:
         for current in limiter.current_limits:
             # Counted first and given back when over, so that two batches at once never both get through.
             charged.append(current)
             if not limiter.limiter.hit(current.limit, *current.request_args, cost=extra):
-                for limit in charged:
-                    limiter.limiter.storage.incr(limit.key, limit.limit.get_expiry(), amount=-extra)
+                for limit in limiter.current_limits:
+                    refund = 1 + (extra if limit in charged else 0)  # the request's own one, and the extra
+                    limiter.limiter.storage.incr(limit.key, limit.limit.get_expiry(), amount=-refund)
                 return current
     except Exception as failure:  # the store failed: let the batch through, as flask-limiter does
         log.warning("could not charge a batch to the rate limit: %s", type(failure).__name__)

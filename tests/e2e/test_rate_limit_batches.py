@@ -24,27 +24,27 @@ def spend_the_allowance(server: ServerProcess) -> None:
     """Send batches until the limit refuses one; count exactly what passed and what was refused."""
     with client() as http:
         session = StreamableSession(http, server.url, VERSION)
-        # A batch larger than the whole limit can never pass, and says so; it costs its request (3 spent).
+        # A batch larger than the whole limit can never pass, and says so; refused, it costs nothing (2 spent).
         never = session.post([request("ping") for _ in range(RATE + 1)], accept="application/json")
         assert never.status_code == 429 and "smaller batches" in never.json()["error"]["message"]
-        # 3 + 6 + 6 = 15 of 20: each batch of 6 passes, whole.
+        # 2 + 6 + 6 = 14 of 20: each batch of 6 passes, whole.
         answered = []
         for start in (0, 6):
             response = session.post(server_batch(start, 6), accept="application/json")
             assert response.status_code == 200, response.text
             answered += [int(answer["result"]["content"][0]["text"]) for answer in response.json()]
-        # 6 more would make 21: refused whole, with the JSON-RPC error, and none of it runs.
-        refused = session.post(server_batch(12, 6), accept="application/json")
+        # 7 more would make 21: refused whole, with the JSON-RPC error, and none of it runs.
+        refused = session.post(server_batch(12, 7), accept="application/json")
         assert refused.status_code == 429, refused.text
         error = refused.json()["error"]
-        assert error["code"] == -32600 and "MCP_RATE_LIMIT" in error["message"] and "batch of 6" in error["message"]
+        assert error["code"] == -32600 and "MCP_RATE_LIMIT" in error["message"] and "batch of 7" in error["message"]
         assert int(refused.headers["Retry-After"]) == error["data"]["retryAfter"] >= 1
-        # The refused batch cost its request (one) and nothing more: 16 spent, so 4 more messages fit exactly.
-        last = session.post(server_batch(12, 3) + [notification("notifications/progress", {})],
+        # Exactly 6 are left: 5 calls and a notification pass, and then not one message more.
+        last = session.post(server_batch(12, 5) + [notification("notifications/progress", {})],
                             accept="application/json")
         assert last.status_code == 200, last.text
         answered += [int(answer["result"]["content"][0]["text"]) for answer in last.json()]
-        assert sorted(answered) == list(range(15))
+        assert sorted(answered) == list(range(17))
         assert session.post(request("ping"), accept="application/json").status_code == 429
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
-def test_a_batch_costs_one_per_message_and_a_refused_one_costs_only_its_request():
+def test_a_batch_costs_one_per_message_and_a_refused_one_costs_nothing():
     from app import create_app
 
     client = create_app({"MCP_RATE_LIMIT": "5/minute"}).test_client()
@@ -15,7 +15,7 @@ def test_a_batch_costs_one_per_message_and_a_refused_one_costs_only_its_request(
     assert refused.status_code == 429
     assert "batch of 3" in refused.get_json()["error"]["message"]
     assert int(refused.headers["Retry-After"]) == refused.get_json()["error"]["data"]["retryAfter"]
-    assert client.post("/mcp", json=PING).status_code == 400  # 5 of 5: the refused batch cost one
+    assert client.post("/mcp", json=[PING, PING]).status_code == 400  # 5 of 5: the refused batch cost nothing
     assert client.post("/mcp", json=PING).status_code == 429
 
 
