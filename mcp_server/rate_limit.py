@@ -119,8 +119,11 @@ def charge_extra(limiter: Limiter, extra: int) -> Any:
 def batch_over_limit(limiter: Limiter, current: Any, messages: int) -> HttpProblem:
     """The 429 for a batch with more messages than the limit has left."""
     log.info("rate limit exceeded by %s with a batch of %d", loggable(rate_limit_key()), messages)
-    window = limiter.limiter.get_window_stats(current.limit, *current.request_args)
-    retry_after = seconds_to_retry(window.reset_time, current.limit.get_expiry())
+    try:
+        window = limiter.limiter.get_window_stats(current.limit, *current.request_args)
+        retry_after = seconds_to_retry(window.reset_time, current.limit.get_expiry())
+    except Exception:  # the store failed after the refund: a whole window is a safe answer
+        retry_after = current.limit.get_expiry()
     if messages > current.limit.amount:
         return rate_limited(retry_after, f"send smaller batches: one of {messages} messages never fits the limit of")
     return rate_limited(retry_after, f"a batch of {messages} messages is more than what is left of the limit of")
