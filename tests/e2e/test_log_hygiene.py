@@ -31,6 +31,8 @@ def test_a_newline_in_the_path_and_nul_bytes_anywhere_are_escaped_in_the_text_lo
     with ServerProcess(env=env) as server, client() as http:
         forged = f"GET /mcp%0a{FORGED.replace(' ', '%20')} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         assert exchange(server.port, forged.encode()).status == 404
+        nul_path = b"GET /mcp%00nul HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        assert exchange(server.port, nul_path).status in (400, 404)
         session = StreamableSession(http, server.url)
         session.call(request("resources/read", {"uri": f"file://{tmp_path}/note\u0000.txt"}))
         session.call(request("no\u0000such/method"))
