@@ -23,7 +23,8 @@ except ConfigError as refusal:
 
 bind = [settings.bind]
 workers = settings.workers
-worker_class = "gevent"
+# gunicorn's gevent worker, answering the malformed HTTP that gunicorn refuses itself as JSON (mcp_server/worker.py).
+worker_class = "mcp_server.worker.McpWorker"
 # Every open SSE stream holds one connection for its whole life.
 worker_connections = settings.worker_connections
 # Streams are long-lived; the worker heartbeat, not the request, is what timeout watches.

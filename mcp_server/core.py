@@ -29,6 +29,7 @@ from mcp_server.errors import (
 )
 from mcp_server.hub import Hub, HubUnavailable, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
+from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
@@ -44,9 +45,6 @@ ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
 UNCANCELLABLE = frozenset({"initialize"})
 
-# Client-chosen values (method names, ids) are cut to this length in log lines.
-MAX_LOGGED_CHARS = 120
-
 Send = Callable[[dict[str, Any]], Any]
 
 
@@ -58,14 +56,6 @@ def identity(value: Any) -> Any:
 def accept_valid(value: Any) -> Any:
     """messages.classify has validated the envelope, so jsonrpcserver need not again."""
     return value
-
-
-def loggable(value: Any) -> str:
-    """Render a client-chosen value for a log line: short, on one line, control characters escaped."""
-    text = value if isinstance(value, str) else repr(value)
-    if not text.isprintable():
-        text = text.encode("unicode_escape").decode("ascii")
-    return text if len(text) <= MAX_LOGGED_CHARS else text[:MAX_LOGGED_CHARS] + "..."
 
 
 class McpCore:
@@ -81,6 +71,8 @@ class McpCore:
         self.hub.share_registry(self.registry)
         # Set by mcp_server.security when authentication is on; None lets every session use everything.
         self.authorizer: Any = None
+        # Set by mcp_server.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
+        self.charge_batch: Callable[[int], None] | None = None
         self.session_quota = SessionQuota(self.hub, settings.max_sessions_per_principal)
         self.call_slots = CallSlots(settings.max_concurrent_calls)
 
@@ -224,7 +216,8 @@ class McpCore:
             return
         if not message.method.startswith("notifications/"):
             # A request method without an id would run unanswered, uncancellable and past the initialize gate.
-            log.debug("ignored notification for request method %s in session %s", message.method, session.id[:8])
+            log.debug("ignored notification for request method %s in session %s", loggable(message.method),
+                      session.id[:8])
             return
         ctx = RequestContext(self, session, send, None, message.method, message.meta)
         dispatch_to_response(
@@ -238,7 +231,7 @@ class McpCore:
     def handle_response(self, session: Session, message: Message) -> None:
         """Route a client's answer to the tool that is waiting for it."""
         if not self.hub.resolve(session.id, message.raw):
-            log.debug("no waiter for client response %r in session %s", message.id, session.id)
+            log.debug("no waiter for client response %s in session %s", loggable(message.id), session.id[:8])
 
     def polish(self, response: Any, method: str | None) -> Any:
         """Say which method was not found, rather than jsonrpcserver's bare message."""

@@ -8,8 +8,8 @@ from typing import Any
 
 from flask import Response
 
-from mcp_server.core import loggable
 from mcp_server.errors import INTERNAL_ERROR, new_correlation_id
+from mcp_server.logs import loggable
 from mcp_server.posts import legacy_session_param, query_of
 from mcp_server.responses import json_response
 
@@ -21,8 +21,8 @@ log = logging.getLogger("mcp.http")
 def unexpected_error_response(environ: Mapping[str, Any]) -> Response:
     """Log the exception being handled with a correlation id; answer 500 naming only the id."""
     correlation_id = new_correlation_id()
-    log.exception("unhandled error on %s %s (correlation id %s)", environ.get("REQUEST_METHOD"),
-                  environ.get("PATH_INFO"), correlation_id)
+    log.exception("unhandled error on %s %s (correlation id %s)", loggable(environ.get("REQUEST_METHOD")),
+                  loggable(environ.get("PATH_INFO")), correlation_id)
     return json_response(
         {"jsonrpc": "2.0", "id": None,
          "error": {"code": INTERNAL_ERROR, "message": "Internal error", "data": {"correlationId": correlation_id}}},
@@ -35,5 +35,5 @@ def log_refusal(environ: Mapping[str, Any], status: int) -> None:
     if status < 400:
         return
     session = environ.get("HTTP_MCP_SESSION_ID") or legacy_session_param(query_of(environ)) or "-"
-    log.info("http method=%s path=%s session=%s status=%d", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"),
-             loggable(session[:8]), status)
+    log.info("http method=%s path=%s session=%s status=%d", loggable(environ.get("REQUEST_METHOD")),
+             loggable(environ.get("PATH_INFO")), loggable(session[:8]), status)

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from flask import Response
+from gunicorn.http.errors import NoMoreData, ParseException
 
 from mcp_server import sse, streamable
 from mcp_server.core import McpCore
@@ -85,7 +86,13 @@ def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
     declared = environ.get("CONTENT_LENGTH")
     if declared and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
-    data = environ["wsgi.input"].read(limit + 1)
+    try:
+        data = environ["wsgi.input"].read(limit + 1)
+    except (ParseException, NoMoreData):
+        # gunicorn raises these from the read when a chunked body is malformed or ends early.
+        raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
+                          "Malformed request body: bad chunked encoding or a body cut short; "
+                          "send it with Content-Length or as valid chunks") from None
     if len(data) > limit:
         raise too_large(limit)
     try:
@@ -97,6 +104,14 @@ def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
         check_body(body, data, core.settings)
     except BodyLimitExceeded as exceeded:
         raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
+    return body
+
+
+def read_messages(core: McpCore, environ: Mapping[str, Any]) -> Body:
+    """Read the body, then charge a batch to the rate limit by its messages (the request counted as one)."""
+    body = read_body(core, environ)
+    if body.is_batch and len(body.messages) > 1 and core.charge_batch is not None:
+        core.charge_batch(len(body.messages))
     return body
 
 
@@ -121,7 +136,7 @@ def legacy_post(core: McpCore, environ: Mapping[str, Any], session_id: str | Non
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)")
     session = lookup_session(core, session_id, SSE, principal)
-    return sse.post_message(core, session, read_body(core, environ))
+    return sse.post_message(core, session, read_messages(core, environ))
 
 
 def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | None) -> Response:
@@ -130,7 +145,7 @@ def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | 
     if not (accepted.json or accepted.sse):
         raise HttpProblem(HTTP_406_NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the Accept header must allow application/json or text/event-stream")
-    body = read_body(core, environ)
+    body = read_messages(core, environ)
     session_id = environ.get("HTTP_MCP_SESSION_ID")
     if streamable.is_initialize(body) and session_id is None:
         try:

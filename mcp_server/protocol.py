@@ -36,13 +36,46 @@ log = logging.getLogger("mcp.protocol")
 MAX_SUBSCRIPTIONS = 1000
 
 
+# What jsonrpcserver binds params against: anything goes, so that guarded checks them and says what is wrong.
+ANY_PARAMS = inspect.Signature([
+    inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY),
+    inspect.Parameter("params", inspect.Parameter.VAR_KEYWORD),
+])
+
+
+def quoted_names(names: list[str]) -> str:
+    """'a', or 'a' and 'b', or 'a', 'b' and 'c'."""
+    quoted = [f"'{name}'" for name in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def params_problem(ctx: RequestContext, context_name: str, required: list[str], params: dict[str, Any]) -> str | None:
+    """What is wrong with a request's params for a handler, in the protocol's words; None when they fit."""
+    if context_name in params:
+        return f"Invalid params: '{context_name}' is not a parameter of {ctx.method}"
+    missing = [name for name in required if name not in params]
+    if missing:
+        return f"Invalid params: {quoted_names(missing)} {'is' if len(missing) == 1 else 'are'} required"
+    return None
+
+
 def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn any unexpected exception into -32603 with a correlation id, never its text."""
+    """Check params against the handler's signature, and turn any unexpected exception into -32603 with an id.
+
+    Neither a binding failure nor an exception's text reaches the client: both would be Python's words.
+    """
+    context, *parameters = inspect.signature(handler).parameters.values()
+    context_name = context.name
+    required = [p.name for p in parameters
+                if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD]
 
     @functools.wraps(handler)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(ctx: RequestContext, /, **params: Any) -> Any:
+        problem = params_problem(ctx, context_name, required, params)
+        if problem is not None:
+            raise RpcError(INVALID_PARAMS, problem)
         try:
-            return handler(*args, **kwargs)
+            return handler(ctx, **params)
         except JsonRpcError:
             raise
         except Exception:
@@ -50,8 +83,8 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)
             raise RpcError(INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}) from None
 
-    # jsonrpcserver asks for the signature on every call; computed once here instead of unwrapped each time.
-    wrapper.__signature__ = inspect.signature(handler)  # type: ignore[attr-defined]
+    # jsonrpcserver asks for the signature on every call; set here instead of unwrapped to the handler's each time.
+    wrapper.__signature__ = ANY_PARAMS  # type: ignore[attr-defined]
     return wrapper
 
 

@@ -1,9 +1,11 @@
 """Requests per principal on the MCP routes, with flask-limiter: Redis when MCP_REDIS_URL is set, else memory.
 
 The key is the authenticated principal, or the client address when authentication
-is off, so one client cannot starve the others. A breach answers 429 with
-Retry-After and a JSON-RPC error body. When Redis is unreachable the limiter
-falls back to per-worker memory rather than refusing every request.
+is off, so one client cannot starve the others. The limit counts messages: every
+request costs one, and a batch one per message it carries (the rest are charged
+once the body is read; a batch refused for being over costs nothing). A breach
+answers 429 with Retry-After and a JSON-RPC error body. When Redis is unreachable
+the limiter falls back to per-worker memory rather than refusing every request.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from flask import Flask, Response, current_app, g, request
 from flask_limiter import Limiter, RateLimitExceeded
 
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.responses import json_response
+from mcp_server.logs import loggable
+from mcp_server.responses import HttpProblem, problem_response
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 
@@ -62,24 +65,65 @@ def init_rate_limit(app: Flask, settings: Any) -> Limiter | None:
     limiter.init_app(app)
     app.extensions[EXTENSION_KEY] = limiter
     app.register_error_handler(RateLimitExceeded, render_rate_limited)
+    app.extensions["mcp"].core.charge_batch = charge_batch
     return limiter
 
 
+def seconds_to_retry(reset_at: float, window_s: int) -> int:
+    """Seconds until a window resets: never more than one window, never less than a second (reset_at is whole)."""
+    return max(1, min(math.ceil(reset_at - time.time()), window_s))
+
+
+def rate_limited(retry_after: int, over: str = "the limit is") -> HttpProblem:
+    """The 429 with Retry-After and a JSON-RPC error body; over says what went over the limit."""
+    rate = current_app.extensions["mcp"].core.settings.rate_limit
+    return HttpProblem(HTTP_429_TOO_MANY_REQUESTS, INVALID_REQUEST,
+                       f"Too many requests: {over} {rate} (MCP_RATE_LIMIT); retry in {retry_after} s",
+                       data={"retryAfter": retry_after}, headers={"Retry-After": str(retry_after)})
+
+
 def render_rate_limited(exc: RateLimitExceeded) -> Response:
-    """429 with Retry-After (seconds until the window resets) and a JSON-RPC error body."""
+    """429 for a request over the limit."""
     limiter: Limiter = current_app.extensions[EXTENSION_KEY]
     current = limiter.current_limit
-    retry_after = 60
-    if current is not None:
-        # reset_at is whole seconds: never ask for more than one window, never for less than a second.
-        retry_after = max(1, min(math.ceil(current.reset_at - time.time()), current.limit.get_expiry()))
-    log.info("rate limit exceeded by %s", rate_limit_key())
-    rate = current_app.extensions["mcp"].core.settings.rate_limit
-    return json_response(
-        {"jsonrpc": "2.0", "id": None,
-         "error": {"code": INVALID_REQUEST,
-                   "message": f"Too many requests: the limit is {rate} (MCP_RATE_LIMIT); retry in {retry_after} s",
-                   "data": {"retryAfter": retry_after}}},
-        HTTP_429_TOO_MANY_REQUESTS,
-        {"Retry-After": str(retry_after)},
-    )
+    retry_after = 60 if current is None else seconds_to_retry(current.reset_at, current.limit.get_expiry())
+    log.info("rate limit exceeded by %s", loggable(rate_limit_key()))
+    return problem_response(rate_limited(retry_after))
+
+
+def charge_batch(messages: int) -> None:
+    """Charge a batch's messages beyond the first (the request paid for that one); 429, costing nothing, if over."""
+    limiter: Limiter = current_app.extensions[EXTENSION_KEY]
+    over = charge_extra(limiter, messages - 1)
+    if over is not None:
+        raise batch_over_limit(limiter, over, messages)
+
+
+def charge_extra(limiter: Limiter, extra: int) -> Any:
+    """Charge extra to every limit this request counted against; if one is over, give everything back and return it."""
+    charged = []
+    try:
+        for current in limiter.current_limits:
+            # Counted first and given back when over, so that two batches at once never both get through.
+            charged.append(current)
+            if not limiter.limiter.hit(current.limit, *current.request_args, cost=extra):
+                for limit in limiter.current_limits:
+                    refund = 1 + (extra if limit in charged else 0)  # the request's own one, and the extra
+                    limiter.limiter.storage.incr(limit.key, limit.limit.get_expiry(), amount=-refund)
+                return current
+    except Exception as failure:  # the store failed: let the batch through, as flask-limiter does
+        log.warning("could not charge a batch to the rate limit: %s", type(failure).__name__)
+    return None
+
+
+def batch_over_limit(limiter: Limiter, current: Any, messages: int) -> HttpProblem:
+    """The 429 for a batch with more messages than the limit has left."""
+    log.info("rate limit exceeded by %s with a batch of %d", loggable(rate_limit_key()), messages)
+    try:
+        window = limiter.limiter.get_window_stats(current.limit, *current.request_args)
+        retry_after = seconds_to_retry(window.reset_time, current.limit.get_expiry())
+    except Exception:  # the store failed after the refund: a whole window is a safe answer
+        retry_after = current.limit.get_expiry()
+    if messages > current.limit.amount:
+        return rate_limited(retry_after, f"send smaller batches: one of {messages} messages never fits the limit of")
+    return rate_limited(retry_after, f"a batch of {messages} messages is more than what is left of the limit of")

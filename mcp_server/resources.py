@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
+from mcp_server.logs import loggable
 from mcp_tools import Resource, ResourceNotFound, ResourceTemplate, ToolError
 
 __all__ = [
@@ -123,7 +124,7 @@ def call_reader(fn: Any, wants_context: bool, ctx: Any, uri: str, kwargs: dict[s
         raise
     except Exception:
         correlation_id = new_correlation_id()
-        log.exception("reading %s failed (correlation id %s)", uri, correlation_id)
+        log.exception("reading %s failed (correlation id %s)", loggable(uri), correlation_id)
         raise RpcError(INTERNAL_ERROR, "Internal error while reading the resource",
                        {"uri": uri, "correlationId": correlation_id}) from None
 

@@ -51,7 +51,7 @@ class MemorySubscription(QueuedSubscription):
         if self.reason is not None:
             return
         if self.is_full(event[1]):
-            log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id)
+            log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
             instruments().queue_dropped()
             self.end("slow consumer")
             self.cut_connection()

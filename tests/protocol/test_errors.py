@@ -128,7 +128,7 @@ def test_an_unexpected_handler_exception_is_internal_error_without_detail(core, 
 def test_every_registered_method_is_guarded_against_leaking_exceptions():
     from jsonrpcserver.methods import global_methods
 
-    guard_code = protocol.guarded(lambda: None).__code__
+    guard_code = protocol.guarded(lambda ctx: None).__code__
     unguarded = [name for name, fn in global_methods.items() if getattr(fn, "__code__", None) is not guard_code]
     assert unguarded == []
 

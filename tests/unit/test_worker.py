@@ -1,0 +1,59 @@
+"""The gunicorn worker's answers to malformed HTTP: gunicorn's statuses, as JSON with the security headers."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from gunicorn.http.errors import (
+    ForbiddenProxyRequest,
+    InvalidChunkSize,
+    InvalidHeaderName,
+    InvalidRequestLine,
+    InvalidResponseHeader,
+    LimitRequestHeaders,
+    LimitRequestLine,
+    UnsupportedTransferCoding,
+)
+
+from mcp_server.security import SECURITY_HEADERS_WITH_CACHE
+from mcp_server.worker import error_page, explain, status_for
+
+
+@pytest.mark.parametrize(("exc", "status"), [
+    (InvalidRequestLine("x"), 400),
+    (InvalidHeaderName("x"), 400),
+    (InvalidChunkSize(b"zz"), 400),
+    (LimitRequestLine(9000, 4094), 414),
+    (LimitRequestHeaders("too many"), 431),
+    (ForbiddenProxyRequest("10.0.0.1"), 403),
+    (UnsupportedTransferCoding("gzip"), 501),
+    (InvalidResponseHeader("X-Bad"), 500),
+    (RuntimeError("bug"), 500),
+])
+def test_each_error_gets_the_status_gunicorn_gives_it(exc, status):
+    assert status_for(exc) == status
+
+
+def test_an_error_page_is_a_json_rpc_error_with_the_security_headers_that_closes_the_connection():
+    head, _, body = error_page(431, "too large").partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "HTTP/1.1 431 Request Header Fields Too Large"
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    assert headers["Content-Type"] == "application/json" and headers["Connection"] == "close"
+    assert int(headers["Content-Length"]) == len(body)
+    assert all(headers[name] == value for name, value in SECURITY_HEADERS_WITH_CACHE)
+    assert json.loads(body) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "too large"}}
+    assert body.endswith(b"\n")
+
+
+def test_a_500_page_is_an_internal_error_with_its_correlation_id():
+    body = error_page(500, "Internal error", {"correlationId": "abc"}).partition(b"\r\n\r\n")[2]
+    assert json.loads(body)["error"] == {"code": -32603, "message": "Internal error", "data": {"correlationId": "abc"}}
+
+
+def test_the_messages_name_gunicorns_limits():
+    cfg = SimpleNamespace(limit_request_line=4094, limit_request_fields=100, limit_request_field_size=8190)
+    assert "4094 bytes" in explain(414, cfg)
+    assert "100 headers" in explain(431, cfg) and "8190 bytes" in explain(431, cfg)
