@@ -7,6 +7,7 @@ principal lives in `rate_limit` (it needs flask-limiter); the body size limit in
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import Any
 
@@ -122,6 +123,16 @@ class SessionQuotaExceeded(CapacityError):
     """A principal already holds MCP_MAX_SESSIONS_PER_PRINCIPAL sessions, or an address MCP_MAX_SESSIONS_PER_ADDRESS."""
 
 
+def address_group(address: str) -> str:
+    """What a client's sessions are counted under: its IPv4 address, or its IPv6 /64 (a host often has all of it)."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_network(address + "/64", strict=False))
+    except ValueError:
+        return address
+
+
 class SessionQuota:
     """Sessions per owner: an authenticated principal, or without authentication the client's address.
 
@@ -138,7 +149,8 @@ class SessionQuota:
         if principal is not None:
             return "principal:" + principal, self.settings.max_sessions_per_principal, "MCP_MAX_SESSIONS_PER_PRINCIPAL"
         if address:
-            return "address:" + address, self.settings.max_sessions_per_address, "MCP_MAX_SESSIONS_PER_ADDRESS"
+            return "address:" + address_group(address), self.settings.max_sessions_per_address, \
+                "MCP_MAX_SESSIONS_PER_ADDRESS"
         return None
 
     def create(self, session: Any, address: str | None = None) -> None:

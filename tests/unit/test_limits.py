@@ -166,6 +166,12 @@ def test_sessions_per_address_are_capped_for_clients_without_a_principal():
         quota.create(Session(), "192.0.2.1")
     quota.create(Session(), "192.0.2.2")  # another address has its own count
     quota.create(Session(principal="alice"), "192.0.2.1")  # a principal is counted as itself, not its address
+    # IPv6 addresses count per /64: a host with a prefix cannot open 2**64 quotas.
+    quota.create(Session(), "2001:db8::1")
+    quota.create(Session(), "2001:db8::2")
+    with pytest.raises(SessionQuotaExceeded):
+        quota.create(Session(), "2001:db8::3")
+    quota.create(Session(), "2001:db8:0:1::1")
     hub.shutdown()
 
 
