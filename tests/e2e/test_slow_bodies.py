@@ -28,10 +28,15 @@ VERSION = "2025-06-18"
 ANSWER_WITHIN_S = 20.0
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ServerProcess]:
-    """One worker with a short body timeout and a small bound of requests in progress per address."""
+@pytest.fixture(scope="module", params=["hot path", "flask route"])
+def server(request) -> Iterator[ServerProcess]:
+    """One worker with a short body timeout and a small bound of requests in progress per address.
+
+    A CORS setting makes Flask serve the POSTs instead of the WSGI hot path: both read bodies alike.
+    """
     env = {"MCP_BODY_TIMEOUT_S": str(BODY_TIMEOUT_S), "MCP_MAX_CONNECTIONS_PER_ADDRESS": str(PER_ADDRESS)}
+    if request.param == "flask route":
+        env["MCP_CORS_ORIGINS"] = "https://example.invalid"
     with ServerProcess(env=env) as process:
         yield process
 
