@@ -45,9 +45,11 @@ def server(request) -> Iterator[ServerProcess]:
 
 def client_from(address: str | None = None) -> httpx.Client:
     """A client whose connections come from address (the default one when None), a new connection per request."""
-    transport = None if address is None else httpx.HTTPTransport(local_address=address)
-    return httpx.Client(transport=transport, timeout=httpx.Timeout(15.0, connect=5.0),
-                        limits=httpx.Limits(max_keepalive_connections=0))
+    # A client given a transport ignores its own limits: the transport must refuse keep-alive itself, or a request
+    # would reuse a connection to a worker that accepting_only has stopped.
+    no_keepalive = httpx.Limits(max_keepalive_connections=0)
+    transport = httpx.HTTPTransport(local_address=address, limits=no_keepalive) if address else None
+    return httpx.Client(transport=transport, timeout=httpx.Timeout(15.0, connect=5.0), limits=no_keepalive)
 
 
 def initialize_from(http: httpx.Client, server: ServerProcess) -> httpx.Response:
