@@ -241,7 +241,10 @@ async def still_alive(session) -> int:
 def run_idle(args: Any) -> dict[str, Any]:
     """Idle memory per SSE session for each requested server."""
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
-    env = {"MCP_MAX_SESSIONS": str(max(10000, args.idle + 100)), **parse_env(args.server_env)}
+    # Every idle session comes from this one address: lift the per-address bounds with the total.
+    room = str(max(10000, args.idle + 100))
+    env = {"MCP_MAX_SESSIONS": room, "MCP_MAX_SESSIONS_PER_ADDRESS": room, "MCP_MAX_CONNECTIONS_PER_ADDRESS": room,
+           **parse_env(args.server_env)}
     results = []
     for name in names:
         server = {"ours": lambda: our_server(1, env), "sdk": lambda: sdk_server("sse"), "floor": floor_server}[name]()

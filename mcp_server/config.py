@@ -56,6 +56,7 @@ class Settings:
     graceful_timeout_s: int = 10
     keepalive_s: float = 15.0
     session_ttl_s: float = 3600.0
+    pending_session_ttl_s: float = 30.0
     resume_window_s: float = 60.0
     max_body_bytes: int = 4 * 1024 * 1024
     max_sessions: int = 10000
@@ -95,6 +96,9 @@ class Settings:
     max_argument_bytes: int = 1024 * 1024
     max_sessions_per_principal: int = 100
     max_concurrent_calls: int = 64
+    max_sessions_per_address: int = 1000
+    max_connections_per_address: int = 1000
+    body_timeout_s: float = 30.0
     rate_limit: str = ""
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -135,7 +139,8 @@ class Settings:
             )
         if self.log_format not in ("text", "json"):
             raise ConfigError("MCP_LOG_FORMAT must be 'text' or 'json'")
-        for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s", "redis_timeout_s"):
+        for name in ("keepalive_s", "session_ttl_s", "pending_session_ttl_s", "client_request_timeout_s",
+                     "redis_timeout_s", "body_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
         for name in ("max_body_bytes", "max_sessions", "queue_max", "queue_max_bytes", "replay_max", "replay_max_bytes",
@@ -153,7 +158,8 @@ class Settings:
     def check_security(self) -> None:
         """Reject incomplete OAuth settings, unreadable rate limits and limits below 1."""
         for name in ("max_json_depth", "max_string_bytes", "max_batch", "max_argument_bytes",
-                     "max_sessions_per_principal", "max_concurrent_calls"):
+                     "max_sessions_per_principal", "max_concurrent_calls", "max_sessions_per_address",
+                     "max_connections_per_address"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         if self.oauth_jwks_url and not (self.oauth_issuer and self.oauth_audience):

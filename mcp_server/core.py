@@ -73,16 +73,17 @@ class McpCore:
         self.authorizer: Any = None
         # Set by mcp_server.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
-        self.session_quota = SessionQuota(self.hub, settings.max_sessions_per_principal)
-        self.call_slots = CallSlots(settings.max_concurrent_calls)
+        self.session_quota = SessionQuota(self.hub, settings)
+        self.call_slots = CallSlots(self.hub, settings.max_concurrent_calls)
 
     # session lifecycle
-    def open_session(self, transport: str, principal: str | None = None) -> Session:
-        """Create and store a new session; CapacityError when the server or this principal holds enough."""
-        self.session_quota.admit(principal)
+    def open_session(self, transport: str, principal: str | None = None, address: str | None = None) -> Session:
+        """Create and store a new session; CapacityError when the server, the principal or the address holds enough.
+
+        address is the client's (REMOTE_ADDR); it bounds the sessions of clients without a principal.
+        """
         session = Session(transport=transport, principal=principal)
-        self.hub.create_session(session)
-        self.session_quota.opened(session.id, principal)
+        self.session_quota.create(session, address)
         instruments().session_opened(transport)
         return session
 
@@ -175,18 +176,16 @@ class McpCore:
     def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
         """Dispatch one request through jsonrpcserver and return its response."""
         started = time.perf_counter()
+        slot = refusal = None
         if not session.negotiated and message.method not in ALLOWED_BEFORE_INIT:
-            response = error_response(
+            refusal = error_response(
                 message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
             )
-        elif message.method == "tools/call" and not self.call_slots.acquire(session.id):
-            response = error_response(
-                message.id, SERVER_UNAVAILABLE,
-                f"Too many tool calls running in this session: the limit is {self.call_slots.limit} "
-                "(MCP_MAX_CONCURRENT_CALLS); wait for one to finish",
-            )
+        elif message.method == "tools/call":
+            slot, refusal = self.take_call_slot(session, message)
+        if refusal is not None:
+            response = refusal
         else:
-            holds_call_slot = message.method == "tools/call"
             ctx = RequestContext(self, session, send, message.id, message.method, message.meta)
             try:
                 response = dispatch_to_response(
@@ -201,11 +200,25 @@ class McpCore:
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
                 return None
             finally:
-                if holds_call_slot:
-                    self.call_slots.release(session.id)
+                if slot is not None:
+                    self.call_slots.release(session.id, slot)
             response = self.polish(response, message.method)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
+
+    def take_call_slot(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
+        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error)."""
+        try:
+            token = self.call_slots.acquire(session.id)
+        except HubUnavailable:
+            return None, error_response(message.id, SERVER_UNAVAILABLE, "Session store unavailable; retry shortly")
+        if token is None:
+            return None, error_response(
+                message.id, SERVER_UNAVAILABLE,
+                f"Too many tool calls running in this session: the limit is {self.call_slots.limit} "
+                "(MCP_MAX_CONCURRENT_CALLS); wait for one to finish",
+            )
+        return token, None
 
     def handle_notification(self, session: Session, message: Message, send: Send) -> None:
         """Act on a client notification; unknown ones are ignored, as JSON-RPC requires."""

@@ -10,6 +10,7 @@ from werkzeug.exceptions import HTTPException
 
 from mcp_server import http, ops, security
 from mcp_server.config import Settings
+from mcp_server.connections import ConnectionLimit
 from mcp_server.core import McpCore
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hot_path import HotPath
@@ -43,6 +44,8 @@ class McpExtension:
         app.after_request(self.log_http_error)
         security.init_app(app, self.core)
         app.wsgi_app = HotPath(app, app.wsgi_app)  # type: ignore[method-assign]
+        # Outermost, so a refusal costs neither Flask nor the hot path anything.
+        app.wsgi_app = ConnectionLimit(app.wsgi_app, settings.max_connections_per_address)  # type: ignore[method-assign]
 
     @staticmethod
     def render_problem(problem: HttpProblem) -> Response:

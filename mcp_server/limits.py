@@ -7,12 +7,13 @@ principal lives in `rate_limit` (it needs flask-limiter); the body size limit in
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import Any
 
 from mcp_server.encoding import dumps
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.hub import CapacityError
+from mcp_server.hub import CapacityError, QuotaFull
 from mcp_server.messages import REQUEST, Body
 
 __all__ = [
@@ -99,80 +100,70 @@ def check_body(body: Body, data: bytes, settings: Any) -> None:
 
 
 class CallSlots:
-    """Concurrent tools/call requests per session in this worker, at most MCP_MAX_CONCURRENT_CALLS."""
+    """Concurrent tools/call requests per session, at most MCP_MAX_CONCURRENT_CALLS.
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.running: dict[str, int] = {}
-
-    def acquire(self, session_id: str) -> bool:
-        """Take a slot for one call; False when the session already runs its maximum."""
-        # gevent never switches between this check and the increment, so no lock is needed.
-        count = self.running.get(session_id, 0)
-        if count >= self.limit:
-            return False
-        self.running[session_id] = count + 1
-        return True
-
-    def release(self, session_id: str) -> None:
-        """Give a slot back when the call ends, however it ends."""
-        count = self.running.get(session_id, 0) - 1
-        if count > 0:
-            self.running[session_id] = count
-        else:
-            self.running.pop(session_id, None)
-
-
-class SessionQuotaExceeded(CapacityError):
-    """A principal already holds MCP_MAX_SESSIONS_PER_PRINCIPAL sessions."""
-
-
-class SessionQuota:
-    """Sessions per authenticated principal, at most MCP_MAX_SESSIONS_PER_PRINCIPAL (the hub caps the total).
-
-    The quota remembers which sessions each principal opened here and, when one is
-    at its limit, asks the hub which of them still exist, so closed and expired
-    sessions free their places. Counted per worker.
+    The hub counts them: in this worker in memory, across the fleet with Redis (as leases that run out
+    if the worker running the call dies).
     """
 
     def __init__(self, hub: Any, limit: int) -> None:
         self.hub = hub
         self.limit = limit
-        self.opened_by: dict[str, list[str]] = {}
-        self.tracked = 0
 
-    def session_exists(self, session_id: str) -> bool:
-        """Whether the hub still holds a session, without refreshing its idle timer when the hub can."""
-        return self.hub.peek_session(session_id) is not None
+    def acquire(self, session_id: str) -> str | None:
+        """Take a slot for one call; its token, or None when the session already runs its maximum."""
+        return self.hub.take_call_slot(session_id, self.limit)
 
-    def prune(self, principal: str) -> list[str]:
-        """Forget a principal's sessions that have ended; return the live ones."""
-        ids = self.opened_by.get(principal, [])
-        live = [sid for sid in ids if self.session_exists(sid)]
-        self.tracked -= len(ids) - len(live)
-        if live:
-            self.opened_by[principal] = live
-        else:
-            self.opened_by.pop(principal, None)
-        return live
+    def release(self, session_id: str, token: str) -> None:
+        """Give a slot back when the call ends, however it ends."""
+        self.hub.give_back_call_slot(session_id, token)
 
-    def admit(self, principal: str | None) -> None:
-        """Raise SessionQuotaExceeded if this principal may not open another session."""
-        if principal is None:
-            return  # authentication is off: only the hub's total applies
-        if len(self.opened_by.get(principal, ())) >= self.limit and len(self.prune(principal)) >= self.limit:
-            raise SessionQuotaExceeded(
-                f"you already hold {self.limit} sessions (MCP_MAX_SESSIONS_PER_PRINCIPAL); "
-                "end one with DELETE or let it expire"
-            )
 
-    def opened(self, session_id: str, principal: str | None) -> None:
-        """Remember a session a principal just opened."""
-        if principal is None:
+class SessionQuotaExceeded(CapacityError):
+    """A principal already holds MCP_MAX_SESSIONS_PER_PRINCIPAL sessions, or an address MCP_MAX_SESSIONS_PER_ADDRESS."""
+
+
+def address_group(address: str) -> str:
+    """What a client's sessions are counted under: its IPv4 address, or its IPv6 /64 (a host often has all of it)."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_network(address + "/64", strict=False))
+    except ValueError:
+        return address
+
+
+class SessionQuota:
+    """Sessions per owner: an authenticated principal, or without authentication the client's address.
+
+    The hub counts each owner's sessions and checks the count as it stores a new one (in this worker
+    in memory, across the fleet with Redis); closed and expired sessions free their places.
+    """
+
+    def __init__(self, hub: Any, settings: Any) -> None:
+        self.hub = hub
+        self.settings = settings
+
+    def owner_of(self, principal: str | None, address: str | None) -> tuple[str, int, str] | None:
+        """The owner a new session counts against: (name, limit, setting), or None for no quota (stdio)."""
+        if principal is not None:
+            return "principal:" + principal, self.settings.max_sessions_per_principal, "MCP_MAX_SESSIONS_PER_PRINCIPAL"
+        if address:
+            return "address:" + address_group(address), self.settings.max_sessions_per_address, \
+                "MCP_MAX_SESSIONS_PER_ADDRESS"
+        return None
+
+    def create(self, session: Any, address: str | None = None) -> None:
+        """Store a new session, counted against its owner; SessionQuotaExceeded or CapacityError when full."""
+        owner = self.owner_of(session.principal, address)
+        if owner is None:
+            self.hub.create_session(session)
             return
-        self.opened_by.setdefault(principal, []).append(session_id)
-        self.tracked += 1
-        if self.tracked > 2 * self.hub.settings.max_sessions:
-            # Many principals that each left a few sessions behind: sweep them all once.
-            for name in list(self.opened_by):
-                self.prune(name)
+        name, limit, setting = owner
+        try:
+            self.hub.create_session(session, name, limit)
+        except QuotaFull:
+            holder = "you already hold" if session.principal is not None else "your address already holds"
+            raise SessionQuotaExceeded(
+                f"{holder} {limit} sessions ({setting}); end one with DELETE or let it expire"
+            ) from None

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
+import gevent
 from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
@@ -29,6 +30,7 @@ SESSION_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
 HTTP_400_BAD_REQUEST = 400
 HTTP_404_NOT_FOUND = 404
 HTTP_406_NOT_ACCEPTABLE = 406
+HTTP_408_REQUEST_TIMEOUT = 408
 HTTP_413_PAYLOAD_TOO_LARGE = 413
 HTTP_415_UNSUPPORTED_MEDIA_TYPE = 415
 HTTP_503_SERVICE_UNAVAILABLE = 503
@@ -74,8 +76,12 @@ def lookup_session(core: McpCore, session_id: str | None, transport: str, princi
     return session
 
 
+class BodyTimedOut(Exception):
+    """The request body did not arrive within MCP_BODY_TIMEOUT_S."""
+
+
 def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
-    """Check Content-Type and size, then parse; 415, 413 or 400 with a JSON-RPC error."""
+    """Check Content-Type and size, then read within MCP_BODY_TIMEOUT_S and parse; 415, 413, 408 or 400."""
     mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
     if mimetype != "application/json" and not mimetype.endswith("+json"):
         raise HttpProblem(
@@ -86,8 +92,14 @@ def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
     declared = environ.get("CONTENT_LENGTH")
     if declared and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
+    # The whole body, not each read: a client sending a byte a second would otherwise hold its connection forever.
     try:
-        data = environ["wsgi.input"].read(limit + 1)
+        with gevent.Timeout(core.settings.body_timeout_s, BodyTimedOut):
+            data = environ["wsgi.input"].read(limit + 1)
+    except BodyTimedOut:
+        raise HttpProblem(HTTP_408_REQUEST_TIMEOUT, INVALID_REQUEST,
+                          f"Request body not received within {core.settings.body_timeout_s:g} s "
+                          "(MCP_BODY_TIMEOUT_S): send the whole body at once") from None
     except (ParseException, NoMoreData):
         # gunicorn raises these from the read when a chunked body is malformed or ends early.
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
@@ -149,7 +161,7 @@ def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | 
     session_id = environ.get("HTTP_MCP_SESSION_ID")
     if streamable.is_initialize(body) and session_id is None:
         try:
-            session = core.open_session(STREAMABLE, principal)
+            session = core.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
         except CapacityError as full:
             raise server_busy(full) from None
         response = streamable.post_messages(core, session, body, accepted, new_session=True)

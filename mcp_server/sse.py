@@ -81,7 +81,7 @@ def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_
                 principal: str | None) -> Response:
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
-        session = core.open_session(SSE, principal)
+        session = core.open_session(SSE, principal, request.environ.get("REMOTE_ADDR"))
         log.info("opened legacy session %s", session.id[:8])
     else:
         session = resume

@@ -25,6 +25,7 @@ __all__ = [
     "Hub",
     "HubUnavailable",
     "InflightCalls",
+    "QuotaFull",
     "StreamClosed",
     "StreamConflict",
     "Subscription",
@@ -55,6 +56,10 @@ def split_event_id(event_id: str | None) -> tuple[str | None, str | None]:
 
 class CapacityError(RuntimeError):
     """The hub holds as many sessions as it may."""
+
+
+class QuotaFull(CapacityError):
+    """The session's owner (a principal, or an anonymous client's address) holds as many sessions as it may."""
 
 
 class HubUnavailable(RuntimeError):
@@ -222,8 +227,16 @@ class Hub(ABC):
 
     # sessions
     @abstractmethod
-    def create_session(self, session: Session) -> None:
-        """Store a new session; raise CapacityError when full."""
+    def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
+        """Store a new session; raise CapacityError when full, QuotaFull when owner already holds owner_limit.
+
+        The session lives pending_ttl_s until its first follow-up request (get_session) or stream.
+        """
+
+    @property
+    def pending_ttl_s(self) -> float:
+        """How long a session that never came back after initialize lives (never longer than the full TTL)."""
+        return min(self.settings.pending_session_ttl_s, self.settings.session_ttl_s)
 
     @abstractmethod
     def get_session(self, session_id: str) -> Session | None:
@@ -244,6 +257,15 @@ class Hub(ABC):
     @abstractmethod
     def session_count(self) -> int:
         """How many sessions exist."""
+
+    # concurrent tool calls per session (counted fleet-wide where the hub is shared)
+    @abstractmethod
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Take one of a session's limit call slots; return its token, or None when all are taken."""
+
+    @abstractmethod
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free a slot taken with take_call_slot."""
 
     # delivery
     @abstractmethod

@@ -18,6 +18,7 @@ from mcp_server.hub.base import (
     CapacityError,
     Hub,
     QueuedSubscription,
+    QuotaFull,
     StreamConflict,
     Subscription,
     join_event_id,
@@ -84,7 +85,7 @@ class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
     __slots__ = ("session", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
-                 "subscriber", "request_subscribers", "last_seen", "detached_at")
+                 "subscriber", "request_subscribers", "last_seen", "detached_at", "pending")
 
     def __init__(self, session: Session, replay_max: int, replay_max_bytes: int) -> None:
         self.session = session
@@ -99,6 +100,8 @@ class SessionSlot:
         self.request_subscribers: dict[str, MemorySubscription] = {}
         self.last_seen = time.monotonic()
         self.detached_at: float | None = None
+        # Until the client comes back after initialize, the session lives only the short pending TTL.
+        self.pending = True
 
     def touch(self) -> None:
         """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
@@ -122,14 +125,60 @@ class MemoryHub(Hub):
         super().__init__(settings)
         self.slots: dict[str, SessionSlot] = {}
         self._reaper: gevent.Greenlet | None = None
+        # The sessions each owner opened; ended ones are pruned when the owner reaches its limit.
+        self.owned: dict[str, list[str]] = {}
+        self.owned_count = 0
+        self.calls_running: dict[str, int] = {}
 
-    def create_session(self, session: Session) -> None:
-        """Store a new session; raise CapacityError when MCP_MAX_SESSIONS are open."""
+    def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
+        """Store a new session; CapacityError at MCP_MAX_SESSIONS, QuotaFull when owner holds owner_limit."""
         self.reap()
         if len(self.slots) >= self.settings.max_sessions:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
+        # gevent never switches between these checks and the insert, so no lock is needed.
+        if owner is not None and len(self.owned.get(owner, ())) >= owner_limit \
+                and len(self.prune_owner(owner)) >= owner_limit:
+            raise QuotaFull(owner)
         self.slots[session.id] = SessionSlot(session, self.settings.replay_max, self.settings.replay_max_bytes)
+        if owner is not None:
+            self.own(owner, session.id)
         self._start_reaper()
+
+    def prune_owner(self, owner: str) -> list[str]:
+        """Forget an owner's sessions that have ended; return the live ones."""
+        ids = self.owned.get(owner, [])
+        live = [sid for sid in ids if self.peek_session(sid) is not None]
+        self.owned_count -= len(ids) - len(live)
+        if live:
+            self.owned[owner] = live
+        else:
+            self.owned.pop(owner, None)
+        return live
+
+    def own(self, owner: str, session_id: str) -> None:
+        """Count a new session against its owner."""
+        self.owned.setdefault(owner, []).append(session_id)
+        self.owned_count += 1
+        if self.owned_count > 2 * self.settings.max_sessions:
+            # Many owners that each left a few sessions behind: sweep them all once.
+            for name in list(self.owned):
+                self.prune_owner(name)
+
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Count one more call of the session, unless it already runs limit."""
+        count = self.calls_running.get(session_id, 0)
+        if count >= limit:
+            return None
+        self.calls_running[session_id] = count + 1
+        return "local"
+
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Count one call fewer; a session with none running leaves nothing behind."""
+        count = self.calls_running.get(session_id, 0) - 1
+        if count > 0:
+            self.calls_running[session_id] = count
+        else:
+            self.calls_running.pop(session_id, None)
 
     def get_session(self, session_id: str) -> Session | None:
         """Return the live session and mark it active."""
@@ -137,6 +186,7 @@ class MemoryHub(Hub):
         if slot is None or self._expired(slot, time.monotonic()):
             return None
         slot.touch()
+        slot.pending = False  # the client came back: the session gets the full TTL
         return slot.session
 
     def peek_session(self, session_id: str) -> Session | None:
@@ -204,6 +254,7 @@ class MemoryHub(Hub):
         else:
             slot.request_subscribers[stream] = subscription
         slot.touch()
+        slot.pending = False
         return subscription
 
     def broadcast_session_ids(self) -> list[str]:
@@ -252,7 +303,8 @@ class MemoryHub(Hub):
             return False
         if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
             return True
-        return now - slot.last_seen > self.settings.session_ttl_s
+        ttl = self.pending_ttl_s if slot.pending else self.settings.session_ttl_s
+        return now - slot.last_seen > ttl
 
     def _start_reaper(self) -> None:
         """Start the periodic expiry greenlet on first use (never at import time)."""
@@ -261,7 +313,7 @@ class MemoryHub(Hub):
 
     def _reap_forever(self) -> None:
         """Expire idle sessions every few seconds."""
-        interval = max(0.5, min(self.settings.session_ttl_s, self.settings.resume_window_s or 30.0, 30.0) / 4)
+        interval = max(0.5, min(self.pending_ttl_s, self.settings.resume_window_s or 30.0, 30.0) / 4)
         while True:
             gevent.sleep(interval)
             try:

@@ -42,13 +42,22 @@ from mcp_server.hub.base import (
     Hub,
     HubUnavailable,
     QueuedSubscription,
+    QuotaFull,
     StreamConflict,
     Subscription,
     join_event_id,
     split_event_id,
 )
 from mcp_server.hub.mailbox import Empty, Mailbox
-from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, SCRIPTS, SESSION_INDEX, WORKER_CHANNEL, session_keys
+from mcp_server.hub.redis_scripts import (
+    CONTROL_CHANNEL,
+    SCRIPTS,
+    SESSION_INDEX,
+    WORKER_CHANNEL,
+    call_slots_key,
+    owner_key,
+    session_keys,
+)
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.metrics import instruments
 from mcp_server.session import Session
@@ -60,6 +69,9 @@ log = logging.getLogger("mcp.hub")
 # How long a stream's claim on its session lasts without a refresh, and how often it is refreshed.
 ATTACH_TTL_S = 20.0
 REFRESH_EVERY_S = 5.0
+# How long a running tool call's slot is held without a renewal (the refresher renews it while the call runs),
+# so the slots of a killed worker come back within this.
+CALL_LEASE_S = 15.0
 # The subscriber connection pings when quiet; silence this long means Redis is gone.
 LISTEN_PING_S = 2.0
 LISTEN_DEAD_S = 6.0
@@ -243,6 +255,8 @@ class RedisHub(Hub):
         self._down_since: float | None = None
         self._ttl_refreshed: dict[str, float] = {}
         self.registry_sync = RegistrySync(self)
+        # The call slots this worker holds, token -> session id, renewed while their calls run.
+        self._call_leases: dict[str, str] = {}
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -262,6 +276,7 @@ class RedisHub(Hub):
         # The pid makes a stream's owner readable in Redis (which process holds it); the token, unique.
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
+        self._call_leases = {}
         self._listener = None
         self._refresher = None
         self._listening = False
@@ -314,18 +329,56 @@ class RedisHub(Hub):
         return self._scripts[name](keys=keys, args=args, client=client)
 
     # sessions
-    def create_session(self, session: Session) -> None:
-        """Store a new session with an idle TTL; raise CapacityError at MCP_MAX_SESSIONS."""
+    def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
+        """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner.
+
+        Both counts are of the whole fleet, checked and taken in one script.
+        """
         keys = session_keys(session.id)
+        script_keys = [keys["session"], SESSION_INDEX]
+        args = [dumps(session.to_dict()), milliseconds(self.pending_ttl_s), self.settings.max_sessions, session.id]
+        if owner is not None:
+            script_keys.append(owner_key(owner))
+            # The script finds the owner's other sessions' keys from this prefix ("mcp:session:").
+            args += [owner_limit, keys["session"][: -len(session.id)]]
         with self._redis():
-            stored = self._run(
-                "create",
-                [keys["session"], SESSION_INDEX],
-                [dumps(session.to_dict()), milliseconds(self.settings.session_ttl_s),
-                 self.settings.max_sessions, session.id],
-            )
+            stored = self._run("create", script_keys, args)
+        if stored == -1:
+            raise QuotaFull(owner)
         if not stored:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
+
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Take a leased slot among the session's calls on every worker; None when limit are running."""
+        self.start()  # after a fork, worker_id names this process
+        token = self.worker_id + "|" + secrets.token_hex(8)
+        with self._redis():
+            taken = self._run("take_call_slot", [call_slots_key(session_id)],
+                              [token, limit, milliseconds(CALL_LEASE_S)])
+        if not taken:
+            return None
+        self._call_leases[token] = session_id
+        return token
+
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free the slot now; if Redis cannot be reached, its lease runs out instead."""
+        self._call_leases.pop(token, None)
+        try:
+            with self._redis():
+                self.client.zrem(call_slots_key(session_id), token)
+        except HubUnavailable:
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
+
+    def renew_call_leases(self) -> None:
+        """Extend the lease of every call slot this worker holds, in one round trip per batch."""
+        leases = list(self._call_leases.items())
+        for start in range(0, len(leases), REFRESH_BATCH):
+            with self._redis():
+                pipe = self.client.pipeline(transaction=False)
+                for token, session_id in leases[start:start + REFRESH_BATCH]:
+                    self._run("renew_call_slot", [call_slots_key(session_id)], [token, milliseconds(CALL_LEASE_S)],
+                              client=pipe)
+                pipe.execute()
 
     def get_session(self, session_id: str) -> Session | None:
         """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker)."""
@@ -660,6 +713,7 @@ class RedisHub(Hub):
         while True:
             gevent.sleep(interval)
             try:
+                self.renew_call_leases()
                 self.refresh()
             except HubUnavailable:
                 pass  # the subscriber greenlet logs the outage and resyncs when Redis returns

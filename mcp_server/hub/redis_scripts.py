@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "ATTACH_SCRIPT",
+    "CALL_SLOT_SCRIPTS",
     "CLOSE_SCRIPT",
     "CONTROL_CHANNEL",
     "COUNT_SCRIPT",
@@ -25,6 +26,8 @@ __all__ = [
     "SCRIPTS",
     "SESSION_INDEX",
     "WORKER_CHANNEL",
+    "call_slots_key",
+    "owner_key",
     "session_keys",
 ]
 
@@ -44,13 +47,23 @@ local function redis_now_ms()
 end
 """
 
-# KEYS: session, index. ARGV: session json, ttl ms, max sessions, session id.
+# KEYS: session, index[, owner]. ARGV: session json, ttl ms, max sessions, session id[, owner limit,
+# session key prefix]. Returns 1 when stored, 0 when the fleet is full, -1 when the owner is.
+# The owner's set lists the sessions it opened; when it looks full, the ids whose session key has gone
+# (closed or expired) are dropped first, so nothing else has to keep it fresh.
 CREATE_SCRIPT = NOW_MS + """
 local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
+if KEYS[3] and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    if redis.call('EXISTS', ARGV[6] .. id) == 0 then redis.call('ZREM', KEYS[3], id) end
+  end
+  if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then return -1 end
+end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[2]), ARGV[4])
+if KEYS[3] then redis.call('ZADD', KEYS[3], now_ms, ARGV[4]) end
 return 1
 """
 
@@ -250,6 +263,39 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
+# A session's running tool calls: a sorted set of lease tokens scored by when each lease ends. The worker
+# running a call renews its lease; a lease of a killed worker runs out, so its slot comes back by itself.
+# KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
+TAKE_CALL_SLOT_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+# KEYS: calls. ARGV: token, lease ms. A lease that already ran out stays out: its slot may be someone else's.
+RENEW_CALL_SLOT_SCRIPT = NOW_MS + """
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], redis_now_ms() + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT}
+
+
+def owner_key(owner: str) -> str:
+    """The sorted set of the sessions one owner ("principal:<name>" or "address:<ip>") opened."""
+    return PREFIX + "owner:" + owner
+
+
+def call_slots_key(session_id: str) -> str:
+    """The sorted set of a session's running tool calls (lease tokens)."""
+    return PREFIX + "session:" + session_id + ":calls"
+
+
 def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
     """The Redis keys that hold one session; "claim" is that of its own stream, or of a request stream."""
     base = PREFIX + "session:" + session_id
@@ -274,4 +320,5 @@ SCRIPTS = {
     "close": CLOSE_SCRIPT,
     "count": COUNT_SCRIPT,
     "registry": REGISTRY_SCRIPT,
+    **CALL_SLOT_SCRIPTS,
 }

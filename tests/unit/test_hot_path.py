@@ -14,11 +14,16 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
+def hot_path_of(app) -> HotPath:
+    """The hot path, which sits inside the per-address connection limit."""
+    return app.wsgi_app.wsgi
+
+
 def hot_and_flask_apps():
     """Two apps alike but for the way in: the hot path, and Flask (forced by a CORS setting, which needs hooks)."""
     hot = create_app({})
     flask = create_app({"MCP_CORS_ORIGINS": "https://example.invalid"})
-    assert hot.wsgi_app.enabled and not flask.wsgi_app.enabled
+    assert hot_path_of(hot).enabled and not hot_path_of(flask).enabled
     return hot, flask
 
 
@@ -69,7 +74,7 @@ def test_every_hot_answer_carries_the_security_headers():
 def test_everything_but_hot_posts_goes_to_flask(method, path):
     app = create_app({})
     seen = []
-    hot_path: HotPath = app.wsgi_app
+    hot_path = hot_path_of(app)
     original = hot_path.flask_wsgi
     hot_path.flask_wsgi = lambda environ, start_response: seen.append(environ["PATH_INFO"]) or original(
         environ, start_response)
@@ -84,7 +89,7 @@ def test_everything_but_hot_posts_goes_to_flask(method, path):
 
 def test_hot_posts_never_reach_flask():
     app = create_app({})
-    hot_path: HotPath = app.wsgi_app
+    hot_path = hot_path_of(app)
     hot_path.flask_wsgi = lambda environ, start_response: pytest.fail("a hot POST reached Flask")
     answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": "application/json"})
     assert answer.status_code == 200 and answer.json["result"]["protocolVersion"] == "2025-06-18"

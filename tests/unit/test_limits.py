@@ -85,15 +85,18 @@ def test_tool_arguments_over_the_limit_are_413():
 
 
 def test_call_slots_are_counted_per_session_and_given_back():
-    slots = CallSlots(2)
-    assert slots.acquire("a") and slots.acquire("a")
-    assert not slots.acquire("a")
+    hub = MemoryHub(Settings.from_environ({}))
+    slots = CallSlots(hub, 2)
+    first, second = slots.acquire("a"), slots.acquire("a")
+    assert first and second
+    assert slots.acquire("a") is None
     assert slots.acquire("b")
-    slots.release("a")
-    assert slots.acquire("a")
-    for _ in range(3):
-        slots.release("a")
-    assert "a" not in slots.running  # released sessions leave nothing behind
+    slots.release("a", first)
+    third = slots.acquire("a")
+    assert third
+    for token in (second, third):
+        slots.release("a", token)
+    assert "a" not in hub.calls_running  # released sessions leave nothing behind
 
 
 GATE = Event()
@@ -139,20 +142,36 @@ def test_the_core_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
 
 def test_sessions_per_principal_are_capped_and_freed_by_closing():
     hub = MemoryHub(Settings.from_environ({}))
-    quota = SessionQuota(hub, 2)
+    quota = SessionQuota(hub, Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "2"}))
     opened = []
     for _ in range(2):
-        quota.admit("alice")
         session = Session(principal="alice")
-        hub.create_session(session)
-        quota.opened(session.id, "alice")
+        quota.create(session)
         opened.append(session.id)
     with pytest.raises(SessionQuotaExceeded, match="MCP_MAX_SESSIONS_PER_PRINCIPAL"):
-        quota.admit("alice")
-    quota.admit("bob")  # another principal has its own count
-    quota.admit(None)  # unauthenticated sessions only meet the hub's total
+        quota.create(Session(principal="alice"))
+    quota.create(Session(principal="bob"))  # another principal has its own count
+    quota.create(Session())  # without a principal or an address, only the hub's total applies
     hub.close_session(opened[0])
-    quota.admit("alice")
+    quota.create(Session(principal="alice"))
+    hub.shutdown()
+
+
+def test_sessions_per_address_are_capped_for_clients_without_a_principal():
+    hub = MemoryHub(Settings.from_environ({}))
+    quota = SessionQuota(hub, Settings.from_environ({"MCP_MAX_SESSIONS_PER_ADDRESS": "2"}))
+    for _ in range(2):
+        quota.create(Session(), "192.0.2.1")
+    with pytest.raises(SessionQuotaExceeded, match="MCP_MAX_SESSIONS_PER_ADDRESS"):
+        quota.create(Session(), "192.0.2.1")
+    quota.create(Session(), "192.0.2.2")  # another address has its own count
+    quota.create(Session(principal="alice"), "192.0.2.1")  # a principal is counted as itself, not its address
+    # IPv6 addresses count per /64: a host with a prefix cannot open 2**64 quotas.
+    quota.create(Session(), "2001:db8::1")
+    quota.create(Session(), "2001:db8::2")
+    with pytest.raises(SessionQuotaExceeded):
+        quota.create(Session(), "2001:db8::3")
+    quota.create(Session(), "2001:db8:0:1::1")
     hub.shutdown()
 
 

@@ -1,0 +1,70 @@
+"""Requests in progress per client address, at most MCP_MAX_CONNECTIONS_PER_ADDRESS in one worker.
+
+A request counts from when its headers have arrived until its response ends (a stream counts for its whole
+life), which is what a connection trickling its body, or holding a stream, costs the worker. Past the bound
+an address gets 429 at once, so a few clients cannot take a worker's connections from everyone else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from werkzeug.wsgi import ClosingIterator
+
+from mcp_server.errors import INVALID_REQUEST
+from mcp_server.http_errors import log_refusal
+from mcp_server.responses import HttpProblem, problem_response
+from mcp_server.security import add_security_headers
+
+__all__ = ["ConnectionLimit"]
+
+HTTP_429_TOO_MANY_REQUESTS = 429
+RETRY_AFTER_S = "5"
+
+
+class ConnectionLimit:
+    """WSGI middleware in front of the app: counts each address's requests in progress, refuses the excess."""
+
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int) -> None:
+        self.wsgi = wsgi
+        self.limit = limit
+        # Only addresses with a request in progress are here, so the table is as large as the worker's load.
+        self.in_progress: dict[str, int] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """Serve the request if its address is under the bound, else answer 429 without reading the body."""
+        address = environ.get("REMOTE_ADDR") or ""
+        count = self.in_progress.get(address, 0)
+        if count >= self.limit:
+            return self.refuse(environ, start_response)
+        # gevent never switches between the check and the increment, so no lock is needed.
+        self.in_progress[address] = count + 1
+        try:
+            body = self.wsgi(environ, start_response)
+        except BaseException:
+            self.release(address)
+            raise
+        # The server closes the body when the response ends, however it ends (a client gone included).
+        return ClosingIterator(body, partial(self.release, address))
+
+    def release(self, address: str) -> None:
+        """One request of address is over."""
+        count = self.in_progress.get(address, 0) - 1
+        if count > 0:
+            self.in_progress[address] = count
+        else:
+            self.in_progress.pop(address, None)
+
+    def refuse(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The 429 for an address over the bound, with a JSON-RPC error body and the security headers."""
+        response = problem_response(HttpProblem(
+            HTTP_429_TOO_MANY_REQUESTS, INVALID_REQUEST,
+            f"Too many requests in progress from your address: the limit is {self.limit} at once "
+            "(MCP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one, then retry",
+            headers={"Retry-After": RETRY_AFTER_S},
+        ))
+        add_security_headers(response)
+        log_refusal(environ, response.status_code)
+        return response(environ, start_response)

@@ -1,0 +1,42 @@
+"""The per-address bound on requests in progress (connections.ConnectionLimit), without a server."""
+
+from __future__ import annotations
+
+import json
+
+from mcp_server.connections import ConnectionLimit
+
+
+def ok_app(environ, start_response):
+    """A WSGI app that answers 200 with one chunk."""
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return iter([b"ok"])
+
+
+def call(limit: ConnectionLimit, address: str):
+    """Start a request from address; return its status line, headers and (unconsumed) body."""
+    seen = []
+    body = limit({"REMOTE_ADDR": address, "REQUEST_METHOD": "POST", "PATH_INFO": "/mcp"},
+                 lambda status, headers, exc_info=None: seen.append((status, dict(headers))))
+    status, headers = seen[0]
+    return status, headers, body
+
+
+def test_an_address_past_the_bound_gets_429_until_one_of_its_requests_ends():
+    limit = ConnectionLimit(ok_app, 2)
+    first = call(limit, "192.0.2.1")
+    call(limit, "192.0.2.1")
+    status, headers, body = call(limit, "192.0.2.1")
+    assert status.startswith("429")
+    assert headers["Retry-After"] and headers["X-Content-Type-Options"] == "nosniff"
+    assert "MCP_MAX_CONNECTIONS_PER_ADDRESS" in json.loads(b"".join(body))["error"]["message"]
+    assert call(limit, "192.0.2.2")[0].startswith("200")  # another address is served
+    first[2].close()  # the server closes a response's body when it ends
+    assert call(limit, "192.0.2.1")[0].startswith("200")
+
+
+def test_ended_requests_leave_nothing_behind():
+    limit = ConnectionLimit(ok_app, 2)
+    for _ in range(5):
+        call(limit, "192.0.2.1")[2].close()
+    assert limit.in_progress == {}

@@ -1,0 +1,73 @@
+"""What the hub counts for limits.py, on both backends: sessions per owner, the pending TTL, call slots."""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+
+from mcp_server.hub import QuotaFull
+from mcp_server.hub import redis as redis_hub
+from mcp_server.session import Session
+from tests.redis_server import redis_server  # noqa: F401  (fixture)
+from tests.unit.test_hub_contract import make_hub, redis_hubs, wait_until  # noqa: F401  (fixtures)
+
+OWNER = "address:192.0.2.1"
+
+
+def test_an_owner_holds_at_most_its_limit_and_an_ended_session_frees_its_place(make_hub):  # noqa: F811
+    hub = make_hub()
+    first = Session()
+    hub.create_session(first, OWNER, 2)
+    hub.create_session(Session(), OWNER, 2)
+    with pytest.raises(QuotaFull):
+        hub.create_session(Session(), OWNER, 2)
+    hub.create_session(Session(), "address:192.0.2.2", 2)  # another owner has its own count
+    hub.create_session(Session())  # no owner: only the total applies
+    hub.close_session(first.id)
+    hub.create_session(Session(), OWNER, 2)
+
+
+@pytest.mark.redis
+def test_workers_sharing_redis_share_one_count_per_owner(redis_hubs):  # noqa: F811
+    workers = [redis_hubs(), redis_hubs(), redis_hubs()]
+    stored = refused = 0
+    for n in range(9):
+        try:
+            workers[n % 3].create_session(Session(), OWNER, 5)
+            stored += 1
+        except QuotaFull:
+            refused += 1
+    assert (stored, refused) == (5, 4)
+
+
+def test_a_session_nobody_came_back_to_expires_after_the_pending_ttl(make_hub):  # noqa: F811
+    hub = make_hub(MCP_PENDING_SESSION_TTL_S=0.3, MCP_SESSION_TTL_S=60)
+    pending, used = Session(), Session()
+    hub.create_session(pending)
+    hub.create_session(used)
+    assert hub.get_session(used.id) is not None  # a follow-up request gives it the full TTL
+    assert wait_until(lambda: hub.peek_session(pending.id) is None)
+    gevent.sleep(0.3)
+    assert hub.peek_session(used.id) is not None
+
+
+def test_a_session_s_call_slots_are_limited_and_given_back(make_hub):  # noqa: F811
+    hub = make_hub()
+    first, second, third = (hub.take_call_slot("s1", 2) for _ in range(3))
+    assert first and second and third is None
+    assert hub.take_call_slot("s2", 2)  # another session has its own slots
+    hub.give_back_call_slot("s1", first)
+    assert hub.take_call_slot("s1", 2)
+
+
+@pytest.mark.redis
+def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_ends(redis_hubs, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(redis_hub, "CALL_LEASE_S", 0.5)
+    alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
+    assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
+    dead._call_leases.clear()  # a killed worker renews nothing
+    for _ in range(4):
+        gevent.sleep(0.25)
+        alive.renew_call_leases()
+    assert other.take_call_slot("renewed", 1) is None
+    assert other.take_call_slot("abandoned", 1)
