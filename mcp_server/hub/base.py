@@ -18,7 +18,7 @@ from gevent.event import AsyncResult
 
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub.mailbox import Empty, Mailbox
-from mcp_server.session import Session
+from mcp_server.session import Session, SessionChange, SessionUpdate
 
 __all__ = [
     "CapacityError",
@@ -210,8 +210,11 @@ class Hub(ABC):
         """Store a new session; raise CapacityError when full."""
 
     @abstractmethod
-    def get_session(self, session_id: str) -> Session | None:
-        """Load a session and refresh its idle timer; None if unknown or expired."""
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Load a session and refresh its idle timer; None if unknown or expired.
+
+        With accept, a session it refuses (another principal's) is None and its timer is left alone.
+        """
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle timer (for bookkeeping, not for client requests)."""
@@ -220,6 +223,10 @@ class Hub(ABC):
     @abstractmethod
     def save_session(self, session: Session) -> None:
         """Store a changed session."""
+
+    @abstractmethod
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Apply a change to the stored session in one atomic step, so concurrent changes never undo each other."""
 
     @abstractmethod
     def close_session(self, session_id: str) -> bool:

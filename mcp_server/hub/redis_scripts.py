@@ -21,6 +21,7 @@ __all__ = [
     "REFRESH_SCRIPT",
     "SCRIPTS",
     "SESSION_INDEX",
+    "UPDATE_SCRIPT",
     "WORKER_CHANNEL",
     "session_keys",
 ]
@@ -60,6 +61,39 @@ redis.call('PEXPIRE', KEYS[4], ARGV[1])
 local now_ms = redis_now_ms()
 redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return data
+"""
+
+# KEYS: session. ARGV: fields to assign (a JSON object), subscription to add ('' for none), subscription to
+# remove ('' for none), most subscriptions a session may hold (-1: no bound), '1' to refuse once negotiated.
+# One session change, read and written in one atomic step (concurrent requests of a session never undo each
+# other). Returns {0} for an unknown session, {1, json} once changed, {2, json} when refused. cjson writes an
+# empty list as {} and keeps 14 digits of a number, so the hub stores what the client chose as JSON text
+# (strings pass unchanged) and an empty subscription list is left out.
+UPDATE_SCRIPT = """
+local data = redis.call('GET', KEYS[1])
+if not data then return {0} end
+local session = cjson.decode(data)
+if ARGV[5] == '1' and type(session.protocol_version) == 'string' then return {2, data} end
+local subscriptions = session.subscriptions
+if type(subscriptions) ~= 'table' then subscriptions = {} end
+local function position(uri)
+  for i, held in ipairs(subscriptions) do
+    if held == uri then return i end
+  end
+  return nil
+end
+if ARGV[2] ~= '' and not position(ARGV[2]) then
+  local limit = tonumber(ARGV[4])
+  if limit >= 0 and #subscriptions >= limit then return {2, data} end
+  table.insert(subscriptions, ARGV[2])
+end
+local gone = ARGV[3] ~= '' and position(ARGV[3])
+if gone then table.remove(subscriptions, gone) end
+for name, value in pairs(cjson.decode(ARGV[1])) do session[name] = value end
+if #subscriptions > 0 then session.subscriptions = subscriptions else session.subscriptions = nil end
+data = cjson.encode(session)
+redis.call('SET', KEYS[1], data, 'KEEPTTL')
+return {1, data}
 """
 
 # KEYS: session, replay, claim. ARGV: message json, replay max, session id, request stream ('' for the
@@ -206,4 +240,5 @@ SCRIPTS = {
     "refresh": REFRESH_SCRIPT,
     "close": CLOSE_SCRIPT,
     "count": COUNT_SCRIPT,
+    "update": UPDATE_SCRIPT,
 }
