@@ -65,9 +65,11 @@ def lookup_session(core: McpCore, session_id: str | None, transport: str, princi
     if not session_id or not SESSION_ID_PATTERN.match(session_id):
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
                           "Malformed session id: expected the 32 hex characters the server gave you")
-    session = core.hub.get_session(session_id)
-    # Another principal's session is reported as missing, so its existence is not confirmed.
-    if session is None or session.transport != transport or session.principal != principal:
+    # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
+    # before the lookup touches anything, so a foreign probe does not keep the session alive.
+    session = core.hub.get_session(
+        session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+    if session is None:
         raise HttpProblem(HTTP_404_NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)")
     return session
