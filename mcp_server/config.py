@@ -69,6 +69,7 @@ class Settings:
     redis_url: str = ""
     redis_timeout_s: float = 2.0
     redis_pool_size: int = 32
+    delivery_retry_s: float = 30.0
     log_level: str = "INFO"
     log_format: str = "text"
     server_name: str = "flask-mcp-server"
@@ -135,6 +136,8 @@ class Settings:
         for name in ("keepalive_s", "session_ttl_s", "client_request_timeout_s", "redis_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
+        if self.delivery_retry_s < 0:
+            raise ConfigError(f"{PREFIX}DELIVERY_RETRY_S must be 0 (no retries) or more")
         for name in ("max_body_bytes", "max_sessions", "queue_max", "replay_max", "page_size", "redis_pool_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")

@@ -22,9 +22,12 @@ from mcp_server.errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     RESOURCE_NOT_FOUND,
+    SERVER_UNAVAILABLE,
+    STORE_UNAVAILABLE_MESSAGE,
     RpcError,
     new_correlation_id,
 )
+from mcp_server.hub import HubUnavailable
 from mcp_server.pagination import paginate
 from mcp_server.prompts import describe_prompt, render_prompt
 from mcp_server.resources import describe_resource, describe_template, find_reader, read_resource
@@ -47,6 +50,11 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             return handler(*args, **kwargs)
         except JsonRpcError:
             raise
+        except HubUnavailable:
+            # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
+            if args and isinstance(args[0], RequestContext):
+                args[0].store_unavailable = True
+            raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
         except Exception:
             correlation_id = new_correlation_id()
             log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)

@@ -48,7 +48,14 @@ from mcp_server.hub.base import (
     split_event_id,
 )
 from mcp_server.hub.mailbox import Empty, Mailbox
-from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, SCRIPTS, SESSION_INDEX, WORKER_CHANNEL, session_keys
+from mcp_server.hub.redis_scripts import (
+    CONTROL_CHANNEL,
+    DELIVERY_PREFIX,
+    SCRIPTS,
+    SESSION_INDEX,
+    WORKER_CHANNEL,
+    session_keys,
+)
 from mcp_server.metrics import instruments
 from mcp_server.session import Session, SessionChange, SessionUpdate
 
@@ -69,6 +76,8 @@ REFRESH_BATCH = 500
 # and never less often than a tenth of the TTL; the memory of when is bounded.
 REFRESH_TTL_EVERY_S = 2.0
 MAX_TTL_REFRESH_MEMORY = 100_000
+# A delivery token outlives the last retry of its answer by this much.
+DELIVERY_TOKEN_MARGIN_S = 5.0
 # Stored as JSON text inside the session's JSON, so the update script's cjson passes them through unchanged.
 CLIENT_CHOSEN_FIELDS = ("client_info", "client_capabilities")
 EVENT_POSITION = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
@@ -421,14 +430,25 @@ class RedisHub(Hub):
     # delivery
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Append to the session's replay log and route to the worker holding that stream."""
-        keys = session_keys(session_id, stream)
+        keys, args = self._publish_arguments(session_id, message, stream)
         with self._redis():
-            position = self._run(
-                "publish",
-                [keys["session"], keys["replay"], keys["claim"]],
-                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL],
-            )
+            position = self._run("publish", keys, args)
         return None if position is None else join_event_id(position.decode(), stream)
+
+    def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
+        """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
+        keys, args = self._publish_arguments(session_id, message, stream)
+        # Remembered past the last retry, which may run up to a pool wait and a command timeout after its start.
+        remember_s = self.settings.delivery_retry_s + 2 * self.settings.redis_timeout_s + DELIVERY_TOKEN_MARGIN_S
+        with self._redis():
+            position = self._run("deliver", [*keys, DELIVERY_PREFIX + token], [*args, milliseconds(remember_s)])
+        return None if position is None else join_event_id(position.decode(), stream)
+
+    def _publish_arguments(self, session_id: str, message: Any, stream: str | None) -> tuple[list[str], list[Any]]:
+        """The keys and arguments of the publish script for one message."""
+        keys = session_keys(session_id, stream)
+        return ([keys["session"], keys["replay"], keys["claim"]],
+                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL])
 
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False

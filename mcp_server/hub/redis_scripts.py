@@ -15,6 +15,8 @@ __all__ = [
     "CONTROL_CHANNEL",
     "COUNT_SCRIPT",
     "CREATE_SCRIPT",
+    "DELIVERY_PREFIX",
+    "DELIVER_SCRIPT",
     "DETACH_SCRIPT",
     "GET_SCRIPT",
     "PUBLISH_SCRIPT",
@@ -30,6 +32,7 @@ PREFIX = "mcp:"
 CONTROL_CHANNEL = PREFIX + "control"
 WORKER_CHANNEL = PREFIX + "worker:"
 SESSION_INDEX = PREFIX + "sessions"
+DELIVERY_PREFIX = PREFIX + "delivery:"
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
 NOW_MS = """
@@ -115,6 +118,24 @@ if owner then
   redis.call('PUBLISH', ARGV[5] .. worker,
              'm\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. id .. '\\n' .. ARGV[1])
 end
+return id
+"""
+
+# The publish script, at most once per delivery token. KEYS and ARGV: the publish script's, then the token's key
+# (last KEY) and how long to remember it in ms (last ARGV). An answer's publish is retried through a Redis
+# outage, and an attempt that timed out may still run once Redis answers again: every attempt after the first
+# that ran returns what that one did instead of appending the answer again.
+DELIVER_SCRIPT = """
+local earlier = redis.call('GET', KEYS[#KEYS])
+if earlier then
+  if earlier == '' then return false end
+  return earlier
+end
+local function publish()
+""" + PUBLISH_SCRIPT + """
+end
+local id = publish()
+redis.call('SET', KEYS[#KEYS], id or '', 'PX', ARGV[#ARGV])
 return id
 """
 
@@ -235,6 +256,7 @@ SCRIPTS = {
     "create": CREATE_SCRIPT,
     "get": GET_SCRIPT,
     "publish": PUBLISH_SCRIPT,
+    "deliver": DELIVER_SCRIPT,
     "attach": ATTACH_SCRIPT,
     "detach": DETACH_SCRIPT,
     "refresh": REFRESH_SCRIPT,
