@@ -619,6 +619,10 @@ class RedisHub(Hub):
             connection = pool.connection_class(**pool.connection_kwargs)
             try:
                 connection.connect()
+                # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
+                # would move a stream past what was published while nobody listened, and that would be skipped.
+                for subscription in list(self.local.values()):
+                    subscription.hold()
                 connection.send_command("SUBSCRIBE", CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
                 for _ in range(2):
                     connection.read_response()
@@ -737,12 +741,17 @@ class RedisHub(Hub):
         """After (re)subscribing, re-claim every local stream and queue what it missed meanwhile."""
         try:
             self.refresh()
-            for subscription in list(self.local.values()):
-                self._resync(subscription)
         except HubUnavailable:
-            pass
+            pass  # the refresher tries again; every stream still catches up (and stops holding live events)
         except Exception:
-            log.exception("resynchronising streams failed")
+            log.exception("refreshing stream claims failed")
+        for subscription in list(self.local.values()):
+            try:
+                self._resync(subscription)
+            except HubUnavailable:
+                pass
+            except Exception:
+                log.exception("resynchronising the stream of session %s failed", subscription.session_id[:8])
 
     def _resync_quietly(self, subscription: RedisSubscription) -> None:
         """Catch one stream up, leaving outages to the subscriber greenlet to report."""
