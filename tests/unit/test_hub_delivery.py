@@ -7,7 +7,7 @@ import time
 import gevent
 import pytest
 
-from mcp_server.config import Settings
+from mcp_server.config import ConfigError, Settings
 from mcp_server.hub.redis import RedisHub, session_keys
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.unit.test_hub_contract import hub, hub_log, make_hub, new_session, take  # noqa: F401  (fixtures)
@@ -68,3 +68,8 @@ def test_an_answer_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noq
     given_up = [r.getMessage() for r in hub_log if r.levelname == "ERROR"]
     assert given_up == [f"gave up storing the answer to request 7 of session {session.id[:8]}: the session "
                         "store stayed unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it"]
+
+
+def test_a_negative_delivery_retry_is_refused_at_start():
+    with pytest.raises(ConfigError, match="MCP_DELIVERY_RETRY_S must be 0"):
+        Settings.from_environ({"MCP_DELIVERY_RETRY_S": "-1"})
