@@ -72,6 +72,7 @@ class Settings:
     redis_url: str = ""
     redis_timeout_s: float = 2.0
     redis_pool_size: int = 32
+    delivery_retry_s: float = 30.0
     log_level: str = "INFO"
     log_format: str = "text"
     server_name: str = "flask-mcp-server"
@@ -143,6 +144,8 @@ class Settings:
                      "redis_timeout_s", "body_timeout_s"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be positive")
+        if self.delivery_retry_s < 0:
+            raise ConfigError(f"{PREFIX}DELIVERY_RETRY_S must be 0 (no retries) or more")
         for name in ("max_body_bytes", "max_sessions", "queue_max", "queue_max_bytes", "replay_max", "replay_max_bytes",
                      "page_size", "redis_pool_size", "completion_scan_max"):
             if getattr(self, name) < 1:

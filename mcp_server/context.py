@@ -42,6 +42,8 @@ class RequestContext:
     # completion/complete: the arguments the client already resolved (context.arguments).
     arguments: dict[str, Any] = field(default_factory=dict)
     _last_progress: float | None = None
+    # Set when the session store's outage stopped the handler (a notification has no response to say so).
+    store_unavailable: bool = False
 
     @property
     def session_id(self) -> str:

@@ -240,6 +240,9 @@ class McpCore:
             validator=accept_valid,
             post_process=to_serializable_one,
         )
+        if ctx.store_unavailable:
+            # Not acknowledged: the POST gets 503, so the client sends the notification again.
+            raise HubUnavailable("session store unreachable")
 
     def handle_response(self, session: Session, message: Message) -> None:
         """Route a client's answer to the tool that is waiting for it."""

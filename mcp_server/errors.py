@@ -24,8 +24,11 @@ __all__ = [
     "REQUEST_TIMEOUT",
     "RESOURCE_NOT_FOUND",
     "SERVER_UNAVAILABLE",
+    "STORE_RETRY_AFTER_S",
+    "STORE_UNAVAILABLE_MESSAGE",
     "RpcError",
     "error_response",
+    "is_store_unavailable",
     "new_correlation_id",
 ]
 
@@ -38,6 +41,10 @@ PERMISSION_DENIED = -32001
 RESOURCE_NOT_FOUND = -32002
 REQUEST_TIMEOUT = -32003
 SERVER_UNAVAILABLE = -32004
+# The session store (Redis) did not answer: -32004 with this message, and HTTP 503 with Retry-After where the
+# answer still has a status of its own.
+STORE_UNAVAILABLE_MESSAGE = "Session store unavailable; retry shortly"
+STORE_RETRY_AFTER_S = 2
 
 
 class RpcError(JsonRpcError):
@@ -66,3 +73,10 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 def new_correlation_id() -> str:
     """Return a short random id that ties a client-visible error to a log line."""
     return secrets.token_hex(6)
+
+
+def is_store_unavailable(response: Any) -> bool:
+    """True when a response is the error of a request that the session store's outage stopped."""
+    error = response.get("error") if isinstance(response, dict) else None
+    return (isinstance(error, dict) and error.get("code") == SERVER_UNAVAILABLE
+            and error.get("message") == STORE_UNAVAILABLE_MESSAGE)

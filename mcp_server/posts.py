@@ -17,8 +17,8 @@ from gunicorn.http.errors import NoMoreData, ParseException
 
 from mcp_server import sse, streamable
 from mcp_server.core import McpCore
-from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE
-from mcp_server.hub import CapacityError
+from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_RETRY_AFTER_S, STORE_UNAVAILABLE_MESSAGE
+from mcp_server.hub import CapacityError, HubUnavailable
 from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, ParseFailure, parse_body
 from mcp_server.responses import HttpProblem
@@ -51,10 +51,10 @@ def legacy_session_param(query: Mapping[str, str]) -> str | None:
     return query.get("session_id", query.get("sessionId"))
 
 
-def store_unavailable() -> HttpProblem:
-    """The 503 for a session store that does not answer."""
-    return HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE, "Session store unavailable; retry shortly",
-                       headers={"Retry-After": "2"})
+def store_unavailable(request_id: Any = None) -> HttpProblem:
+    """The 503 for a session store that does not answer (with the request's id when there is one)."""
+    return HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE,
+                       request_id=request_id, headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
 def server_busy(full: CapacityError) -> HttpProblem:
@@ -68,9 +68,11 @@ def lookup_session(core: McpCore, session_id: str | None, transport: str, princi
     if not session_id or not SESSION_ID_PATTERN.match(session_id):
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
                           "Malformed session id: expected the 32 hex characters the server gave you")
-    session = core.hub.get_session(session_id)
-    # Another principal's session is reported as missing, so its existence is not confirmed.
-    if session is None or session.transport != transport or session.principal != principal:
+    # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
+    # before the lookup touches anything, so a foreign probe does not keep the session alive.
+    session = core.hub.get_session(
+        session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+    if session is None:
         raise HttpProblem(HTTP_404_NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)")
     return session
@@ -164,9 +166,11 @@ def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | 
             session = core.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
         except CapacityError as full:
             raise server_busy(full) from None
+        except HubUnavailable:
+            raise store_unavailable(body.messages[0].id) from None
         response = streamable.post_messages(core, session, body, accepted, new_session=True)
         if response.status_code >= 400:
-            core.hub.close_session(session.id)
+            discard_session(core, session)
             response.headers.pop(streamable.SESSION_HEADER, None)
         return response
     if session_id is None:
@@ -175,3 +179,11 @@ def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | 
     session = lookup_session(core, session_id, STREAMABLE, principal)
     streamable.check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
     return streamable.post_messages(core, session, body, accepted, new_session=False)
+
+
+def discard_session(core: McpCore, session: Session) -> None:
+    """Close a session whose initialize failed; if the store is down too, its idle TTL ends it."""
+    try:
+        core.hub.close_session(session.id)
+    except HubUnavailable:
+        pass

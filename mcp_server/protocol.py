@@ -21,12 +21,16 @@ from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
+    STORE_UNAVAILABLE_MESSAGE,
     RpcError,
     new_correlation_id,
 )
+from mcp_server.hub import HubUnavailable
 from mcp_server.pagination import paginate
 from mcp_server.prompts import describe_prompt, render_prompt
 from mcp_server.resources import describe_resource, describe_template, find_readable, read_resource
+from mcp_server.session import SessionChange
 from mcp_server.tool_runner import run_tool
 from mcp_server.versions import at_least, negotiate
 
@@ -78,6 +82,11 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             return handler(ctx, **params)
         except JsonRpcError:
             raise
+        except HubUnavailable:
+            # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
+            if args and isinstance(args[0], RequestContext):
+                args[0].store_unavailable = True
+            raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
         except Exception:
             correlation_id = new_correlation_id()
             log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)
@@ -120,16 +129,20 @@ def initialize(
     **_: Any,
 ) -> Any:
     """Negotiate the protocol version and tell the client what this server offers."""
-    session = ctx.session
-    if session.negotiated:
-        raise RpcError(INVALID_REQUEST, "This session is already initialized; open a new session to start again")
-    session.protocol_version = negotiate(protocolVersion)
-    session.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
-    session.client_info = clientInfo if isinstance(clientInfo, dict) else {}
-    ctx.core.hub.save_session(session)
+    already = RpcError(INVALID_REQUEST, "This session is already initialized; open a new session to start again")
+    if ctx.session.negotiated:
+        raise already
+    negotiated = SessionChange(assign={
+        "protocol_version": negotiate(protocolVersion),
+        "client_capabilities": capabilities if isinstance(capabilities, dict) else {},
+        "client_info": clientInfo if isinstance(clientInfo, dict) else {},
+    }, unless_negotiated=True)
+    # Two initializes racing on one session: only one may win.
+    if not change_session(ctx, negotiated):
+        raise already
     settings = ctx.core.settings
     result: dict[str, Any] = {
-        "protocolVersion": session.protocol_version,
+        "protocolVersion": ctx.session.protocol_version,
         "capabilities": server_capabilities(ctx),
         "serverInfo": ctx.core.server_info(),
     }
@@ -143,9 +156,18 @@ def initialize(
 def initialized(ctx: RequestContext, **_: Any) -> Any:
     """Mark the session ready for server-initiated requests."""
     if ctx.session.negotiated and not ctx.session.initialized:
-        ctx.session.initialized = True
-        ctx.core.hub.save_session(ctx.session)
+        change_session(ctx, SessionChange(assign={"initialized": True}))
     return Success(None)
+
+
+def change_session(ctx: RequestContext, change: SessionChange) -> bool:
+    """Apply a change to the stored session atomically, then bring ctx.session in step; False if refused."""
+    applied, stored = ctx.core.hub.update_session(ctx.session.id, change)
+    if stored is None:
+        # Closed or expired meanwhile: nothing is stored, and the request's own copy still answers it.
+        return change.apply(ctx.session)
+    ctx.session.take_fields(stored)
+    return applied
 
 
 @method(name="ping")
@@ -219,9 +241,8 @@ def resources_read(ctx: RequestContext, uri: Any, **_: Any) -> Any:
 def resources_subscribe(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Send notifications/resources/updated to this session when uri changes."""
     check_subscribable(ctx, uri)
-    if uri not in ctx.session.subscriptions:
-        ctx.session.subscriptions.append(uri)
-        ctx.core.hub.save_session(ctx.session)
+    if not change_session(ctx, SessionChange(subscribe=uri, subscription_limit=MAX_SUBSCRIPTIONS)):
+        raise RpcError(INVALID_PARAMS, f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session")
     return Success({})
 
 
@@ -231,9 +252,7 @@ def resources_unsubscribe(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Stop update notifications for uri."""
     if not isinstance(uri, str):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
-    if uri in ctx.session.subscriptions:
-        ctx.session.subscriptions.remove(uri)
-        ctx.core.hub.save_session(ctx.session)
+    change_session(ctx, SessionChange(unsubscribe=uri))
     return Success({})
 
 
@@ -242,8 +261,6 @@ def check_subscribable(ctx: RequestContext, uri: Any) -> None:
     if not isinstance(uri, str) or not uri:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
     find_readable(ctx, uri)
-    if len(ctx.session.subscriptions) >= MAX_SUBSCRIPTIONS:
-        raise RpcError(INVALID_PARAMS, f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session")
 
 
 @method(name="prompts/list")
@@ -274,8 +291,7 @@ def logging_set_level(ctx: RequestContext, level: Any, **_: Any) -> Any:
     if level not in LOG_LEVELS:
         raise RpcError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}",
                        {"level": level})
-    ctx.session.log_level = level
-    ctx.core.hub.save_session(ctx.session)
+    change_session(ctx, SessionChange(assign={"log_level": level}))
     return Success({})
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, NamedTuple
 
-__all__ = ["Session", "new_session_id"]
+__all__ = ["Session", "SessionChange", "SessionUpdate", "new_session_id"]
 
 SSE = "sse"
 STREAMABLE = "streamable"
@@ -48,3 +49,46 @@ class Session:
         """Rebuild a session from storage, ignoring fields it no longer has."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+    def take_fields(self, other: Session) -> None:
+        """Copy every field of another copy of this session (keeps objects that share this one in step)."""
+        for name in (f.name for f in fields(self)):
+            setattr(self, name, getattr(other, name))
+
+
+@dataclass(frozen=True)
+class SessionChange:
+    """A change to some fields of a stored session, which the hub applies atomically (no lost updates).
+
+    `assign` sets fields; `subscribe` adds a URI unless the session already holds `subscription_limit`;
+    `unsubscribe` removes one; `unless_negotiated` refuses the whole change once initialize has been answered.
+    """
+
+    assign: Mapping[str, Any] = field(default_factory=dict)
+    subscribe: str | None = None
+    unsubscribe: str | None = None
+    subscription_limit: int | None = None
+    unless_negotiated: bool = False
+
+    def apply(self, session: Session) -> bool:
+        """Apply the change to a session in place; False (and nothing changed) when it is refused."""
+        if self.unless_negotiated and session.negotiated:
+            return False
+        adds = self.subscribe is not None and self.subscribe not in session.subscriptions
+        if adds and self.subscription_limit is not None and len(session.subscriptions) >= self.subscription_limit:
+            return False
+        if adds:
+            session.subscriptions.append(self.subscribe)
+        if self.unsubscribe in session.subscriptions:
+            session.subscriptions.remove(self.unsubscribe)
+        for name, value in self.assign.items():
+            setattr(session, name, value)
+        return True
+
+
+class SessionUpdate(NamedTuple):
+    """What a hub's update_session did: whether the change was applied, and the session as stored now."""
+
+    applied: bool
+    # None when the session is gone (closed or expired).
+    session: Session | None

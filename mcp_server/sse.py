@@ -104,8 +104,13 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
     def publish(message: Any) -> None:
         core.hub.publish(session.id, message)
 
+    def deliver(answer: Any) -> None:
+        # The 202 promised this answer: it is retried through a store outage (MCP_DELIVERY_RETRY_S).
+        core.hub.deliver(session.id, answer)
+
     rejected = core.batch_error(session, body)
     if rejected is not None:
+        # Stored before the 202, so an outage gets the POST a 503 instead of an acknowledgement.
         publish(rejected)
         return empty_response(HTTP_202_ACCEPTED)
     if body.is_batch:
@@ -113,16 +118,16 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
         if running or errors:
             gevent.spawn(publish_batch, core, session, running, errors)
     else:
-        # Each request publishes its own response from its greenlet as it finishes.
-        _, errors = core.accept(session, body, publish, on_done=publish)
+        # Each request delivers its own response from its greenlet as it finishes.
+        _, errors = core.accept(session, body, publish, on_done=deliver)
         for error in errors:
             publish(error)
     return empty_response(HTTP_202_ACCEPTED)
 
 
 def publish_batch(core: McpCore, session: Session, running: list, errors: list) -> None:
-    """Publish a batch's answers together, as one JSON array, once they are all done."""
+    """Deliver a batch's answers together, as one JSON array, once they are all done."""
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if answers:
-        core.hub.publish(session.id, answers)
+        core.hub.deliver(session.id, answers)

@@ -19,7 +19,7 @@ from gevent.queue import Queue
 
 from mcp_server.core import McpCore
 from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
-from mcp_server.errors import INVALID_REQUEST
+from mcp_server.errors import INVALID_REQUEST, STORE_RETRY_AFTER_S, is_store_unavailable
 from mcp_server.hub import StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
@@ -40,6 +40,7 @@ HTTP_204_NO_CONTENT = 204
 HTTP_400_BAD_REQUEST = 400
 HTTP_406_NOT_ACCEPTABLE = 406
 HTTP_409_CONFLICT = 409
+HTTP_503_SERVICE_UNAVAILABLE = 503
 DONE = object()
 CLOSE_STREAM = object()
 # Priming events (SEP-1699) are new in 2025-11-25; older clients may not expect an event without data.
@@ -103,11 +104,11 @@ class Exchange:
         self.outbox.put(CLOSE_STREAM)
 
     def publish_response(self, response: Any) -> str | None:
-        """Put the response in the replay log once, so a resumed stream gets it."""
+        """Put the response in the replay log once, so a resumed stream gets it (retried through an outage)."""
         if self.response_published or not isinstance(response, dict):
             return None
         self.response_published = True
-        return self.core.hub.publish(self.session.id, response, stream=self.stream_key)
+        return self.core.hub.deliver(self.session.id, response, stream=self.stream_key)
 
     def priming_frame(self) -> bytes:
         """An event with an id and no data, sent first so the client can resume even before any message."""
@@ -159,6 +160,8 @@ def post_messages(core: McpCore, session: Session, body: Body, accepted: Accepte
     # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
     greenlet.rawlink(lambda g: exchange.outbox.put_nowait(DONE))
     first = exchange.outbox.get()
+    if first is DONE and is_store_unavailable(greenlet.value):
+        return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
         # Cancelled before it said anything: an event stream that ends without a response.
         return Response(iter([KEEPALIVE_FRAME]), mimetype="text/event-stream", headers={**SSE_HEADERS, **headers})
@@ -180,8 +183,15 @@ def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, s
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
         return empty_response(HTTP_202_ACCEPTED, headers)
+    if not body.is_batch and is_store_unavailable(answers[0]):
+        return store_unavailable_response(answers[0], headers)
     status = HTTP_400_BAD_REQUEST if not running else 200
     return json_response(answers if body.is_batch else answers[0], status, headers)
+
+
+def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) -> Response:
+    """A request the session store's outage stopped: 503 with Retry-After, and the -32004 answer carrying its id."""
+    return json_response(answer, HTTP_503_SERVICE_UNAVAILABLE, {**headers, "Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
 def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> Response:

@@ -8,7 +8,9 @@ client's answer) are shared here.
 from __future__ import annotations
 
 import logging
+import random
 import secrets
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,7 +20,7 @@ from gevent.event import AsyncResult
 
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub.mailbox import Empty, Mailbox
-from mcp_server.session import Session
+from mcp_server.session import Session, SessionChange, SessionUpdate
 
 __all__ = [
     "CapacityError",
@@ -33,6 +35,12 @@ __all__ = [
 
 log = logging.getLogger("mcp.hub")
 
+
+# Retrying an acknowledged answer through a store outage: the first wait between attempts, and the longest.
+DELIVERY_BACKOFF_MIN_S = 0.1
+DELIVERY_BACKOFF_MAX_S = 2.0
+# Request ids are the client's: at most this much of one goes into a log line, escaped by repr().
+MAX_LOGGED_ID_CHARS = 40
 
 # Event ids are "<position>" on a session's own stream and "<position>/<stream>" on a request's stream, so a
 # Last-Event-ID alone says which stream to resume.
@@ -52,6 +60,14 @@ def split_event_id(event_id: str | None) -> tuple[str | None, str | None]:
         return None, None
     position, _, stream = event_id.partition(STREAM_SEPARATOR)
     return position, (stream or None)
+
+
+def answered(message: Any) -> str:
+    """Name what an answer answers, for a log line: its request id (escaped and cut short), or a batch."""
+    if isinstance(message, list):
+        return f"a batch of {len(message)}"
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return "request " + repr(request_id)[:MAX_LOGGED_ID_CHARS]
 
 
 class CapacityError(RuntimeError):
@@ -239,8 +255,11 @@ class Hub(ABC):
         return min(self.settings.pending_session_ttl_s, self.settings.session_ttl_s)
 
     @abstractmethod
-    def get_session(self, session_id: str) -> Session | None:
-        """Load a session and refresh its idle timer; None if unknown or expired."""
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Load a session and refresh its idle timer; None if unknown or expired.
+
+        With accept, a session it refuses (another principal's) is None and its timer is left alone.
+        """
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle timer (for bookkeeping, not for client requests)."""
@@ -249,6 +268,10 @@ class Hub(ABC):
     @abstractmethod
     def save_session(self, session: Session) -> None:
         """Store a changed session."""
+
+    @abstractmethod
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Apply a change to the stored session in one atomic step, so concurrent changes never undo each other."""
 
     @abstractmethod
     def close_session(self, session_id: str) -> bool:
@@ -271,6 +294,38 @@ class Hub(ABC):
     @abstractmethod
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Queue a message for a stream of the session (None: its own) and its replay log; return its event id."""
+
+    def deliver(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Publish an answer the client was promised (a legacy 202), retrying through a store outage.
+
+        Attempts go on, with backoff, for up to MCP_DELIVERY_RETRY_S; all carry one token, so an attempt that
+        reached the store although its reply was lost is not appended again. Past the bound the answer is
+        logged as lost: never dropped without a trace.
+        """
+        token = secrets.token_hex(8)
+        started = time.monotonic()
+        delay = DELIVERY_BACKOFF_MIN_S
+        while True:
+            try:
+                event_id = self.publish_once(session_id, message, stream, token)
+            except HubUnavailable:
+                remaining = started + self.settings.delivery_retry_s - time.monotonic()
+                if remaining <= 0:
+                    log.error("gave up storing the answer to %s of session %s: the session store stayed "
+                              "unreachable for MCP_DELIVERY_RETRY_S (%g s); the client may never get it",
+                              answered(message), session_id[:8], self.settings.delivery_retry_s)
+                    return None
+                gevent.sleep(min(remaining, delay * (0.5 + random.random())))
+                delay = min(delay * 2, DELIVERY_BACKOFF_MAX_S)
+                continue
+            if delay > DELIVERY_BACKOFF_MIN_S:
+                log.info("answer to %s of session %s stored after %.1f s of retries", answered(message),
+                         session_id[:8], time.monotonic() - started)
+            return event_id
+
+    def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
+        """Publish a message at most once per token (a store that can fail after storing overrides this)."""
+        return self.publish(session_id, message, stream)
 
     @abstractmethod
     def subscribe(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -26,7 +27,7 @@ from mcp_server.hub.base import (
 )
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.metrics import instruments
-from mcp_server.session import Session
+from mcp_server.session import Session, SessionChange, SessionUpdate
 
 __all__ = ["MemoryHub"]
 
@@ -180,10 +181,12 @@ class MemoryHub(Hub):
         else:
             self.calls_running.pop(session_id, None)
 
-    def get_session(self, session_id: str) -> Session | None:
-        """Return the live session and mark it active."""
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Return the live session and mark it active (unless accept refuses it)."""
         slot = self.slots.get(session_id)
         if slot is None or self._expired(slot, time.monotonic()):
+            return None
+        if accept is not None and not accept(slot.session):
             return None
         slot.touch()
         slot.pending = False  # the client came back: the session gets the full TTL
@@ -201,6 +204,13 @@ class MemoryHub(Hub):
         slot = self.slots.get(session.id)
         if slot is not None:
             slot.session = session
+
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Change the shared session object in place: nothing else runs in between, so it is atomic."""
+        session = self.peek_session(session_id)
+        if session is None:
+            return SessionUpdate(False, None)
+        return SessionUpdate(change.apply(session), session)
 
     def close_session(self, session_id: str) -> bool:
         """Remove the session and end its stream."""

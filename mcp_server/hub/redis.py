@@ -19,7 +19,7 @@ import random
 import re
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
@@ -51,6 +51,7 @@ from mcp_server.hub.base import (
 from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.hub.redis_scripts import (
     CONTROL_CHANNEL,
+    DELIVERY_PREFIX,
     SCRIPTS,
     SESSION_INDEX,
     WORKER_CHANNEL,
@@ -60,7 +61,7 @@ from mcp_server.hub.redis_scripts import (
 )
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.metrics import instruments
-from mcp_server.session import Session
+from mcp_server.session import Session, SessionChange, SessionUpdate
 
 __all__ = ["RedisHub", "RedisSubscription", "session_keys"]
 
@@ -82,6 +83,10 @@ REFRESH_BATCH = 500
 # and never less often than a tenth of the TTL; the memory of when is bounded.
 REFRESH_TTL_EVERY_S = 2.0
 MAX_TTL_REFRESH_MEMORY = 100_000
+# A delivery token outlives the last retry of its answer by this much.
+DELIVERY_TOKEN_MARGIN_S = 5.0
+# Stored as JSON text inside the session's JSON, so the update script's cjson passes them through unchanged.
+CLIENT_CHOSEN_FIELDS = ("client_info", "client_capabilities")
 EVENT_POSITION = re.compile(r"^[0-9]{1,20}(-[0-9]{1,20})?$")
 REPLAY_NOTHING = "$"
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
@@ -106,6 +111,28 @@ def entries_of(raw: list[Any], stream: str | None) -> list[tuple[str, bytes]]:
         if fields.get(b"s", b"") == wanted:
             entries.append((event_id.decode(), fields[b"d"]))
     return entries
+
+
+def session_json(session: Session) -> bytes:
+    """Encode a session for Redis, the fields the client chose as JSON text (see UPDATE_SCRIPT)."""
+    data = session.to_dict()
+    for name in CLIENT_CHOSEN_FIELDS:
+        data[name] = client_chosen_json(data[name])
+    return dumps(data)
+
+
+def client_chosen_json(value: Any) -> str:
+    """A client-chosen field's value as the JSON text the session stores."""
+    return dumps(value).decode()
+
+
+def session_from_json(data: bytes) -> Session:
+    """Decode a session stored by session_json (or by an older version, with those fields as JSON)."""
+    fields = loads(data)
+    for name in CLIENT_CHOSEN_FIELDS:
+        if isinstance(fields.get(name), str):
+            fields[name] = loads(fields[name])
+    return Session.from_dict(fields)
 
 
 def event_order(event_id: str) -> tuple[int, int]:
@@ -336,7 +363,7 @@ class RedisHub(Hub):
         """
         keys = session_keys(session.id)
         script_keys = [keys["session"], SESSION_INDEX]
-        args = [dumps(session.to_dict()), milliseconds(self.pending_ttl_s), self.settings.max_sessions, session.id]
+        args = [session_json(session), milliseconds(self.pending_ttl_s), self.settings.max_sessions, session.id]
         if owner is not None:
             script_keys.append(owner_key(owner))
             # The script finds the owner's other sessions' keys from this prefix ("mcp:session:").
@@ -380,13 +407,21 @@ class RedisHub(Hub):
                               client=pipe)
                 pipe.execute()
 
-    def get_session(self, session_id: str) -> Session | None:
-        """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker)."""
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker).
+
+        With accept, the session is read first without touching it, and refreshed only if accept takes it.
+        """
         now = time.monotonic()
         refreshed = self._ttl_refreshed.get(session_id)
         # A session read moments ago has a fresh TTL: a plain GET (one Redis command, not a script) suffices.
-        if refreshed is not None and now - refreshed < self._refresh_ttl_every_s:
-            return self.peek_session(session_id)
+        fresh = refreshed is not None and now - refreshed < self._refresh_ttl_every_s
+        if fresh or accept is not None:
+            session = self.peek_session(session_id)
+            if session is None or (accept is not None and not accept(session)):
+                return None
+            if fresh:
+                return session
         keys = session_keys(session_id)
         with self._redis():
             data = self._run(
@@ -400,18 +435,34 @@ class RedisHub(Hub):
         if len(self._ttl_refreshed) >= MAX_TTL_REFRESH_MEMORY:
             self._ttl_refreshed.clear()
         self._ttl_refreshed[session_id] = now
-        return Session.from_dict(loads(data))
+        return session_from_json(data)
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
         with self._redis():
             data = self.client.get(session_keys(session_id)["session"])
-        return None if data is None else Session.from_dict(loads(data))
+        return None if data is None else session_from_json(data)
 
     def save_session(self, session: Session) -> None:
         """Store a changed session, keeping its TTL; a closed session stays closed."""
         with self._redis():
-            self.client.set(session_keys(session.id)["session"], dumps(session.to_dict()), xx=True, keepttl=True)
+            self.client.set(session_keys(session.id)["session"], session_json(session), xx=True, keepttl=True)
+
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Apply a change in one Lua script (read, change, write), keeping the session's TTL."""
+        assign = {name: client_chosen_json(value) if name in CLIENT_CHOSEN_FIELDS else value
+                  for name, value in change.assign.items()}
+        limit = -1 if change.subscription_limit is None else change.subscription_limit
+        with self._redis():
+            reply = self._run(
+                "update",
+                [session_keys(session_id)["session"]],
+                [dumps(assign), change.subscribe or "", change.unsubscribe or "", limit,
+                 "1" if change.unless_negotiated else "0"],
+            )
+        if reply[0] == 0:
+            return SessionUpdate(False, None)
+        return SessionUpdate(reply[0] == 1, session_from_json(reply[1]))
 
     def close_session(self, session_id: str) -> bool:
         """Delete the session's keys and end its streams on whichever workers hold them."""
@@ -435,15 +486,26 @@ class RedisHub(Hub):
     # delivery
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Append to the session's replay log and route to the worker holding that stream."""
-        keys = session_keys(session_id, stream)
+        keys, args = self._publish_arguments(session_id, message, stream)
         with self._redis():
-            position = self._run(
-                "publish",
-                [keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"]],
-                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL,
-                 self.settings.replay_max_bytes],
-            )
+            position = self._run("publish", keys, args)
         return None if position is None else join_event_id(position.decode(), stream)
+
+    def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
+        """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
+        keys, args = self._publish_arguments(session_id, message, stream)
+        # Remembered past the last retry, which may run up to a pool wait and a command timeout after its start.
+        remember_s = self.settings.delivery_retry_s + 2 * self.settings.redis_timeout_s + DELIVERY_TOKEN_MARGIN_S
+        with self._redis():
+            position = self._run("deliver", [*keys, DELIVERY_PREFIX + token], [*args, milliseconds(remember_s)])
+        return None if position is None else join_event_id(position.decode(), stream)
+
+    def _publish_arguments(self, session_id: str, message: Any, stream: str | None) -> tuple[list[str], list[Any]]:
+        """The keys and arguments of the publish script for one message."""
+        keys = session_keys(session_id, stream)
+        return ([keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"]],
+                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL,
+                 self.settings.replay_max_bytes])
 
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
@@ -615,6 +677,10 @@ class RedisHub(Hub):
             connection = pool.connection_class(**pool.connection_kwargs)
             try:
                 connection.connect()
+                # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
+                # would move a stream past what was published while nobody listened, and that would be skipped.
+                for subscription in list(self.local.values()):
+                    subscription.hold()
                 connection.send_command("SUBSCRIBE", CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
                 for _ in range(2):
                     connection.read_response()
@@ -761,12 +827,17 @@ class RedisHub(Hub):
         """After (re)subscribing, re-claim every local stream and queue what it missed meanwhile."""
         try:
             self.refresh()
-            for subscription in list(self.local.values()):
-                self._resync(subscription)
         except HubUnavailable:
-            pass
+            pass  # the refresher tries again; every stream still catches up (and stops holding live events)
         except Exception:
-            log.exception("resynchronising streams failed")
+            log.exception("refreshing stream claims failed")
+        for subscription in list(self.local.values()):
+            try:
+                self._resync(subscription)
+            except HubUnavailable:
+                pass
+            except Exception:
+                log.exception("resynchronising the stream of session %s failed", subscription.session_id[:8])
 
     def _resync_quietly(self, subscription: RedisSubscription) -> None:
         """Catch one stream up, leaving outages to the subscriber greenlet to report."""

@@ -16,6 +16,8 @@ __all__ = [
     "CONTROL_CHANNEL",
     "COUNT_SCRIPT",
     "CREATE_SCRIPT",
+    "DELIVERY_PREFIX",
+    "DELIVER_SCRIPT",
     "DETACH_SCRIPT",
     "GET_SCRIPT",
     "PUBLISH_SCRIPT",
@@ -25,6 +27,7 @@ __all__ = [
     "REGISTRY_VERSION",
     "SCRIPTS",
     "SESSION_INDEX",
+    "UPDATE_SCRIPT",
     "WORKER_CHANNEL",
     "call_slots_key",
     "owner_key",
@@ -38,6 +41,7 @@ SESSION_INDEX = PREFIX + "sessions"
 # Run-time registry changes: the latest of each (kind, key) by its JSON [kind, key], and the last version given.
 REGISTRY_STATE = PREFIX + "registry"
 REGISTRY_VERSION = PREFIX + "registry:version"
+DELIVERY_PREFIX = PREFIX + "delivery:"
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
 NOW_MS = """
@@ -79,6 +83,39 @@ redis.call('PEXPIRE', KEYS[4], ARGV[1])
 local now_ms = redis_now_ms()
 redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return data
+"""
+
+# KEYS: session. ARGV: fields to assign (a JSON object), subscription to add ('' for none), subscription to
+# remove ('' for none), most subscriptions a session may hold (-1: no bound), '1' to refuse once negotiated.
+# One session change, read and written in one atomic step (concurrent requests of a session never undo each
+# other). Returns {0} for an unknown session, {1, json} once changed, {2, json} when refused. cjson writes an
+# empty list as {} and keeps 14 digits of a number, so the hub stores what the client chose as JSON text
+# (strings pass unchanged) and an empty subscription list is left out.
+UPDATE_SCRIPT = """
+local data = redis.call('GET', KEYS[1])
+if not data then return {0} end
+local session = cjson.decode(data)
+if ARGV[5] == '1' and type(session.protocol_version) == 'string' then return {2, data} end
+local subscriptions = session.subscriptions
+if type(subscriptions) ~= 'table' then subscriptions = {} end
+local function position(uri)
+  for i, held in ipairs(subscriptions) do
+    if held == uri then return i end
+  end
+  return nil
+end
+if ARGV[2] ~= '' and not position(ARGV[2]) then
+  local limit = tonumber(ARGV[4])
+  if limit >= 0 and #subscriptions >= limit then return {2, data} end
+  table.insert(subscriptions, ARGV[2])
+end
+local gone = ARGV[3] ~= '' and position(ARGV[3])
+if gone then table.remove(subscriptions, gone) end
+for name, value in pairs(cjson.decode(ARGV[1])) do session[name] = value end
+if #subscriptions > 0 then session.subscriptions = subscriptions else session.subscriptions = nil end
+data = cjson.encode(session)
+redis.call('SET', KEYS[1], data, 'KEEPTTL')
+return {1, data}
 """
 
 # Rebuilds a replay log's bookkeeping (the size of each entry, oldest first, and their sum) from the log itself,
@@ -143,6 +180,24 @@ if owner then
   redis.call('PUBLISH', ARGV[5] .. worker,
              'm\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. id .. '\\n' .. ARGV[1])
 end
+return id
+"""
+
+# The publish script, at most once per delivery token. KEYS and ARGV: the publish script's, then the token's key
+# (last KEY) and how long to remember it in ms (last ARGV). An answer's publish is retried through a Redis
+# outage, and an attempt that timed out may still run once Redis answers again: every attempt after the first
+# that ran returns what that one did instead of appending the answer again.
+DELIVER_SCRIPT = """
+local earlier = redis.call('GET', KEYS[#KEYS])
+if earlier then
+  if earlier == '' then return false end
+  return earlier
+end
+local function publish()
+""" + PUBLISH_SCRIPT + """
+end
+local id = publish()
+redis.call('SET', KEYS[#KEYS], id or '', 'PX', ARGV[#ARGV])
 return id
 """
 
@@ -314,6 +369,7 @@ SCRIPTS = {
     "create": CREATE_SCRIPT,
     "get": GET_SCRIPT,
     "publish": PUBLISH_SCRIPT,
+    "deliver": DELIVER_SCRIPT,
     "attach": ATTACH_SCRIPT,
     "detach": DETACH_SCRIPT,
     "refresh": REFRESH_SCRIPT,
@@ -321,4 +377,5 @@ SCRIPTS = {
     "count": COUNT_SCRIPT,
     "registry": REGISTRY_SCRIPT,
     **CALL_SLOT_SCRIPTS,
+    "update": UPDATE_SCRIPT,
 }

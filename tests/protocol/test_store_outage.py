@@ -1,0 +1,41 @@
+"""A session store that stalls in the middle of a request: the documented -32004, never -32603."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
+from mcp_server.hub import HubUnavailable
+from mcp_server.messages import parse_body
+
+STORE_UNAVAILABLE = {"code": SERVER_UNAVAILABLE, "message": STORE_UNAVAILABLE_MESSAGE}
+
+
+def stall_updates(hub, monkeypatch) -> None:
+    """Make every session change fail from now on, as during a Redis outage."""
+
+    def unreachable(*_):
+        raise HubUnavailable("session store unreachable")
+
+    monkeypatch.setattr(hub, "update_session", unreachable)
+
+
+def test_initialize_caught_by_the_outage_answers_store_unavailable(rpc, monkeypatch):
+    stall_updates(rpc.core.hub, monkeypatch)
+    response = rpc.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}, request_id="init")
+    assert response == {"jsonrpc": "2.0", "id": "init", "error": STORE_UNAVAILABLE}
+
+
+def test_set_level_caught_by_the_outage_answers_store_unavailable(make_rpc, monkeypatch):
+    rpc = make_rpc("2025-06-18")
+    stall_updates(rpc.core.hub, monkeypatch)
+    assert rpc.request("logging/setLevel", {"level": "error"})["error"] == STORE_UNAVAILABLE
+
+
+def test_a_notification_caught_by_the_outage_is_not_acknowledged(rpc, monkeypatch):
+    assert rpc.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})["result"]
+    stall_updates(rpc.core.hub, monkeypatch)
+    body = parse_body(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    # The transport answers 503 instead of 202, so the client sends it again.
+    with pytest.raises(HubUnavailable):
+        rpc.core.accept(rpc.session, body, rpc.sent.append)

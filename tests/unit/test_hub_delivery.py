@@ -1,0 +1,75 @@
+"""Hub.deliver: an acknowledged answer is stored once through a stalled store, or given up loudly past the bound."""
+
+from __future__ import annotations
+
+import time
+
+import gevent
+import pytest
+
+from mcp_server.config import ConfigError, Settings
+from mcp_server.hub.redis import RedisHub, session_keys
+from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.unit.test_hub_contract import hub, hub_log, make_hub, new_session, take  # noqa: F401  (fixtures)
+
+EARLIER = {"jsonrpc": "2.0", "id": 6, "result": {}}
+ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
+def stalling_hub(server: RedisServer, retry_s: float) -> RedisHub:
+    """A Redis hub with a short command timeout, so a paused Redis fails each attempt quickly."""
+    return RedisHub(Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.3",
+                                           "MCP_DELIVERY_RETRY_S": str(retry_s)}))
+
+
+def test_a_delivered_answer_reaches_the_stream_once(hub):  # noqa: F811
+    session = new_session(hub)
+    subscription = hub.subscribe(session.id)
+    event_id = hub.deliver(session.id, ANSWER)
+    assert event_id is not None
+    assert take(subscription, 2, timeout=1.0) == [(event_id, b'{"jsonrpc":"2.0","id":7,"result":{}}')]
+    subscription.close()
+
+
+@pytest.mark.redis
+def test_an_answer_delivered_through_a_stall_is_stored_exactly_once():
+    with RedisServer() as server:
+        stalling = stalling_hub(server, retry_s=20)
+        try:
+            session = new_session(stalling)
+            # Redis knows the script now, so an attempt that times out still runs when Redis resumes.
+            assert stalling.deliver(session.id, EARLIER) is not None
+            server.pause()
+            # The first attempt reaches the frozen Redis and times out; it runs once Redis resumes, and so
+            # does the retry that follows: only one of them may append the answer.
+            gevent.spawn_later(1.5, server.resume)
+            started = time.monotonic()
+            assert stalling.deliver(session.id, ANSWER) is not None
+            assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
+            entries = server.client().xrange(session_keys(session.id)["replay"])
+            assert [fields[b"d"] for _, fields in entries] == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
+                                                               b'{"jsonrpc":"2.0","id":7,"result":{}}']
+        finally:
+            server.resume()
+            stalling.stop()
+
+
+@pytest.mark.redis
+def test_an_answer_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noqa: F811
+    with RedisServer() as server:
+        stalling = stalling_hub(server, retry_s=0.5)
+        try:
+            session = new_session(stalling)
+            server.pause()
+            assert stalling.deliver(session.id, ANSWER) is None
+        finally:
+            server.resume()
+            stalling.stop()
+    given_up = [r.getMessage() for r in hub_log if r.levelname == "ERROR"]
+    assert given_up == [f"gave up storing the answer to request 7 of session {session.id[:8]}: the session "
+                        "store stayed unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it"]
+
+
+def test_a_negative_delivery_retry_is_refused_at_start():
+    with pytest.raises(ConfigError, match="MCP_DELIVERY_RETRY_S must be 0"):
+        Settings.from_environ({"MCP_DELIVERY_RETRY_S": "-1"})

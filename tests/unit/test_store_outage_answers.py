@@ -1,0 +1,35 @@
+"""A Streamable HTTP initialize caught by a session store outage: 503, Retry-After, -32004 with its id, no session."""
+
+from __future__ import annotations
+
+import pytest
+
+from app import create_app
+from mcp_server.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
+from mcp_server.hub import HubUnavailable
+
+INIT = {"jsonrpc": "2.0", "id": 41, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def unreachable(*_):
+    """Fail as a hub call does while Redis is unreachable."""
+    raise HubUnavailable("session store unreachable")
+
+
+# The hot path and Flask's route (forced by a CORS setting), each accepting JSON only or JSON and SSE.
+@pytest.mark.parametrize("config", [{}, {"MCP_CORS_ORIGINS": "https://example.invalid"}])
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+@pytest.mark.parametrize("stalled", ["create_session", "update_session"])
+def test_initialize_caught_by_the_outage_gets_503_with_its_id(config, accept, stalled, monkeypatch):
+    app = create_app(config)
+    hub = app.extensions["mcp"].core.hub
+    monkeypatch.setattr(hub, stalled, unreachable)
+    answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": accept})
+    assert answer.status_code == 503
+    assert answer.headers["Retry-After"] == "2"
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.get_json() == {"jsonrpc": "2.0", "id": 41,
+                                 "error": {"code": SERVER_UNAVAILABLE, "message": STORE_UNAVAILABLE_MESSAGE}}
+    assert "Mcp-Session-Id" not in answer.headers
+    assert hub.session_count() == 0
