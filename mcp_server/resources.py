@@ -11,11 +11,12 @@ from urllib.parse import unquote
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
 from mcp_tools import Resource, ResourceNotFound, ResourceTemplate, ToolError
+from mcp_tools._registry import TEMPLATE_VARIABLE
 
 __all__ = ["describe_resource", "describe_template", "match_template", "read_resource", "template_variables"]
 
 log = logging.getLogger("mcp.resources")
-VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
+VARIABLE = TEMPLATE_VARIABLE  # one definition: registration checks a reader's parameters against the same names
 
 
 def describe(entry: dict[str, Any], spec: Resource | ResourceTemplate) -> dict[str, Any]:
