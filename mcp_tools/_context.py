@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from mcp_tools._registry import Registry
+
 __all__ = ["Context", "ResourceNotFound", "ToolError"]
 
 
@@ -25,7 +27,11 @@ class Context(Protocol):
     session_id: str
     principal: str | None
     request_id: str | int | None
+    # The server's Settings; `settings.extra` maps every MCP_* environment variable to its text, so a tool
+    # reads its own setting as `ctx.settings.extra.get("MCP_MY_TOOL_LIMIT", "10")`.
     settings: Any
+    # The server's registry: add or remove tools, resources and prompts at run time.
+    registry: Registry
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; a no-op when the client sent no progress token."""

@@ -9,7 +9,7 @@ is served.
 import mimetypes
 from pathlib import Path
 
-from mcp_tools import ResourceNotFound, ToolError, resource_template
+from mcp_tools import Context, ResourceNotFound, ToolError, resource_template
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_SUGGESTIONS = 200
@@ -49,7 +49,7 @@ def suggest_paths(root: str, typed: str) -> list[str]:
     description="A file under MCP_FILES_ROOT, by absolute path.",
     complete=lambda name, value, ctx: suggest_paths(ctx.settings.files_root, value),
 )
-def read_file(path: str, ctx) -> dict:
+def read_file(path: str, ctx: Context) -> dict:
     """Return a UTF-8 text file as text and anything else as a blob, with its MIME type."""
     real = confined_path(ctx.settings.files_root, path)
     if not real.is_file():
