@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -71,7 +72,7 @@ class MemorySubscription(QueuedSubscription):
         """Detach from the slot; the session waits resume_window_s for a reconnect."""
         if self.slot.subscriber is self:
             self.slot.subscriber = None
-            self.slot.detached_at = time.monotonic()
+            self.slot.detached_at = self.slot.clock()
         elif self.stream is not None and self.slot.request_subscribers.get(self.stream) is self:
             del self.slot.request_subscribers[self.stream]
         if self.reason is None:
@@ -82,10 +83,11 @@ class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
     __slots__ = ("session", "replay", "next_event_id", "delivered", "subscriber", "request_subscribers",
-                 "last_seen", "detached_at")
+                 "last_seen", "detached_at", "clock")
 
-    def __init__(self, session: Session, replay_max: int) -> None:
+    def __init__(self, session: Session, replay_max: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.session = session
+        self.clock = clock
         # (event id, JSON, request stream or None for the session's own stream), oldest first.
         self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
         self.next_event_id = 1
@@ -93,20 +95,22 @@ class SessionSlot:
         self.subscriber: MemorySubscription | None = None
         # Resumed request streams (Streamable HTTP POST streams picked up again with Last-Event-ID).
         self.request_subscribers: dict[str, MemorySubscription] = {}
-        self.last_seen = time.monotonic()
+        self.last_seen = clock()
         self.detached_at: float | None = None
 
     def touch(self) -> None:
         """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
-        self.last_seen = time.monotonic()
+        self.last_seen = self.clock()
         self.detached_at = None
 
 
 class MemoryHub(Hub):
     """The single-worker hub."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Any, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(settings)
+        # Every expiry decision reads this clock, so tests can step time instead of sleeping.
+        self.clock = clock
         self.slots: dict[str, SessionSlot] = {}
         self._reaper: gevent.Greenlet | None = None
 
@@ -115,13 +119,13 @@ class MemoryHub(Hub):
         self.reap()
         if len(self.slots) >= self.settings.max_sessions:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
-        self.slots[session.id] = SessionSlot(session, self.settings.replay_max)
+        self.slots[session.id] = SessionSlot(session, self.settings.replay_max, self.clock)
         self._start_reaper()
 
     def get_session(self, session_id: str) -> Session | None:
         """Return the live session and mark it active."""
         slot = self.slots.get(session_id)
-        if slot is None or self._expired(slot, time.monotonic()):
+        if slot is None or self._expired(slot, self.clock()):
             return None
         slot.touch()
         return slot.session
@@ -129,7 +133,7 @@ class MemoryHub(Hub):
     def peek_session(self, session_id: str) -> Session | None:
         """Return the live session without marking it active."""
         slot = self.slots.get(session_id)
-        if slot is None or self._expired(slot, time.monotonic()):
+        if slot is None or self._expired(slot, self.clock()):
             return None
         return slot.session
 
@@ -225,7 +229,7 @@ class MemoryHub(Hub):
 
     def reap(self) -> int:
         """Drop expired sessions; return how many."""
-        now = time.monotonic()
+        now = self.clock()
         expired = [sid for sid, slot in self.slots.items() if self._expired(slot, now)]
         for sid in expired:
             self.close_session(sid)
