@@ -247,6 +247,10 @@ def test_open_stream_carries_on_across_a_restart_of_a_persistent_redis(tmp_path)
             # The same stream, still open, gets the answer once its worker has re-subscribed.
             assert reader.response(after["id"], timeout=20)["result"]["content"][0]["text"] == "after"
             assert not reader.ended.is_set()
+            # A ping posted behind it is answered behind it: any repeat of the answer would have come first.
+            marker = request("ping")
+            post(server.base_url, reader, marker, http)
+            reader.response(marker["id"])
             assert Counter(reader.response_ids())[after["id"]] == 1
 
 
