@@ -84,8 +84,7 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except HubUnavailable:
             # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
-            if args and isinstance(args[0], RequestContext):
-                args[0].store_unavailable = True
+            ctx.store_unavailable = True
             raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
         except Exception:
             correlation_id = new_correlation_id()

@@ -12,6 +12,7 @@ from urllib.parse import quote, unquote
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
 from mcp_server.logs import loggable
 from mcp_tools import Resource, ResourceNotFound, ResourceTemplate, ToolError
+from mcp_tools._registry import TEMPLATE_VARIABLE
 
 __all__ = [
     "describe_resource",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp.resources")
-VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
+VARIABLE = TEMPLATE_VARIABLE  # one definition: registration checks a reader's parameters against the same names
 # RFC 3986 reserved characters, which a {+var} (reserved) expansion leaves as they are.
 RESERVED = ":/?#[]@!$&'()*+,;="
 

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mcp_tools._registry import Registry
+
 __all__ = ["Completion", "Context", "ResourceNotFound", "ToolError"]
 
 
@@ -36,7 +38,11 @@ class Context(Protocol):
     session_id: str
     principal: str | None
     request_id: str | int | None
+    # The server's Settings; `settings.extra` maps every MCP_* environment variable to its text, so a tool
+    # reads its own setting as `ctx.settings.extra.get("MCP_MY_TOOL_LIMIT", "10")`.
     settings: Any
+    # The server's registry: add or remove tools, resources and prompts at run time.
+    registry: Registry
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; a no-op when the client sent no progress token."""

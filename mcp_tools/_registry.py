@@ -17,6 +17,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+# A URI template variable: {name} for one path segment, {+name} for the rest (RFC 6570 level 1 and reserved).
+TEMPLATE_VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
 MARK = "__mcp_spec__"
 
 
@@ -67,6 +70,44 @@ def check_name(name: str, what: str) -> str:
 def takes_context(fn: Callable[..., Any]) -> bool:
     """Tell whether fn declares a `ctx` parameter to receive the request context."""
     return "ctx" in inspect.signature(fn).parameters
+
+
+def where(fn: Callable[..., Any]) -> str:
+    """Name the file, line and function that fn is, for a registration error."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return repr(fn)
+    path = Path(code.co_filename)
+    if path.is_relative_to(Path.cwd()):
+        path = path.relative_to(Path.cwd())
+    return f"{path}:{code.co_firstlineno}, function {fn.__qualname__}"
+
+
+def check_synchronous(fn: Callable[..., Any], label: str) -> None:
+    """Reject an async function: the server calls it in a greenlet and would get an unawaited coroutine."""
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise RegistryError(f"{label} ({where(fn)}): must be a plain def, not async def; "
+                            "it runs in its own greenlet, so blocking I/O is fine")
+
+
+def parameter_problems(fn: Callable[..., Any], offered: set[str], required: set[str], noun: str) -> list[str]:
+    """What stops fn(**arguments, ctx=...) from working for every set of arguments the declaration allows."""
+    params = {n: p for n, p in inspect.signature(fn).parameters.items() if n != "ctx"}
+    problems = [f"parameter {n!r} is positional-only, but arguments arrive by name"
+                for n, p in params.items() if p.kind is p.POSITIONAL_ONLY]
+    named = {n: p for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        problems += [f"{noun} {n!r} has no parameter of that name" for n in sorted((offered | required) - set(named))]
+    problems += [f"parameter {n!r} has no default, so it must be a required {noun}"
+                 for n, p in named.items() if p.default is p.empty and n not in required]
+    return problems
+
+
+def check_parameters(fn: Callable[..., Any], label: str, offered: set[str], required: set[str], noun: str) -> None:
+    """Reject fn when its parameters do not match what its declaration offers and requires (ctx aside)."""
+    problems = parameter_problems(fn, offered, required, noun)
+    if problems:
+        raise RegistryError(f"{label} ({where(fn)}): {'; '.join(problems)}")
 
 
 def first_doc_line(fn: Callable[..., Any]) -> str:
@@ -205,8 +246,10 @@ def marking(build: Callable[[Callable[..., Any]], Any]) -> Callable[[Callable[..
 
 def common_fields(fn: Callable[..., Any], name: str | None, kind: str, description: str | None) -> dict[str, Any]:
     """The fields every spec has: a checked name, the function, its description, whether it takes ctx."""
+    checked = check_name(name or fn.__name__, kind)
+    check_synchronous(fn, f"{kind} {checked!r}")
     return {
-        "name": check_name(name or fn.__name__, kind),
+        "name": checked,
         "fn": fn,
         "description": description if description is not None else first_doc_line(fn),
         "wants_context": takes_context(fn),
@@ -232,10 +275,12 @@ def tool(
     def build(fn: Callable[..., Any]) -> Tool:
         fields = common_fields(fn, name, "tool", description)
         label = f"tool {fields['name']!r}"
+        input_validator = compile_schema(input_schema, f"{label} input_schema")
         output_validator = None if output_schema is None else compile_schema(output_schema, f"{label} output_schema")
+        check_parameters(fn, label, set(input_schema.get("properties", {})), set(input_schema.get("required", [])),
+                         "property")
         return Tool(input_schema=input_schema, output_schema=output_schema, title=title, annotations=annotations,
-                    input_validator=compile_schema(input_schema, f"{label} input_schema"),
-                    output_validator=output_validator, **fields)
+                    input_validator=input_validator, output_validator=output_validator, **fields)
 
     return marking(build)
 
@@ -251,8 +296,14 @@ def resource(
     """Mark a function as the reader of the resource at `uri`."""
     if callable(uri):
         raise RegistryError("use @resource('scheme://uri'), not bare @resource")
-    return marking(lambda fn: Resource(uri=uri, mime_type=mime_type, title=title,
-                                       **common_fields(fn, name, "resource", description)))
+
+    def build(fn: Callable[..., Any]) -> Resource:
+        fields = common_fields(fn, name, "resource", description)
+        # A fixed URI carries no variables, so the reader gets no arguments (only ctx, if it asks).
+        check_parameters(fn, f"resource {uri!r}", set(), set(), "URI variable")
+        return Resource(uri=uri, mime_type=mime_type, title=title, **fields)
+
+    return marking(build)
 
 
 def resource_template(
@@ -268,9 +319,16 @@ def resource_template(
     """Mark a function as the reader of every URI matching `uri_template`."""
     if callable(uri_template):
         raise RegistryError("use @resource_template('scheme://{var}'), not bare @resource_template")
-    return marking(lambda fn: ResourceTemplate(uri_template=uri_template, mime_type=mime_type, title=title,
-                                               complete=complete, resolve=resolve,
-                                               **common_fields(fn, name, "resource template", description)))
+
+    def build(fn: Callable[..., Any]) -> ResourceTemplate:
+        fields = common_fields(fn, name, "resource template", description)
+        # Every variable matches at least one character, so a matching URI always supplies all of them.
+        variables = {var for _, var in TEMPLATE_VARIABLE.findall(uri_template)}
+        check_parameters(fn, f"resource template {uri_template!r}", variables, variables, "URI variable")
+        return ResourceTemplate(uri_template=uri_template, mime_type=mime_type, title=title, complete=complete,
+                                resolve=resolve, **fields)
+
+    return marking(build)
 
 
 def prompt(
@@ -284,8 +342,15 @@ def prompt(
     """Mark a function as a prompt; it returns the prompt's messages."""
     if callable(name):
         raise RegistryError("use @prompt(arguments=[...]), not bare @prompt")
-    return marking(lambda fn: Prompt(arguments=tuple(arguments), title=title, complete=complete,
-                                     **common_fields(fn, name, "prompt", description)))
+    arguments = tuple(arguments)
+
+    def build(fn: Callable[..., Any]) -> Prompt:
+        fields = common_fields(fn, name, "prompt", description)
+        check_parameters(fn, f"prompt {fields['name']!r}", {arg.name for arg in arguments},
+                         {arg.name for arg in arguments if arg.required}, "argument")
+        return Prompt(arguments=arguments, title=title, complete=complete, **fields)
+
+    return marking(build)
 
 
 class Registry:

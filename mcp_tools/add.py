@@ -1,4 +1,4 @@
-"""Add two integers: the seed's first tool, and the one to copy."""
+"""Add two integers: the example of a tool with an output schema and annotations (copy echo.py, not this)."""
 
 from mcp_tools import tool
 

@@ -2,7 +2,7 @@
 
 import gevent
 
-from mcp_tools import tool
+from mcp_tools import Context, tool
 
 INPUT_SCHEMA = {
     "type": "object",
@@ -21,7 +21,7 @@ INPUT_SCHEMA = {
 
 
 @tool(input_schema=INPUT_SCHEMA, annotations={"readOnlyHint": True})
-def count_down(steps: int, ctx, delay_ms: int = 0) -> str:
+def count_down(steps: int, ctx: Context, delay_ms: int = 0) -> str:
     """Count down from steps to zero, reporting progress and a log line per step."""
     for done in range(1, steps + 1):
         gevent.sleep(delay_ms / 1000.0)

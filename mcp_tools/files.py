@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gevent
 
-from mcp_tools import Completion, ResourceNotFound, ToolError, resource_template
+from mcp_tools import Completion, Context, ResourceNotFound, ToolError, resource_template
 
 MAX_FILE_BYTES = 1024 * 1024
 # Directory entries a completion reads between two yields to the other greenlets of the worker.
@@ -139,7 +139,7 @@ def complete_path(name: str, value: str, ctx) -> Completion:
     complete=complete_path,
     resolve=resolve_path,
 )
-def read_file(path: str, ctx) -> dict:
+def read_file(path: str, ctx: Context) -> dict:
     """Return a UTF-8 text file as text and anything else as a blob, with its MIME type."""
     real = confined_path(ctx.settings.files_root, path)
     try:

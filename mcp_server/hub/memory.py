@@ -75,7 +75,7 @@ class MemorySubscription(QueuedSubscription):
         """Detach from the slot; the session waits resume_window_s for a reconnect."""
         if self.slot.subscriber is self:
             self.slot.subscriber = None
-            self.slot.detached_at = time.monotonic()
+            self.slot.detached_at = self.slot.clock()
         elif self.stream is not None and self.slot.request_subscribers.get(self.stream) is self:
             del self.slot.request_subscribers[self.stream]
         if self.reason is None:
@@ -86,10 +86,12 @@ class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
     __slots__ = ("session", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
-                 "subscriber", "request_subscribers", "last_seen", "detached_at", "pending")
+                 "subscriber", "request_subscribers", "last_seen", "detached_at", "pending", "clock")
 
-    def __init__(self, session: Session, replay_max: int, replay_max_bytes: int) -> None:
+    def __init__(self, session: Session, replay_max: int, replay_max_bytes: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.session = session
+        self.clock = clock
         # (event id, JSON, request stream or None for the session's own stream), oldest first.
         self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
         self.replay_bytes = 0
@@ -99,14 +101,14 @@ class SessionSlot:
         self.subscriber: MemorySubscription | None = None
         # Resumed request streams (Streamable HTTP POST streams picked up again with Last-Event-ID).
         self.request_subscribers: dict[str, MemorySubscription] = {}
-        self.last_seen = time.monotonic()
+        self.last_seen = clock()
         self.detached_at: float | None = None
         # Until the client comes back after initialize, the session lives only the short pending TTL.
         self.pending = True
 
     def touch(self) -> None:
         """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
-        self.last_seen = time.monotonic()
+        self.last_seen = self.clock()
         self.detached_at = None
 
     def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
@@ -122,8 +124,10 @@ class SessionSlot:
 class MemoryHub(Hub):
     """The single-worker hub."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Any, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(settings)
+        # Every expiry decision reads this clock, so tests can step time instead of sleeping.
+        self.clock = clock
         self.slots: dict[str, SessionSlot] = {}
         self._reaper: gevent.Greenlet | None = None
         # The sessions each owner opened; ended ones are pruned when the owner reaches its limit.
@@ -140,7 +144,8 @@ class MemoryHub(Hub):
         if owner is not None and len(self.owned.get(owner, ())) >= owner_limit \
                 and len(self.prune_owner(owner)) >= owner_limit:
             raise QuotaFull(owner)
-        self.slots[session.id] = SessionSlot(session, self.settings.replay_max, self.settings.replay_max_bytes)
+        self.slots[session.id] = SessionSlot(session, self.settings.replay_max,
+                                            self.settings.replay_max_bytes, self.clock)
         if owner is not None:
             self.own(owner, session.id)
         self._start_reaper()
@@ -184,7 +189,7 @@ class MemoryHub(Hub):
     def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
         """Return the live session and mark it active (unless accept refuses it)."""
         slot = self.slots.get(session_id)
-        if slot is None or self._expired(slot, time.monotonic()):
+        if slot is None or self._expired(slot, self.clock()):
             return None
         if accept is not None and not accept(slot.session):
             return None
@@ -195,7 +200,7 @@ class MemoryHub(Hub):
     def peek_session(self, session_id: str) -> Session | None:
         """Return the live session without marking it active."""
         slot = self.slots.get(session_id)
-        if slot is None or self._expired(slot, time.monotonic()):
+        if slot is None or self._expired(slot, self.clock()):
             return None
         return slot.session
 
@@ -299,7 +304,7 @@ class MemoryHub(Hub):
 
     def reap(self) -> int:
         """Drop expired sessions; return how many."""
-        now = time.monotonic()
+        now = self.clock()
         expired = [sid for sid, slot in self.slots.items() if self._expired(slot, now)]
         for sid in expired:
             self.close_session(sid)

@@ -92,15 +92,6 @@ class ProgressLog:
         self.updates.append((progress, total, message))
 
 
-async def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll condition until it is truthy; fail naming what did not happen within timeout."""
-    with anyio.move_on_after(timeout):
-        while not (value := condition()):
-            await anyio.sleep(POLL_S)
-        return value
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-
-
 @contextlib.asynccontextmanager
 async def open_session(transport: str, url: str, **callbacks: Any) -> AsyncIterator[tuple[ClientSession, Recorder]]:
     """Connect the SDK client over transport, initialize, and yield the session with its recorder."""

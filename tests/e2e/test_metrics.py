@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import httpx
 import pytest
@@ -12,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.raw_clients import LegacyStream, StreamableSession, call_tool, client
 from tests.e2e.server_process import ServerProcess
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -32,16 +32,6 @@ def scrape(base_url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float
 def sample(samples: dict, name: str, **labels: str) -> float:
     """One sample's value, 0.0 when absent."""
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
-
-
-def wait_until(condition, what: str) -> None:
-    """Poll condition until it holds, for at most WAIT_S."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +94,10 @@ def test_a_killed_worker_leaves_no_open_streams_behind_but_keeps_its_counts(metr
     calls = sample(before, "mcp_requests_total", method="tools/call", outcome="ok", code="")
 
     os.kill(worker, signal.SIGKILL)
-    wait_until(lambda: server.worker_pids() not in ([], [worker]), "gunicorn to start a new worker")
-    wait_until(lambda: httpx.get(server.base_url + "/healthz", timeout=2.0).status_code == 200, "the new worker")
+    wait_until(lambda: server.worker_pids() not in ([], [worker]), timeout=WAIT_S,
+               what="gunicorn to start a new worker", interval=0.1)
+    wait_until(lambda: httpx.get(server.base_url + "/healthz", timeout=2.0).status_code == 200, timeout=WAIT_S,
+               what="the new worker", interval=0.1)
     stream.close()
     stream_context.close()
 

@@ -15,7 +15,6 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from tests.e2e.raw_clients import BOTH, StreamableSession, call_tool, client, in
 from tests.e2e.server_process import ServerProcess
 from tests.e2e.sse_client import iter_events
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -33,16 +33,8 @@ PLUGINS = "tests.e2e.plugins.scale_tools,tests.e2e.plugins.slow_tools"
 SERVER_UNAVAILABLE = -32004
 # Each request to a server whose Redis is down must be answered within this (MCP_REDIS_TIMEOUT_S is 1 here).
 FAIL_FAST_S = 3.0
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.1) -> Any:
-    """Poll predicate until it is truthy or timeout passes; return its last value."""
-    deadline = time.monotonic() + timeout
-    value = predicate()
-    while not value and time.monotonic() < deadline:
-        time.sleep(interval)
-        value = predicate()
-    return value
+# Conditions here are read from other processes (HTTP, logs, Redis): poll them gently.
+POLL_S = 0.1
 
 
 class StreamReader(threading.Thread):
@@ -95,10 +87,9 @@ class StreamReader(threading.Thread):
 
     def response(self, request_id: Any, timeout: float = 15.0) -> dict[str, Any]:
         """Wait for the response to request_id."""
-        found = wait_until(lambda: next((m for _, m in self.messages if isinstance(m, dict)
-                                         and m.get("id") == request_id and "method" not in m), None), timeout)
-        assert found is not None, f"no response to {request_id!r}; got {self.response_ids()}"
-        return found
+        return wait_until(lambda: next((m for _, m in self.messages if isinstance(m, dict)
+                                        and m.get("id") == request_id and "method" not in m), None), timeout,
+                          f"the response to {request_id!r}", POLL_S)
 
     def last_id(self) -> str | None:
         """The event id of the last message received."""
@@ -228,7 +219,7 @@ def test_redis_restart_answers_503_quickly_then_recovers_by_itself():
 
             redis_process.start()  # same port, empty: nothing was persisted
             assert wait_until(lambda: all(httpx.get(server.base_url + "/readyz").status_code == 200
-                                          for _ in range(4)), timeout=20)
+                                          for _ in range(4)), timeout=20, interval=POLL_S)
             fresh = StreamableSession(http, server.url)
             assert fresh.call(call_tool("add", {"a": 1, "b": 1}))["result"]["content"][0]["text"] == "2"
             reader = open_session(server.base_url, http)
@@ -252,10 +243,14 @@ def test_open_stream_carries_on_across_a_restart_of_a_persistent_redis(tmp_path)
             redis_process.restart()
             after = call_tool("echo", {"text": "after"})
             assert wait_until(lambda: http.post(server.base_url + reader.endpoint, json=after).status_code == 202,
-                              timeout=20)
+                              timeout=20, interval=POLL_S)
             # The same stream, still open, gets the answer once its worker has re-subscribed.
             assert reader.response(after["id"], timeout=20)["result"]["content"][0]["text"] == "after"
             assert not reader.ended.is_set()
+            # A ping posted behind it is answered behind it: any repeat of the answer would have come first.
+            marker = request("ping")
+            post(server.base_url, reader, marker, http)
+            reader.response(marker["id"])
             assert Counter(reader.response_ids())[after["id"]] == 1
 
 
@@ -297,10 +292,10 @@ def test_stalled_client_is_cut_off_and_worker_memory_stays_bounded(redis_server)
                     assert http.post(endpoint, json=call_tool("echo", {"text": big})).status_code == 202
 
             flood(80)  # ~16 MB of answers: more than the socket buffers and the 20-event queue hold
-            assert wait_until(lambda: "queue full (slow consumer)" in server.read_log(), timeout=20)
+            assert wait_until(lambda: "queue full (slow consumer)" in server.read_log(), timeout=20, interval=POLL_S)
             # The stream gave up its claim, so nothing more is routed to this worker for it.
             claim = f"mcp:session:{session_id}:stream"
-            assert wait_until(lambda: redis_server.client().exists(claim) == 0, timeout=5)
+            assert wait_until(lambda: redis_server.client().exists(claim) == 0, timeout=5, interval=POLL_S)
             after_cut = worker_rss_kib(worker)
             flood(80)
             after_more = worker_rss_kib(worker)
@@ -364,7 +359,7 @@ def test_idle_sessions_expire_after_the_ttl(backend, redis_server):  # noqa: F81
 
         assert session_count() == 1
         # Counting touches no session, so waiting on the count cannot keep it alive.
-        assert wait_until(lambda: session_count() == 0, timeout=10)
+        assert wait_until(lambda: session_count() == 0, timeout=10, interval=POLL_S)
         if backend == "redis":
             assert redis_server.client().keys(f"mcp:session:{session.session_id}*") == []
         assert session.post(request("ping")).status_code == 404

@@ -20,8 +20,9 @@ import pytest
 
 from tests.e2e.raw_clients import BOTH, call_tool, initialize, request
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.test_redis_faults import StreamReader, fresh_client, open_session, produced_response_ids, wait_until
+from tests.e2e.test_redis_faults import StreamReader, fresh_client, open_session, produced_response_ids
 from tests.redis_server import RedisServer
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 

@@ -24,9 +24,9 @@ from tests.e2e.sdk_sessions import (
     feature_env,
     list_every_page,
     session_to,
-    wait_until,
 )
 from tests.e2e.server_process import ServerProcess
+from tests.support.waiting import wait_until_async
 
 pytestmark = [
     pytest.mark.e2e,
@@ -120,7 +120,7 @@ async def test_progress_arrives_as_0_50_100_of_100(feature_server, transport):
     progress = ProgressLog()
     async with session_to(feature_server, transport) as (session, _):
         result = await session.call_tool("test_tool_with_progress", {}, progress_callback=progress)
-        await wait_until(lambda: len(progress.updates) >= 3, "three progress notifications")
+        await wait_until_async(lambda: len(progress.updates) >= 3, "three progress notifications")
     assert dump(result.content) == [{"type": "text", "text": "Progress test completed."}]
     assert progress.updates == [(0, 100, None), (50, 100, None), (100, 100, None)]
 
@@ -129,7 +129,7 @@ async def test_count_down_reports_progress_with_messages_and_a_log_line_per_step
     progress = ProgressLog()
     async with session_to(feature_server, transport) as (session, recorder):
         result = await session.call_tool("count_down", {"steps": 3}, progress_callback=progress)
-        await wait_until(lambda: len(progress.updates) >= 3 and len(recorder.logs) >= 3, "progress and logs")
+        await wait_until_async(lambda: len(progress.updates) >= 3 and len(recorder.logs) >= 3, "progress and logs")
     assert dump(result.content) == [{"type": "text", "text": "Counted down from 3."}]
     assert progress.updates == [(1, 3, "2 to go"), (2, 3, "1 to go"), (3, 3, "0 to go")]
     assert recorder.logs == [
@@ -142,7 +142,7 @@ async def test_no_progress_is_sent_without_a_progress_token(feature_server, tran
         await session.call_tool("test_tool_with_progress", {})
         # A log sent after the call is the sentinel: progress would have arrived before it.
         await session.call_tool("log_entries", {"entries": [{"level": "error", "data": "sentinel"}]})
-        await wait_until(lambda: recorder.logs, "the sentinel log")
+        await wait_until_async(lambda: recorder.logs, "the sentinel log")
     assert "notifications/progress" not in recorder.methods()
 
 
@@ -150,7 +150,7 @@ async def test_no_progress_is_sent_without_a_progress_token(feature_server, tran
 async def test_tool_logs_arrive_in_order_with_level_logger_and_data(feature_server, transport):
     async with session_to(feature_server, transport) as (session, recorder):
         result = await session.call_tool("test_tool_with_logging", {})
-        await wait_until(lambda: len(recorder.logs) >= 3, "three log messages")
+        await wait_until_async(lambda: len(recorder.logs) >= 3, "three log messages")
     assert dump(result.content) == [{"type": "text", "text": "Logging test completed."}]
     assert recorder.logs == [
         {"level": "info", "logger": "conformance", "data": "Tool execution started"},
@@ -167,12 +167,12 @@ async def test_set_level_filters_messages_below_it_and_debug_lets_everything_thr
         await session.set_logging_level("warning")
         await session.call_tool("log_entries", {"entries": entries})
         # emergency is the last entry: once it is in, anything that passed the filter is in.
-        await wait_until(lambda: any(log["data"] == "at emergency" for log in recorder.logs), "the emergency log")
+        await wait_until_async(lambda: any(log["data"] == "at emergency" for log in recorder.logs), "the emergency log")
         filtered = list(recorder.logs)
         recorder.logs.clear()
         await session.set_logging_level("debug")
         await session.call_tool("log_entries", {"entries": entries})
-        await wait_until(lambda: len(recorder.logs) >= 4, "all four logs")
+        await wait_until_async(lambda: len(recorder.logs) >= 4, "all four logs")
     assert filtered == [
         {"level": "warning", "logger": "feature", "data": "at warning"},
         {"level": "emergency", "logger": "feature", "data": "at emergency"},
@@ -186,7 +186,7 @@ async def test_set_level_warning_then_an_info_only_tool_sends_nothing(feature_se
         result = await session.call_tool("test_tool_with_logging", {})
         # Nothing passes the filter, so a later warning must be the first and only message.
         await session.call_tool("log_entries", {"entries": [{"level": "warning", "data": "sentinel"}]})
-        await wait_until(lambda: recorder.logs, "the sentinel log")
+        await wait_until_async(lambda: recorder.logs, "the sentinel log")
     assert result.is_error is False
     assert recorder.logs == [{"level": "warning", "logger": "feature", "data": "sentinel"}]
 
@@ -207,7 +207,7 @@ async def wait_for_state(session, key: str, state: str) -> dict:
 
 async def wait_for_log_line(server, pattern: str) -> None:
     """Wait until the server's log has a line matching pattern."""
-    await wait_until(lambda: re.search(pattern, server.read_log()), f"a log line matching {pattern!r}")
+    await wait_until_async(lambda: re.search(pattern, server.read_log()), f"a log line matching {pattern!r}")
 
 
 async def test_cancelling_a_call_in_the_sdk_kills_it_on_the_server(feature_server, transport):
@@ -263,7 +263,7 @@ async def test_a_cancel_notification_for_a_call_means_no_response_ever_comes(fea
             else:
                 # The call's POST gets an event stream that ends without a JSON-RPC response (the spec's way to
                 # answer a cancelled request on Streamable HTTP), which the SDK reports as an error.
-                await wait_until(lambda: outcome, "the call's POST to end")
+                await wait_until_async(lambda: outcome, "the call's POST to end")
         if transport == "streamable":
             (error,) = outcome
             assert isinstance(error, MCPError)
@@ -290,14 +290,15 @@ async def test_adding_and_removing_a_tool_at_run_time_sends_tools_list_changed(f
     async with session_to(feature_server, transport) as (session, recorder):
         try:
             await session.call_tool("change_registry", {"kind": "tool", "action": "add", "name": name})
-            await wait_until(lambda: recorder.of("notifications/tools/list_changed"), "tools/list_changed after add")
+            await wait_until_async(lambda: recorder.of("notifications/tools/list_changed"),
+                                   "tools/list_changed after add")
             tools, _ = await list_every_page(session.list_tools, "tools")
             added = await session.call_tool(name, {})
         finally:
             # Leave the shared server's registry as it was, even when an assertion above fails.
             await session.call_tool("change_registry", {"kind": "tool", "action": "remove", "name": name})
-        await wait_until(lambda: len(recorder.of("notifications/tools/list_changed")) >= 2,
-                         "tools/list_changed after remove")
+        await wait_until_async(lambda: len(recorder.of("notifications/tools/list_changed")) >= 2,
+                               "tools/list_changed after remove")
         tools_after, _ = await list_every_page(session.list_tools, "tools")
         with pytest.raises(MCPError) as gone:
             await session.call_tool(name, {})
@@ -322,11 +323,11 @@ async def test_adding_and_removing_prompts_and_resources_sends_their_list_change
     async with session_to(feature_server, transport) as (session, recorder):
         try:
             await session.call_tool("change_registry", {"kind": kind, "action": "add"})
-            await wait_until(lambda: recorder.of(method), f"{method} after add")
+            await wait_until_async(lambda: recorder.of(method), f"{method} after add")
             listed, _ = await list_every_page(getattr(session, lister), key)
         finally:
             removed = await session.call_tool("change_registry", {"kind": kind, "action": "remove"})
-        await wait_until(lambda: len(recorder.of(method)) >= 2, f"{method} after remove")
+        await wait_until_async(lambda: len(recorder.of(method)) >= 2, f"{method} after remove")
         listed_after, _ = await list_every_page(getattr(session, lister), key)
     assert expected in [name_of(item) for item in listed]
     assert removed.content[0].text == f"removed {kind} {expected}: True"

@@ -22,9 +22,9 @@ from tests.e2e.sdk_sessions import (
     list_every_page,
     rpc_error,
     session_to,
-    wait_until,
 )
 from tests.e2e.server_process import ServerProcess
+from tests.support.waiting import wait_until_async
 
 pytestmark = [
     pytest.mark.e2e,
@@ -192,7 +192,7 @@ async def test_updates_reach_a_subscribed_uri_and_not_an_unsubscribed_one(resour
         await session.call_tool("touch_resource", {"uri": NOT_WATCHED})
         touched = await session.call_tool("touch_resource", {"uri": WATCHED})
         # Broadcasts reach the stream in order: once WATCHED's update is in, NOT_WATCHED's would be too.
-        await wait_until(lambda: recorder.of("notifications/resources/updated"), "the update for the watched uri")
+        await wait_until_async(lambda: recorder.of("notifications/resources/updated"), "the update for the watched uri")
     assert touched.content[0].text == f"touched {WATCHED}"
     assert recorder.of("notifications/resources/updated") == [{"uri": WATCHED}]
 
@@ -202,11 +202,11 @@ async def test_after_unsubscribe_no_more_updates_arrive(resource_server, transpo
         await session.subscribe_resource(WATCHED)
         await session.subscribe_resource(SENTINEL)
         await session.call_tool("touch_resource", {"uri": WATCHED})
-        await wait_until(lambda: recorder.of("notifications/resources/updated"), "the first update")
+        await wait_until_async(lambda: recorder.of("notifications/resources/updated"), "the first update")
         await session.unsubscribe_resource(WATCHED)
         await session.call_tool("touch_resource", {"uri": WATCHED})
         await session.call_tool("touch_resource", {"uri": SENTINEL})
-        await wait_until(lambda: len(recorder.of("notifications/resources/updated")) >= 2, "the sentinel update")
+        await wait_until_async(lambda: len(recorder.of("notifications/resources/updated")) >= 2, "the sentinel update")
     assert recorder.of("notifications/resources/updated") == [{"uri": WATCHED}, {"uri": SENTINEL}]
 
 
@@ -217,8 +217,8 @@ async def test_updates_reach_only_the_sessions_that_subscribed(resource_server, 
             await bystander.subscribe_resource(SENTINEL)
             await bystander.call_tool("touch_resource", {"uri": WATCHED})
             await bystander.call_tool("touch_resource", {"uri": SENTINEL})
-            await wait_until(lambda: watching.of("notifications/resources/updated"), "the watcher's update")
-            await wait_until(lambda: bystanding.of("notifications/resources/updated"), "the bystander's update")
+            await wait_until_async(lambda: watching.of("notifications/resources/updated"), "the watcher's update")
+            await wait_until_async(lambda: bystanding.of("notifications/resources/updated"), "the bystander's update")
     assert watching.of("notifications/resources/updated") == [{"uri": WATCHED}]
     assert bystanding.of("notifications/resources/updated") == [{"uri": SENTINEL}]
 
@@ -230,7 +230,7 @@ async def test_subscribing_to_a_template_uri_works_and_to_an_unknown_uri_is_not_
         with pytest.raises(MCPError) as failure:
             await session.subscribe_resource("test://nothing-here")
         await session.call_tool("touch_resource", {"uri": uri})
-        await wait_until(lambda: recorder.of("notifications/resources/updated"), "the template uri's update")
+        await wait_until_async(lambda: recorder.of("notifications/resources/updated"), "the template uri's update")
     assert failure.value.error.code == -32002
     assert failure.value.error.data == {"uri": "test://nothing-here"}
     assert recorder.of("notifications/resources/updated") == [{"uri": uri}]

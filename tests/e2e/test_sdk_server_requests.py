@@ -11,8 +11,9 @@ import anyio
 import mcp_types as types
 import pytest
 
-from tests.e2e.sdk_sessions import dump, feature_env, open_session, wait_until
+from tests.e2e.sdk_sessions import dump, feature_env, open_session
 from tests.e2e.server_process import ServerProcess
+from tests.support.waiting import wait_until_async
 
 pytestmark = [
     pytest.mark.e2e,
@@ -206,7 +207,7 @@ async def test_a_client_that_never_answers_gets_a_timeout_result_and_a_cancellat
 
     async with open_session(transport, impatient_server.url, sampling_callback=never_answer) as (session, _):
         result = await session.call_tool("test_sampling", {"prompt": "Are you there?"})
-        await wait_until(lambda: cancelled, "the server to cancel its sampling request")
+        await wait_until_async(lambda: cancelled, "the server to cancel its sampling request")
         after = await session.call_tool("test_simple_text", {})
     assert result.is_error is True
     assert text_of(result) == f"The client did not answer sampling/createMessage within {CLIENT_TIMEOUT_S} s"

@@ -10,7 +10,7 @@ import pytest
 from mcp_server.config import ConfigError, Settings
 from mcp_server.hub.redis import RedisHub, session_keys
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.unit.test_hub_contract import hub, hub_log, make_hub, new_session, take  # noqa: F401  (fixtures)
+from tests.support.hubs import new_session, take
 
 EARLIER = {"jsonrpc": "2.0", "id": 6, "result": {}}
 ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {}}

@@ -9,7 +9,6 @@ from mcp_server.hub import QuotaFull
 from mcp_server.hub import redis as redis_hub
 from mcp_server.session import Session
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
-from tests.unit.test_hub_contract import make_hub, redis_hubs, wait_until  # noqa: F401  (fixtures)
 
 OWNER = "address:192.0.2.1"
 
@@ -46,8 +45,8 @@ def test_a_session_nobody_came_back_to_expires_after_the_pending_ttl(make_hub): 
     hub.create_session(pending)
     hub.create_session(used)
     assert hub.get_session(used.id) is not None  # a follow-up request gives it the full TTL
-    assert wait_until(lambda: hub.peek_session(pending.id) is None)
-    gevent.sleep(0.3)
+    make_hub.elapse(0.7)
+    assert hub.peek_session(pending.id) is None
     assert hub.peek_session(used.id) is not None
 
 

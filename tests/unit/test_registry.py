@@ -23,8 +23,8 @@ PLUGIN = "tests.unit.plugin_greeting"
 def make_tool(name: str, schema: dict | None = None):
     """Decorate a fresh function as a tool called name."""
 
-    def fn() -> str:
-        """Do nothing, politely."""
+    def fn(**arguments) -> str:
+        """Do nothing with whatever the schema allows, politely."""
         return "ok"
 
     return tool(name, input_schema=schema or OBJECT)(fn)
@@ -66,8 +66,9 @@ def test_a_ctx_parameter_asks_for_the_request_context():
         """Use the context."""
         return text
 
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
     registry = Registry()
-    registry.add_function(tool(input_schema=OBJECT)(with_ctx))
+    registry.add_function(tool(input_schema=schema)(with_ctx))
     assert registry.tools["with_ctx"].wants_context is True
 
 

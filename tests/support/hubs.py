@@ -1,0 +1,154 @@
+"""Hub test helpers: hubs of either backend built from settings overrides, a clock tests step, event readers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gevent
+import pytest
+
+from mcp_server.config import Settings
+from mcp_server.hub import Hub
+from mcp_server.hub.memory import MemoryHub
+from mcp_server.hub.redis import RedisHub
+from mcp_server.session import Session
+from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
+
+
+class SteppedClock:
+    """A monotonic clock that moves only when the test steps it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        """The current time, in seconds."""
+        return self.now
+
+    def step(self, seconds: float) -> None:
+        """Move time forward."""
+        self.now += seconds
+
+
+class Hubs:
+    """Builds hubs of one backend with settings overrides, and stops them after the test."""
+
+    def __init__(self, backend: str, server: RedisServer | None) -> None:
+        self.backend = backend
+        self.server = server
+        self.clock = SteppedClock()
+        self.made: list[Hub] = []
+
+    def __call__(self, **overrides: Any) -> Hub:
+        """A fresh hub (for redis: a fresh worker on the shared server); memory hubs read self.clock."""
+        config: dict[str, Any] = {"MCP_RESUME_WINDOW_S": "60", **{k: str(v) for k, v in overrides.items()}}
+        if self.backend == "redis":
+            config["MCP_REDIS_URL"] = self.server.url
+        settings = Settings.from_mapping(config)
+        hub: Hub = RedisHub(settings) if self.backend == "redis" else MemoryHub(settings, clock=self.clock)
+        self.made.append(hub)
+        return hub
+
+    def elapse(self, seconds: float) -> None:
+        """Let seconds pass for the hubs: step the memory hubs' clock; Redis keeps its own time, so wait."""
+        if self.backend == "redis":
+            gevent.sleep(seconds)
+        else:
+            self.clock.step(seconds)
+
+    def close(self) -> None:
+        """Stop every hub's greenlets and connections."""
+        for hub in self.made:
+            hub.shutdown()
+            if isinstance(hub, RedisHub):
+                hub.stop()
+
+
+def take(subscription, count: int, timeout: float = 5.0) -> list[tuple[str, bytes]]:
+    """Read exactly count events, or fewer if the deadline passes first."""
+    events: list[tuple[str, bytes]] = []
+    deadline = time.monotonic() + timeout
+    while len(events) < count and time.monotonic() < deadline:
+        item = subscription.get(max(0.01, deadline - time.monotonic()))
+        if item is not None:
+            events.append(item)
+    return events
+
+
+def drain(subscription, limit: int = 50, timeout: float = 0.2) -> list[tuple[str, bytes]]:
+    """Read events until none arrives within timeout."""
+    events = []
+    for _ in range(limit):
+        item = subscription.get(timeout)
+        if item is None:
+            break
+        events.append(item)
+    return events
+
+
+def payloads(events: list[tuple[str, bytes]]) -> list[bytes]:
+    """The JSON bytes of each event."""
+    return [data for _, data in events]
+
+
+def new_session(hub: Hub, **fields: Any) -> Session:
+    """Create and store a session."""
+    session = Session(**fields)
+    hub.create_session(session)
+    return session
+
+
+def message(n: int) -> dict[str, Any]:
+    """A small JSON-RPC notification numbered n."""
+    return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}}
+
+
+def numbers(events: list[tuple[str, bytes]]) -> list[int]:
+    """The n of each message event."""
+    return [json.loads(data)["params"]["n"] for _, data in events]
+
+
+BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis)]
+
+
+@pytest.fixture(params=BACKENDS)
+def make_hub(request) -> Iterator[Hubs]:
+    """A hub factory for each backend; the Redis one starts on an empty database."""
+    server = None
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        server.client().flushdb()
+    hubs = Hubs(request.param, server)
+    yield hubs
+    hubs.close()
+
+
+@pytest.fixture
+def hub(make_hub) -> Hub:
+    """A hub with default settings."""
+    return make_hub()
+
+
+@pytest.fixture
+def hub_log() -> Iterator[list[logging.LogRecord]]:
+    """Records written to the mcp.hub logger during the test."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("mcp.hub")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+@pytest.fixture
+def redis_hubs(redis_server) -> Iterator[Hubs]:  # noqa: F811
+    """A factory of RedisHub 'workers' sharing the module's redis-server."""
+    redis_server.client().flushdb()
+    hubs = Hubs("redis", redis_server)
+    yield hubs
+    hubs.close()

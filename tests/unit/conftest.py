@@ -1,0 +1,4 @@
+"""Fixtures every unit test module may use: hubs of either backend (see tests/support/hubs.py)."""
+
+from tests.redis_server import redis_server  # noqa: F401  (fixture)
+from tests.support.hubs import hub, hub_log, make_hub, redis_hubs  # noqa: F401  (fixtures)

@@ -1,0 +1,49 @@
+"""The README's "Adding a tool" section tells the truth: what to copy, what ctx has, what each file is."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+from mcp_server.context import RequestContext
+from mcp_tools import Context, Registry
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
+TOOLS_SECTION = README.split("<!-- section:tools -->", 1)[1].split("<!-- section:", 1)[0]
+TABLE_ROW = re.compile(r"^\| `([^`]+\.py)` \| ([a-z ]+) \|", re.MULTILINE)
+
+
+def context_members() -> set[str]:
+    """The attributes and methods the Context protocol declares."""
+    methods = {name for name, value in vars(Context).items() if callable(value) and not name.startswith("_")}
+    return set(Context.__annotations__) | methods
+
+
+def test_context_declares_everything_the_readme_says_ctx_has():
+    documented = set(re.findall(r"\bctx\.([a-z_]+)", README))
+    assert documented, "the README documents ctx"
+    assert sorted(documented - context_members()) == []
+
+
+def test_the_request_context_has_everything_context_declares():
+    fields = {f.name for f in dataclasses.fields(RequestContext)}
+    assert sorted(name for name in context_members() if name not in fields and not hasattr(RequestContext, name)) == []
+
+
+def test_the_file_to_copy_is_a_plain_tool_without_an_output_schema():
+    copied = re.search(r"Copy\s+`mcp_tools/([a-z_]+)\.py`", TOOLS_SECTION)
+    assert copied, "the section says which file to copy"
+    module = f"mcp_tools.{copied.group(1)}"
+    tools = [spec for spec in Registry.discover().tools.values() if spec.fn.__module__ == module]
+    assert len(tools) == 1
+    assert tools[0].output_schema is None and not tools[0].wants_context
+
+
+def test_the_table_names_each_file_in_mcp_tools_once_with_its_kind():
+    rows = TABLE_ROW.findall(TOOLS_SECTION)
+    files = sorted(path.name for path in (ROOT / "mcp_tools").glob("*.py"))
+    assert sorted(name for name, _ in rows) == files
+    kinds = {"tool", "resource", "resource template", "prompt", "framework"}
+    assert {kind for _, kind in rows} <= kinds

@@ -1,0 +1,239 @@
+"""What only the Redis hub has: several workers on one Redis, keys that expire in Redis, Redis going away.
+
+Each worker is a RedisHub instance with its own subscriber connection, on a shared
+redis-server. The behaviour both backends share is in test_hub_contract.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import gevent
+import pytest
+
+from mcp_server.config import Settings
+from mcp_server.encoding import loads
+from mcp_server.hub import HubUnavailable, StreamClosed, StreamConflict
+from mcp_server.hub.redis import RedisHub, session_keys
+from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
+from tests.support.hubs import drain, message, new_session, numbers, take
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.redis
+
+
+def test_slow_consumer_queue_is_dropped_at_once(redis_hubs):
+    hub = redis_hubs(MCP_QUEUE_MAX=3)
+    session = new_session(hub)
+    subscription = hub.subscribe(session.id)
+    for n in range(10):
+        hub.publish(session.id, message(n))
+    # The stalled client never reads again, so nothing may wait for it to.
+    assert wait_until(lambda: subscription.reason == "slow consumer")
+    assert session.id not in hub.streaming_session_ids()
+    assert subscription.queue.qsize() <= 1  # only the close marker is left
+    # What it missed stays in the replay log for when it reconnects.
+    subscription.close()
+    assert numbers(drain(hub.subscribe(session.id))) == list(range(10))
+
+
+def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    subscription = worker_a.subscribe(session.id)
+    assert wait_until(lambda: worker_b.get_session(session.id))
+    for n in range(20):
+        worker_b.publish(session.id, message(n))
+    assert numbers(take(subscription, 20)) == list(range(20))
+    # Nothing repeated: an event published behind them is the next (and last) one to arrive.
+    worker_b.publish(session.id, message(20))
+    assert numbers(drain(subscription)) == [20]
+    subscription.close()
+
+
+def test_request_stream_resumed_on_another_worker_gets_events_published_here(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    first = worker_a.publish(session.id, message(0), stream="req1")
+    resumed = worker_b.subscribe(session.id, last_event_id=first)
+    assert wait_until(worker_b.ready)
+    for n in range(1, 4):
+        worker_a.publish(session.id, message(n), stream="req1")
+    assert numbers(take(resumed, 3)) == [1, 2, 3]
+    resumed.close()
+
+
+def test_exclusive_stream_conflicts_across_workers(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    first = worker_a.subscribe(session.id, exclusive=True)
+    assert wait_until(worker_a.ready)
+    with pytest.raises(StreamConflict):
+        worker_b.subscribe(session.id, exclusive=True)
+    first.close()
+    worker_b.subscribe(session.id, exclusive=True).close()
+
+
+def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, redis_server):  # noqa: F811
+    worker = redis_hubs()
+    session = new_session(worker)
+    # A claim left by a worker that was killed: nobody listens on its channel any more.
+    redis_server.client().set(session_keys(session.id)["claim"], "deadbeefdeadbeef|0123", px=20000)
+    subscription = worker.subscribe(session.id, exclusive=True)
+    worker.publish(session.id, message(1))
+    assert numbers(drain(subscription)) == [1]
+    subscription.close()
+
+
+def test_stream_on_another_worker_is_replaced_and_told_why(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    first = worker_a.subscribe(session.id)
+    assert wait_until(worker_a.ready)
+    second = worker_b.subscribe(session.id)
+    with pytest.raises(StreamClosed) as closed:
+        first.get(3.0)
+    assert "replaced" in closed.value.reason
+    worker_a.publish(session.id, message(1))
+    assert numbers(drain(second)) == [1]
+    assert worker_a.streaming_session_ids() == []
+    first.close()
+    second.close()
+
+
+def test_closing_a_session_on_one_worker_ends_its_stream_on_another(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    subscription = worker_a.subscribe(session.id)
+    assert wait_until(worker_a.ready)
+    assert worker_b.close_session(session.id) is True
+    with pytest.raises(StreamClosed) as closed:
+        subscription.get(3.0)
+    assert closed.value.reason == "session closed"
+
+
+def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    subscription = worker_a.subscribe(session.id)
+    assert wait_until(lambda: worker_a.ready() and worker_b.ready())
+    waiter = gevent.spawn(worker_a.request, session.id, "sampling/createMessage", {}, 10.0)
+    request = json.loads(subscription.get(3.0)[1])
+    answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"role": "assistant"}}
+    assert worker_b.resolve(session.id, answer) is True
+    assert waiter.get(timeout=5.0)["result"] == {"role": "assistant"}
+    subscription.close()
+
+
+def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    assert wait_until(lambda: worker_a.ready() and worker_b.ready())
+    running = gevent.spawn(gevent.sleep, 30)
+    worker_a.inflight.add(session.id, "req-1", running)
+    worker_b.cancel(session.id, "req-1")
+    running.join(timeout=3.0)
+    assert running.dead
+
+
+def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
+    """From any worker, a broadcast lands once on each session: streaming on any worker, or waiting in its replay."""
+    workers = [redis_hubs() for _ in range(3)]
+    assert wait_until(lambda: all(worker.ready() for worker in workers))
+    streaming = [new_session(worker) for worker in workers]
+    subscriptions = [worker.subscribe(session.id) for worker, session in zip(workers, streaming, strict=True)]
+    quiet = new_session(workers[0])
+    origin = workers[1]
+    origin.on_broadcast = lambda kind, note: [origin.publish(sid, note) for sid in origin.broadcast_session_ids()]
+    note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    origin.broadcast(note)
+    for subscription in subscriptions:
+        assert [loads(data) for _, data in drain(subscription)] == [note]
+        subscription.close()
+    later = workers[2].subscribe(quiet.id)
+    assert [loads(data) for _, data in drain(later)] == [note]
+    later.close()
+
+
+def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_hubs, redis_server):  # noqa: F811
+    worker = redis_hubs(MCP_SESSION_TTL_S=0.5)
+    session = new_session(worker)
+    worker.publish(session.id, message(1))
+    keys = session_keys(session.id)
+    client = redis_server.client()
+    assert client.exists(keys["session"], keys["replay"]) == 2
+    assert wait_until(lambda: client.exists(*keys.values()) == 0, timeout=3.0)
+
+
+def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, redis_server):  # noqa: F811
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    subscription = worker_a.subscribe(session.id)
+    assert wait_until(worker_a.ready)
+    client = redis_server.client()
+    client.client_kill_filter(_type="pubsub", skipme=True)
+    for n in range(5):
+        worker_b.publish(session.id, message(n))
+    assert numbers(take(subscription, 5)) == [0, 1, 2, 3, 4]
+    # Nothing repeated by the catch-up: an event published behind them is the next (and last) one to arrive.
+    worker_b.publish(session.id, message(5))
+    assert numbers(drain(subscription)) == [5]
+    subscription.close()
+
+
+def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, redis_server):  # noqa: F811
+    worker_a, worker_b = redis_hubs(), redis_hubs()
+    session = new_session(worker_a)
+    subscription = worker_a.subscribe(session.id)
+    assert wait_until(worker_a.ready)
+    claim = session_keys(session.id)["claim"]
+    redis_server.client().delete(claim)  # as after a Redis restart, or an outage longer than the claim
+    worker_b.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
+    worker_a.refresh()
+    assert redis_server.client().get(claim).decode() == subscription.owner
+    worker_b.publish(session.id, message(2))
+    assert numbers(take(subscription, 2)) == [1, 2]
+    subscription.close()
+    assert redis_server.client().exists(claim) == 0
+
+
+def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
+    with RedisServer() as server:
+        settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "1"})
+        hub = RedisHub(settings)
+        try:
+            session = new_session(hub)
+            assert hub.ready()
+            server.stop()
+            started = time.monotonic()
+            for call in (lambda: hub.get_session(session.id), lambda: new_session(hub),
+                         lambda: hub.publish(session.id, message(1))):
+                with pytest.raises(HubUnavailable):
+                    call()
+            assert time.monotonic() - started < 3.0
+            assert wait_until(lambda: not hub.ready(), timeout=5.0)
+            server.start()
+            assert wait_until(hub.ready, timeout=10.0)
+            fresh = new_session(hub)  # the data went with the old process (no persistence)
+            assert hub.get_session(fresh.id) is not None
+        finally:
+            hub.stop()
+
+
+def test_hub_calls_are_bounded_when_redis_hangs():
+    with RedisServer() as server:
+        settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.5"})
+        hub = RedisHub(settings)
+        try:
+            session = new_session(hub)
+            server.pause()
+            started = time.monotonic()
+            with pytest.raises(HubUnavailable):
+                hub.get_session(session.id)
+            assert time.monotonic() - started < 2.0
+            server.resume()
+            assert wait_until(lambda: hub.ready() and hub.get_session(session.id) is not None, timeout=10.0)
+        finally:
+            server.resume()
+            hub.stop()
