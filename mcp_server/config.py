@@ -77,6 +77,7 @@ class Settings:
         "echo(text) returns its text, count_down(steps) reports progress as it counts."
     )
     files_root: str = ""
+    console: bool = True
     # security: authentication, limits, headers (see SECURITY.md)
     api_keys_file: str = ""
     oauth_jwks_url: str = ""

@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from mcp_server import http, ops, security
+from mcp_server import console, http, ops, security
 from mcp_server.config import Settings
 from mcp_server.core import McpCore
 from mcp_server.errors import INVALID_REQUEST
@@ -37,6 +37,7 @@ class McpExtension:
         app.extensions["mcp"] = self
         app.register_blueprint(http.blueprint)
         app.register_blueprint(ops.blueprint)
+        console.init_app(app, settings)
         app.register_error_handler(HttpProblem, self.render_problem)
         app.register_error_handler(HTTPException, self.render_http_exception)
         app.register_error_handler(Exception, self.render_unexpected)
