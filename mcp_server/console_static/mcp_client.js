@@ -156,14 +156,14 @@ export async function* sseData(body) {
       const line = buffer.slice(0, newline);
       buffer = buffer.slice(buffer[newline] === "\r" ? newline + 2 : newline + 1);
       if (line === "") {
-        if (data.length) yield data.join("\n");
+        if (data.join("").trim()) yield data.join("\n");
         data = [];
       } else if (line.startsWith("data:")) {
         data.push(line.slice(5).replace(/^ /, ""));
       }
     }
   }
-  if (data.length) yield data.join("\n");
+  if (data.join("").trim()) yield data.join("\n");
 }
 
 // Collect every page of a list method (bounded, so a looping cursor cannot hang the page).

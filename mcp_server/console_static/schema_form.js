@@ -37,13 +37,13 @@ function editorFor(schema, path, required) {
   return build(schema, path, required);
 }
 
-function objectEditor(schema, path) {
+function objectEditor(schema, path, required) {
   const element = el(path ? "fieldset" : "div", "object-field");
-  const required = new Set(schema.required || []);
+  const requiredNames = new Set(schema.required || []);
   const fields = Object.entries(schema.properties || {}).map(([name, child]) => {
     const childPath = path ? `${path}.${name}` : name;
-    const editor = editorFor(child, childPath, required.has(name));
-    element.append(labelled(name, child, required.has(name), childPath, editor.element));
+    const editor = editorFor(child, childPath, requiredNames.has(name));
+    element.append(labelled(name, child, requiredNames.has(name), childPath, editor.element));
     return [name, editor];
   });
   if (!fields.length) element.append(el("p", "hint", "No arguments."));
@@ -56,8 +56,10 @@ function objectEditor(schema, path) {
         const field = editor.read();
         errors.push(...field.errors);
         if (field.value !== undefined) value[name] = field.value;
-        else if (required.has(name)) errors.push({ path: path ? `${path}.${name}` : name, message: "is required" });
+        else if (requiredNames.has(name)) errors.push({ path: path ? `${path}.${name}` : name, message: "is required" });
       }
+      // An optional nested object left empty is left out, rather than sent as {} with its own fields missing.
+      if (path && !required && !Object.keys(value).length) return { value: undefined, errors: [] };
       return { value, errors };
     },
   };
