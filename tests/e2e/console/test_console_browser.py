@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -171,7 +170,8 @@ def test_every_content_block_is_rendered(page):
     result = page.result()
     image = result.find_element(By.CSS_SELECTOR, ".content-image img")
     page.wait(lambda d: d.execute_script("return arguments[0].complete && arguments[0].naturalWidth", image) == 1)
-    assert result.find_element(By.CSS_SELECTOR, ".content-audio audio").get_attribute("src").startswith("data:audio/wav")
+    audio = result.find_element(By.CSS_SELECTOR, ".content-audio audio")
+    assert audio.get_attribute("src").startswith("data:audio/wav")
     assert "embedded text" in result.find_element(By.CSS_SELECTOR, ".content-resource").text
     assert json.loads(result.find_element(By.CSS_SELECTOR, ".structured").text) == {"blocks": 4}
     assert severe(page.browser_log()) == []  # data: images and audio are inside the CSP
