@@ -108,13 +108,21 @@ function describe(detail, heading, item) {
   detail.append(definition);
 }
 
+// A JSON block under a summary line, folded unless asked (long schemas would push the form off the screen).
+function folded(title, value, className, open = false) {
+  const box = el("details", "folded");
+  box.open = open;
+  box.append(el("summary", "", title), jsonBlock(value, `json ${className}`));
+  return box;
+}
+
 // Tools
 function showTool(tool) {
   const detail = $("tool-detail");
   describe(detail, tool.name, tool);
-  if (tool.annotations) detail.append(el("h4", "", "annotations"), jsonBlock(tool.annotations, "json annotations"));
-  detail.append(el("h4", "", "input schema"), jsonBlock(tool.inputSchema, "json input-schema"));
-  if (tool.outputSchema) detail.append(el("h4", "", "output schema"), jsonBlock(tool.outputSchema, "json output-schema"));
+  if (tool.annotations) detail.append(folded("annotations", tool.annotations, "annotations", true));
+  detail.append(folded("input schema", tool.inputSchema, "input-schema"));
+  if (tool.outputSchema) detail.append(folded("output schema", tool.outputSchema, "output-schema"));
 
   const formOk = formSupports(tool.inputSchema);
   const form = formOk ? buildForm(tool.inputSchema) : null;

@@ -100,7 +100,10 @@ def test_the_add_form_with_10_and_20_shows_30(page, console_server):
     if os.environ.get(README_SCREENSHOT_ENV):
         path = ROOT / os.environ[README_SCREENSHOT_ENV]
         path.parent.mkdir(parents=True, exist_ok=True)
+        size = page.driver.get_window_size()
+        page.driver.set_window_size(1280, 1500)  # tall enough for the result and its exchange
         page.driver.save_screenshot(str(path))
+        page.driver.set_window_size(size["width"], size["height"])
 
 
 def test_invalid_input_is_refused_before_sending(page):
