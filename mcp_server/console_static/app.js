@@ -220,6 +220,7 @@ function progressBar() {
     reset() {
       element.hidden = true;
       bar.removeAttribute("value");
+      delete bar.dataset.progress;
       label.textContent = "";
     },
     update({ progress, total, message }) {

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.server_process import ROOT
+from tests.e2e.console.console_page import ConsolePage
+from tests.e2e.server_process import ROOT, ServerProcess
 
 SCREENSHOT_DIR = Path(os.environ.get("MCP_TEST_SCREENSHOTS", ROOT / "test-artifacts" / "screenshots"))
 WINDOW_SIZE = "1400,1000"
+PLUGINS = "tests.e2e.plugins.console_tools"
 
 
 def chromium_paths() -> tuple[str, str]:
@@ -66,3 +68,30 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(("screenshot", str(path)))
         except Exception as exc:  # a crashed browser must not hide the test's own failure
             report.sections.append(("screenshot", f"not saved: {exc}"))
+
+
+FILE_TEXT = "hello from a file"
+
+
+@pytest.fixture(scope="module")
+def files_root(tmp_path_factory):
+    """A directory with one text file, for the file:// resource template."""
+    root = tmp_path_factory.mktemp("console-files")
+    (root / "notes.txt").write_text(FILE_TEXT)
+    return root
+
+
+@pytest.fixture(scope="module")
+def console_server(files_root):
+    """A gunicorn with the console test tools and a files root."""
+    with ServerProcess(env={"MCP_PLUGINS": PLUGINS, "MCP_FILES_ROOT": str(files_root)}) as process:
+        yield process
+
+
+@pytest.fixture
+def page(browser, console_server):
+    """The console, loaded and connected, with the browser log emptied."""
+    console = ConsolePage(browser, console_server.base_url).open()
+    assert console.status() == "connected", console.find("#status").text
+    console.browser_log()
+    return console

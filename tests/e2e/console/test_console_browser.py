@@ -14,29 +14,12 @@ from selenium.webdriver.common.by import By
 
 from tests.e2e.console.console_page import ConsolePage
 from tests.e2e.raw_clients import StreamableSession, client, request
-from tests.e2e.server_process import ROOT, ServerProcess
+from tests.e2e.server_process import ROOT
 
 pytestmark = pytest.mark.e2e
 
-PLUGINS = "tests.e2e.plugins.console_tools"
 # Set to a path (e.g. docs/console.png) to save the README's screenshot of the console.
 README_SCREENSHOT_ENV = "MCP_CONSOLE_SCREENSHOT"
-
-
-@pytest.fixture(scope="module")
-def console_server():
-    """A gunicorn with the console test tools."""
-    with ServerProcess(env={"MCP_PLUGINS": PLUGINS}) as process:
-        yield process
-
-
-@pytest.fixture
-def page(browser, console_server):
-    """The console, loaded and connected, with the browser log emptied."""
-    console = ConsolePage(browser, console_server.base_url).open()
-    assert console.status() == "connected", console.find("#status").text
-    console.browser_log()
-    return console
 
 
 def severe(entries):
@@ -135,20 +118,26 @@ def test_the_servers_is_error_is_shown_when_raw_json_sends_bad_arguments(page):
     assert page.last_exchange()["response"]["result"]["isError"] is True
 
 
+# Record every value the progress bar takes, in the page, so the test sees each step however slowly it polls.
+# Each mutation record carries the value it replaced (batched records would hide the current one).
+RECORD_PROGRESS = """
+window.progressSeen = [];
+new MutationObserver((records) => records.forEach((r) => window.progressSeen.push(r.oldValue)))
+  .observe(document.getElementById('call-progress'),
+           {attributes: true, attributeFilter: ['data-progress'], attributeOldValue: true});
+"""
+
+
 def test_count_down_shows_its_progress_bar_moving(page):
     page.open_tool("count_down")
+    page.driver.execute_script(RECORD_PROGRESS)
     page.fill("steps", "5")
-    page.fill("delay_ms", "300")
+    page.fill("delay_ms", "100")
     page.call()
     bar = page.visible("#call-progress")
-    seen = set()
-
-    def progressed_to_the_end(driver) -> bool:
-        seen.add(bar.get_attribute("value"))
-        return bar.get_attribute("value") == "5"
-
-    page.wait(progressed_to_the_end)
-    assert len(seen - {None, ""}) >= 2, seen  # it moved through intermediate values, not straight to the end
+    page.wait(lambda d: bar.get_attribute("value") == "5")
+    replaced = page.driver.execute_script("return window.progressSeen")
+    assert [*replaced, "5"] == [None, "1", "2", "3", "4", "5"]  # None: the bar had no value before the first step
     assert bar.get_attribute("max") == "5"
     assert "Counted down from 5." in page.result().text
     page.wait(lambda d: "count_down" in page.find("#log-list").text)
@@ -205,6 +194,19 @@ def test_a_resource_read_shows_its_contents(page):
     page.find("#read-button").click()
     contents = page.result("#read-output").text
     assert json.loads(contents.split("\n", 1)[1])["session_store"] == "memory"
+
+
+def test_a_template_is_filled_with_a_completed_path_and_read(page, files_root):
+    page.tab("resources")
+    page.pick("template-list", "file://{+path}")
+    page.fill("path", str(files_root / "no"), scope="#resource-detail")
+    page.find('#resource-detail [data-path="path"] .suggest').click()
+    notes = str(files_root / "notes.txt")
+    page.wait(lambda d: page.find('#resource-detail [data-path="path"] .completions').text == notes)
+    page.fill("path", notes, scope="#resource-detail")
+    assert page.find("#resource-detail .uri").text == "file://" + notes
+    page.find("#read-button").click()
+    assert (files_root / "notes.txt").read_text() in page.result("#read-output").text
 
 
 def test_a_prompt_get_shows_its_messages_and_completion_suggests(page):
