@@ -372,6 +372,7 @@ function elicit(params) {
     const finish = (answer) => {
       dialog.close();
       $("elicitation-form").onsubmit = $("elicit-decline").onclick = $("elicit-cancel").onclick = null;
+      dialog.oncancel = null;
       resolve(answer);
     };
     $("elicitation-form").onsubmit = (event) => {
@@ -385,15 +386,24 @@ function elicit(params) {
     };
     $("elicit-decline").onclick = () => finish({ action: "decline" });
     $("elicit-cancel").onclick = () => finish({ action: "cancel" });
+    // Escape closes a modal dialog by itself; the server still needs an answer.
+    dialog.oncancel = (event) => {
+      event.preventDefault();
+      finish({ action: "cancel" });
+    };
     dialog.showModal();
   });
 }
 
-// Traffic
+// Traffic: the newest exchanges first, the oldest dropped past MAX_TRAFFIC so a long session stays light.
+const MAX_TRAFFIC = 200;
+
 function recordExchange(exchange) {
+  const list = $("traffic-list");
   const item = el("li");
   item.append(renderExchange(exchange, { revealToken: $("reveal-token").checked }));
-  $("traffic-list").prepend(item);
+  list.prepend(item);
+  while (list.children.length > MAX_TRAFFIC) list.lastElementChild.remove();
 }
 
 function exchangeBox(answer) {

@@ -77,13 +77,14 @@ export class McpClient {
              status: null, events: [], response: null };
   }
 
-  // POST one message; 401 becomes AuthRequired, a session id in the answer is kept.
+  // POST one message; a credentials challenge (401, or 403 for a missing scope) becomes AuthRequired.
   async post(message, exchange) {
     const response = await fetch(this.endpoint, {
       method: "POST", headers: exchange.headers, body: JSON.stringify(message), credentials: "omit",
     });
     exchange.status = response.status;
-    if (response.status === 401) {
+    const challenged = response.status === 403 && response.headers.has("WWW-Authenticate");
+    if (response.status === 401 || challenged) {
       const body = await response.json().catch(() => ({}));
       throw new AuthRequired(body.error ? body.error.message : "Unauthorized");
     }

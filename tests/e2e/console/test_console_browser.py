@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from tests.e2e.console.console_page import ConsolePage
 from tests.e2e.raw_clients import StreamableSession, client, request
@@ -154,6 +155,19 @@ def test_an_elicitation_shows_its_form_and_the_answer_completes_the_call(page):
     page.fill("age", "36", scope="#elicitation-form")
     page.find("#elicit-accept").click()
     assert page.result().find_element(By.CSS_SELECTOR, ".content-text").text == "Hello, Ada (36)!"
+
+
+@pytest.mark.parametrize("how, action", [("decline", "decline"), ("escape", "cancel")])
+def test_declining_or_escaping_an_elicitation_still_answers_the_server(page, how, action):
+    page.open_tool("greet_user")
+    page.call()
+    page.visible("#elicitation")
+    if how == "escape":
+        page.find('#elicitation-form [name="name"]').send_keys(Keys.ESCAPE)
+    else:
+        page.find("#elicit-decline").click()
+    text = page.result().find_element(By.CSS_SELECTOR, ".content-text").text
+    assert text == f"No greeting: the user chose {action}."
 
 
 def test_every_content_block_is_rendered(page):
