@@ -50,6 +50,13 @@ def test_the_page_loads_with_no_console_errors_and_no_csp_violations(browser, co
     assert scripts and all(src.startswith(console_server.base_url + "/console/") for src in scripts)
 
 
+def test_a_csp_violation_would_show_in_the_browser_log(page):
+    """The check above can fail: a script from another origin is refused, and the refusal is logged."""
+    page.driver.execute_script(
+        "const s = document.createElement('script'); s.src = 'http://192.0.2.1/x.js'; document.head.append(s)")
+    page.wait(lambda d: any("Content Security Policy" in entry["message"] for entry in severe(page.browser_log())))
+
+
 def test_the_tool_list_matches_tools_list(page, console_server):
     assert page.listed("tool-list") == listed_tools(console_server)
 
