@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from mcp_server.console import CONSOLE_CSP
+from mcp_server.console import CONSOLE_CSP, STATIC_DIR
 from mcp_server.security import SECURITY_HEADERS
 
 CONSOLE_PATHS = ("/", "/console")
@@ -43,8 +43,7 @@ def test_the_console_csp_allows_nothing_inline_and_nothing_from_elsewhere():
     assert "unsafe" not in CONSOLE_CSP and "http" not in CONSOLE_CSP
 
 
-@pytest.mark.parametrize("name", ["app.js", "mcp_client.js", "schema_form.js", "schema_validate.js", "render.js",
-                                  "curl.js", "ops.js", "console.css"])
+@pytest.mark.parametrize("name", sorted(p.name for p in STATIC_DIR.iterdir() if p.suffix in (".js", ".css")))
 def test_every_static_file_is_served_with_the_csp_and_its_type(client, name):
     response = client.get(f"/console/{name}")
     assert response.status_code == 200
