@@ -101,8 +101,8 @@ function filterList(input, lists) {
 function onNotification(msg) {
   if (msg.method === "notifications/message") {
     const { level, logger, data } = msg.params;
-    const row = el("li", `log-${level}`, `${level}${logger ? ` [${logger}]` : ""}: ${typeof data === "string" ? data : JSON.stringify(data)}`);
-    $("log-list").prepend(row);
+    const text = typeof data === "string" ? data : JSON.stringify(data);
+    $("log-list").prepend(el("li", `log-${level}`, `${level}${logger ? ` [${logger}]` : ""}: ${text}`));
   } else if (msg.method.endsWith("/list_changed")) {
     loadLists();
   }

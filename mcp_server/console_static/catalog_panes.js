@@ -24,7 +24,10 @@ export function showTemplate(template) {
   const names = [...template.uriTemplate.matchAll(/\{[+#./;?&]?([^}]+)\}/g)].flatMap((m) => m[1].split(","));
   const fields = names.map((name) => completableField(name, { type: "ref/resource", uri: template.uriTemplate }));
   const uri = el("p", "uri");
-  const fill = () => (uri.textContent = expandTemplate(template.uriTemplate, Object.fromEntries(fields.map((f) => [f.name, f.input.value]))));
+  const fill = () => {
+    const values = Object.fromEntries(fields.map((f) => [f.name, f.input.value]));
+    uri.textContent = expandTemplate(template.uriTemplate, values);
+  };
   fields.forEach((f) => f.input.addEventListener("input", fill));
   fill();
   const read = el("button", "read", "Read");
@@ -78,7 +81,8 @@ export function showPrompt(prompt) {
     const args = Object.fromEntries(fields.filter((f) => f.input.value !== "").map((f) => [f.name, f.input.value]));
     try {
       const answer = await session.client.request("prompts/get", { name: prompt.name, arguments: args });
-      output.replaceChildren(answer.error ? renderError(answer.error) : renderPromptMessages(answer.result), exchangeBox(answer));
+      const shown = answer.error ? renderError(answer.error) : renderPromptMessages(answer.result);
+      output.replaceChildren(shown, exchangeBox(answer));
     } catch (err) {
       output.replaceChildren(failure(err));
     }

@@ -52,8 +52,9 @@ export function summarize(before, after, dt) {
     methods: after.filter((s) => s.name === "mcp_requests_total"),
   };
   if (before) {
-    const calls = total(after, "mcp_tool_call_duration_seconds_count") - total(before, "mcp_tool_call_duration_seconds_count");
-    const seconds = total(after, "mcp_tool_call_duration_seconds_sum") - total(before, "mcp_tool_call_duration_seconds_sum");
+    const grown = (name) => total(after, name) - total(before, name);
+    const calls = grown("mcp_tool_call_duration_seconds_count");
+    const seconds = grown("mcp_tool_call_duration_seconds_sum");
     if (calls > 0) {
       summary.meanLatency = seconds / calls;
       summary.p99Latency = quantile(before, after, 0.99);
@@ -84,7 +85,8 @@ export function operationsView(elements) {
     const now = performance.now();
     show(elements, summarize(previous && previous.samples, samples, previous ? (now - previous.at) / 1000 : 1));
     previous = { samples, at: now };
-    elements.status.textContent = `Scraped /metrics at ${new Date().toLocaleTimeString()}, every ${SCRAPE_INTERVAL_MS / 1000} s`;
+    const when = new Date().toLocaleTimeString();
+    elements.status.textContent = `Scraped /metrics at ${when}, every ${SCRAPE_INTERVAL_MS / 1000} s`;
   }
   return {
     start() {

@@ -68,7 +68,8 @@ export function renderResourceContents(contents) {
     image.src = `data:${contents.mimeType};base64,${contents.blob}`;
     box.append(image);
   } else if (contents.blob !== undefined) {
-    box.append(el("p", "hint", `binary, ${Math.floor((contents.blob.length * 3) / 4)} bytes (base64 in the response below)`));
+    const bytes = Math.floor((contents.blob.length * 3) / 4);
+    box.append(el("p", "hint", `binary, about ${bytes} bytes (base64 in the response below)`));
   }
   return box;
 }

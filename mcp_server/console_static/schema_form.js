@@ -111,8 +111,8 @@ function numberEditor(schema, path) {
       const text = input.value.trim();
       if (text === "") return { value: undefined, errors: [] };
       const value = Number(text);
-      if (!Number.isFinite(value)) return { value: undefined, errors: [{ path, message: `must be a number, not ${JSON.stringify(text)}` }] };
-      return { value, errors: [] };
+      if (Number.isFinite(value)) return { value, errors: [] };
+      return { value: undefined, errors: [{ path, message: `must be a number, not ${JSON.stringify(text)}` }] };
     },
   };
 }
@@ -130,7 +130,8 @@ function choiceEditor(path, options, fallback) {
   const select = inputFor(path, "select");
   select.append(option("", fallback === undefined ? "(not set)" : `(not set: ${JSON.stringify(fallback)})`));
   for (const choice of options) select.append(option(JSON.stringify(choice), String(choice)));
-  return { element: select, read: () => ({ value: select.value === "" ? undefined : JSON.parse(select.value), errors: [] }) };
+  const read = () => ({ value: select.value === "" ? undefined : JSON.parse(select.value), errors: [] });
+  return { element: select, read };
 }
 
 function jsonEditor(schema, path) {

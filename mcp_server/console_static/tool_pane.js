@@ -60,15 +60,20 @@ export function showTool(tool) {
     try {
       const answer = await session.client.request(
         "tools/call", { name: tool.name, arguments: args, _meta: { progressToken: token } },
-        { onMessage: (msg) => msg.method === "notifications/progress" && msg.params.progressToken === token && progress.update(msg.params) },
+        { onMessage: (msg) => isProgressFor(msg, token) && progress.update(msg.params) },
       );
-      output.replaceChildren(answer.error ? renderError(answer.error) : renderToolResult(answer.result), exchangeBox(answer));
+      const shown = answer.error ? renderError(answer.error) : renderToolResult(answer.result);
+      output.replaceChildren(shown, exchangeBox(answer));
     } catch (err) {
       output.replaceChildren(failure(err));
     } finally {
       call.disabled = false;
     }
   });
+}
+
+function isProgressFor(msg, token) {
+  return msg.method === "notifications/progress" && msg.params.progressToken === token;
 }
 
 // The arguments to send, or null after showing why not (form errors, or raw text that is not JSON).
