@@ -271,3 +271,19 @@ def test_the_operations_tab_shows_sessions_streams_and_rates(page):
     page.wait(lambda d: page.find("#ops-request-rate").text.replace(".", "", 1).isdigit())
     assert "Scraped /metrics" in page.find("#ops-status").text
     assert "tools/call" in page.find("#ops-methods").text or "initialize" in page.find("#ops-methods").text
+
+
+# What the shipped nginx config answers anyone but the machine itself on /metrics.
+REFUSE_METRICS = """
+const realFetch = window.fetch;
+window.fetch = (url, options) => String(url).endsWith('/metrics')
+  ? Promise.resolve(new Response('', {status: 403})) : realFetch(url, options);
+"""
+
+
+def test_the_operations_tab_says_so_when_metrics_are_restricted(page):
+    page.driver.execute_script(REFUSE_METRICS)
+    page.tab("operations")
+    page.wait(lambda d: "HTTP 403" in page.find("#ops-status").text)
+    assert "restricted" in page.find("#ops-status").text
+    assert page.find("#ops-sessions").text == "–"
