@@ -257,11 +257,15 @@ def test_the_copied_curl_command_returns_the_same_result(page):
     page.call()
     page.result()
     exchange = page.last_exchange()
+    page.driver.execute_cdp_cmd("Browser.grantPermissions", {
+        "origin": page.base_url, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
     button = page.find("#call-output .copy-curl")
     button.click()
-    page.wait(lambda d: button.text in ("Copied", "Selected: press Ctrl+C"))
-    assert "Mcp-Session-Id" in exchange["curl"] and "Authorization" not in exchange["curl"]
-    assert run_curl(exchange["curl"]) == exchange["response"]
+    page.wait(lambda d: button.text == "Copied")
+    copied = page.driver.execute_async_script("navigator.clipboard.readText().then(arguments[0])")
+    assert copied == exchange["curl"]
+    assert "Mcp-Session-Id" in copied and "Authorization" not in copied
+    assert run_curl(copied) == exchange["response"]
 
 
 def test_the_operations_tab_shows_sessions_streams_and_rates(page):
