@@ -32,6 +32,7 @@ async function connect(token) {
   }
 }
 
+// Ask for an API key or bearer token, saying why the last one was refused.
 function showLogin(message) {
   $("status").textContent = "Credentials needed";
   $("status").dataset.state = "login";
@@ -41,6 +42,7 @@ function showLogin(message) {
   $("token-input").focus();
 }
 
+// Show the server's name, version, instructions and protocol versions, and the tabs.
 function showServer(result) {
   $("login").hidden = true;
   $("tabs").hidden = false;
@@ -88,6 +90,7 @@ function fillList(list, items, key, label, show) {
   }));
 }
 
+// Hide the rows that do not contain every word typed into input.
 function filterList(input, lists) {
   input.addEventListener("input", () => {
     const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
@@ -115,6 +118,7 @@ async function answerServerRequest(msg) {
   throw new Error(`the console does not answer ${msg.method}`);
 }
 
+// Show the elicitation form; resolves with accept (and the content), decline or cancel.
 function elicit(params) {
   const dialog = $("elicitation");
   const form = buildForm(params.requestedSchema);
@@ -151,6 +155,7 @@ function elicit(params) {
 // Traffic: the newest exchanges first, the oldest dropped past MAX_TRAFFIC so a long session stays light.
 const MAX_TRAFFIC = 200;
 
+// Add an exchange to the traffic tab.
 function recordExchange(exchange) {
   const list = $("traffic-list");
   const item = el("li");
@@ -171,6 +176,7 @@ function wireTabs(ops) {
   }
 }
 
+// Wire the page once, then connect with the token this tab holds (if any).
 function main() {
   const ops = operationsView({
     status: $("ops-status"), sessions: $("ops-sessions"), streams: $("ops-streams"),

@@ -47,6 +47,7 @@ function expandTemplate(template, values) {
   });
 }
 
+// Read a URI and show its contents with the exchange.
 async function readResource(uri, output) {
   output.replaceChildren(el("p", "hint", "Reading…"));
   try {

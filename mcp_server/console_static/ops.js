@@ -101,6 +101,7 @@ export function operationsView(elements) {
   };
 }
 
+// Put a summary into the tab's figures and its per-method table.
 function show(elements, summary) {
   const perSecond = (value) => (value === null ? "– (next scrape)" : value.toFixed(2));
   const ms = (value) => (value === null ? "–" : `${(value * 1000).toFixed(1)} ms`);

@@ -29,6 +29,7 @@ export function formSupports(schema) {
   return true;
 }
 
+// The editor for one value: a raw JSON box for what the form cannot express.
 function editorFor(schema, path, required) {
   if (!formSupports(schema)) return jsonEditor(schema, path);
   if (schema.enum) return enumEditor(schema, path, required);
@@ -37,6 +38,7 @@ function editorFor(schema, path, required) {
   return build(schema, path, required);
 }
 
+// A fieldset (or, at the top, a plain block) with a labelled editor per property.
 function objectEditor(schema, path, required) {
   const element = el(path ? "fieldset" : "div", "object-field");
   const requiredNames = new Set(schema.required || []);
@@ -65,6 +67,7 @@ function objectEditor(schema, path, required) {
   };
 }
 
+// A list of item editors with add and remove buttons; no items means the value is left out.
 function arrayEditor(schema, path) {
   const element = el("div", "array-field");
   const list = el("ol", "array-items");
@@ -101,6 +104,7 @@ function stringEditor(schema, path) {
   return { element: input, read: () => ({ value: input.value === "" ? undefined : input.value, errors: [] }) };
 }
 
+// A text box read as a number, so anything typed gets a message instead of silently vanishing.
 function numberEditor(schema, path) {
   const input = inputFor(path, "input");
   input.inputMode = schema.type === "integer" ? "numeric" : "decimal";

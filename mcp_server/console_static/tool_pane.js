@@ -72,6 +72,7 @@ export function showTool(tool) {
   });
 }
 
+// True for a progress notification about the call with this token.
 function isProgressFor(msg, token) {
   return msg.method === "notifications/progress" && msg.params.progressToken === token;
 }
@@ -104,6 +105,7 @@ function readArguments(form, raw, schema, errors) {
   return value;
 }
 
+// A <progress> that notifications/progress moves, with a "done / total · message" label.
 function progressBar() {
   const element = el("div", "progress");
   element.hidden = true;
