@@ -82,6 +82,7 @@ class Settings:
     )
     files_root: str = ""
     completion_scan_max: int = 10000
+    console: bool = True
     # security: authentication, limits, headers (see SECURITY.md)
     api_keys_file: str = ""
     oauth_jwks_url: str = ""

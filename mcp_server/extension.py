@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from mcp_server import http, ops, security
+from mcp_server import console, http, ops, security
 from mcp_server.config import Settings
 from mcp_server.connections import ConnectionLimit
 from mcp_server.core import McpCore
@@ -38,6 +38,7 @@ class McpExtension:
         app.extensions["mcp"] = self
         app.register_blueprint(http.blueprint)
         app.register_blueprint(ops.blueprint)
+        console.init_app(app, settings)
         app.register_error_handler(HttpProblem, self.render_problem)
         app.register_error_handler(HTTPException, self.render_http_exception)
         app.register_error_handler(Exception, self.render_unexpected)

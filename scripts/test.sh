@@ -8,6 +8,9 @@ PYTHON="${PYTHON:-python3}"
 need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
+# The console's browser tests drive Debian's Chromium through its chromedriver; nothing downloads a browser.
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]} (apt)"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

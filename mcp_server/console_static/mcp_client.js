@@ -1,0 +1,182 @@
+// The MCP client: Streamable HTTP (protocol 2025-11-25) over fetch.
+// initialize opens a session (Mcp-Session-Id); every later POST accepts JSON or an SSE stream, so progress,
+// log messages and server requests (elicitation) arrive on the POST's own stream before its result.
+// Every exchange is reported to onExchange with the exact headers and bodies, for the traffic pane and curl.
+
+export const PROTOCOL_VERSION = "2025-11-25";
+const ACCEPT = "application/json, text/event-stream";
+
+const EXCHANGES = new WeakMap(); // response message -> the exchange that carried it
+
+export class AuthRequired extends Error {}
+
+// The exchange (headers, request, stream events, response) behind a response that request() returned.
+export function exchangeOf(answer) {
+  return EXCHANGES.get(answer);
+}
+
+export class McpClient {
+  constructor({ endpoint, token, handlers }) {
+    this.endpoint = endpoint;
+    this.token = token || "";
+    this.handlers = handlers; // {onNotification(msg), onRequest(msg) -> Promise<result>, onExchange(exchange)}
+    this.sessionId = null;
+    this.protocolVersion = PROTOCOL_VERSION;
+    this.nextId = 1;
+  }
+
+  // Open a session; resolves with the initialize result, or throws AuthRequired on 401.
+  async connect() {
+    const params = {
+      protocolVersion: PROTOCOL_VERSION,
+      capabilities: { elicitation: {} },
+      clientInfo: { name: "mcp-console", version: "1" },
+    };
+    const answer = await this.request("initialize", params);
+    if (answer.error) throw new Error(answer.error.message);
+    this.protocolVersion = answer.result.protocolVersion;
+    await this.notify("notifications/initialized");
+    return answer.result;
+  }
+
+  // Send a request; resolves with the JSON-RPC response message (result or error).
+  async request(method, params, { onMessage } = {}) {
+    const message = { jsonrpc: "2.0", id: this.nextId++, method };
+    if (params !== undefined) message.params = params;
+    const exchange = this.newExchange(message);
+    const response = await this.post(message, exchange);
+    const answer = await this.readAnswer(response, message.id, exchange, onMessage);
+    exchange.response = answer;
+    EXCHANGES.set(answer, exchange);
+    this.handlers.onExchange(exchange);
+    return answer;
+  }
+
+  // Send a notification (the server answers 202 with no body).
+  async notify(method, params) {
+    const message = { jsonrpc: "2.0", method };
+    if (params !== undefined) message.params = params;
+    const exchange = this.newExchange(message);
+    await this.post(message, exchange);
+    this.handlers.onExchange(exchange);
+  }
+
+  // The headers every POST carries; the token is left out when there is none.
+  headers() {
+    const headers = { "Content-Type": "application/json", Accept: ACCEPT };
+    if (this.sessionId) {
+      headers["Mcp-Session-Id"] = this.sessionId;
+      headers["MCP-Protocol-Version"] = this.protocolVersion;
+    }
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    return headers;
+  }
+
+  newExchange(message) {
+    return { url: new URL(this.endpoint, location.href).href, headers: this.headers(), request: message,
+             status: null, events: [], response: null };
+  }
+
+  // POST one message; a credentials challenge (401, or 403 for a missing scope) becomes AuthRequired.
+  async post(message, exchange) {
+    const response = await fetch(this.endpoint, {
+      method: "POST", headers: exchange.headers, body: JSON.stringify(message), credentials: "omit",
+    });
+    exchange.status = response.status;
+    const challenged = response.status === 403 && response.headers.has("WWW-Authenticate");
+    if (response.status === 401 || challenged) {
+      const body = await response.json().catch(() => ({}));
+      throw new AuthRequired(body.error ? body.error.message : "Unauthorized");
+    }
+    const session = response.headers.get("Mcp-Session-Id");
+    if (session) this.sessionId = session;
+    return response;
+  }
+
+  // Read a JSON body or an SSE stream until the response to id arrives.
+  async readAnswer(response, id, exchange, onMessage) {
+    const type = response.headers.get("Content-Type") || "";
+    if (!type.startsWith("text/event-stream")) {
+      const text = await response.text();
+      try {
+        return JSON.parse(text);
+      } catch {
+        return { jsonrpc: "2.0", id, error: { code: 0, message: `HTTP ${response.status}: ${text}` } };
+      }
+    }
+    for await (const data of sseData(response.body)) {
+      const msg = JSON.parse(data);
+      exchange.events.push(msg);
+      if (msg.id === id && ("result" in msg || "error" in msg)) return msg;
+      await this.dispatch(msg, onMessage);
+    }
+    return { jsonrpc: "2.0", id, error: { code: 0, message: "the stream ended before the response" } };
+  }
+
+  // Route a message from the server: notifications to the handlers, requests answered by POSTing a response.
+  async dispatch(msg, onMessage) {
+    if (!msg.method) return;
+    if (msg.id === undefined) {
+      if (onMessage) onMessage(msg);
+      this.handlers.onNotification(msg);
+      return;
+    }
+    let reply;
+    try {
+      reply = { jsonrpc: "2.0", id: msg.id, result: await this.handlers.onRequest(msg) };
+    } catch (err) {
+      reply = { jsonrpc: "2.0", id: msg.id, error: { code: -32601, message: String(err.message || err) } };
+    }
+    const exchange = this.newExchange(reply);
+    await this.post(reply, exchange);
+    this.handlers.onExchange(exchange);
+  }
+
+  // End the session (DELETE), best effort.
+  async close() {
+    if (!this.sessionId) return;
+    const headers = { "Mcp-Session-Id": this.sessionId };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    await fetch(this.endpoint, { method: "DELETE", headers, credentials: "omit", keepalive: true }).catch(() => {});
+    this.sessionId = null;
+  }
+}
+
+// Yield the data of each SSE event in a byte stream (events without data, like priming events, are skipped).
+export async function* sseData(body) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let data = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let newline;
+    while ((newline = buffer.search(/\r?\n/)) >= 0) {
+      const line = buffer.slice(0, newline);
+      buffer = buffer.slice(buffer[newline] === "\r" ? newline + 2 : newline + 1);
+      if (line === "") {
+        if (data.join("").trim()) yield data.join("\n");
+        data = [];
+      } else if (line.startsWith("data:")) {
+        data.push(line.slice(5).replace(/^ /, ""));
+      }
+    }
+  }
+  if (data.join("").trim()) yield data.join("\n");
+}
+
+// Collect every page of a list method (bounded, so a looping cursor cannot hang the page).
+export async function listAll(client, method, key, maxPages = 50) {
+  const items = [];
+  let cursor;
+  for (let page = 0; page < maxPages; page++) {
+    const answer = await client.request(method, cursor ? { cursor } : undefined);
+    if (answer.error) throw new Error(`${method}: ${answer.error.message}`);
+    items.push(...(answer.result[key] || []));
+    cursor = answer.result.nextCursor;
+    if (!cursor) break;
+  }
+  return items;
+}

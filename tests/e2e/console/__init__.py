@@ -1,0 +1,1 @@
+"""Browser tests of the console: headless Chromium (Debian packages) driven by Selenium."""
