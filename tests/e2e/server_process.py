@@ -17,6 +17,7 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 GUNICORN = str(Path(sys.executable).with_name("gunicorn"))
+HEARTBEAT_TIMEOUT_S = 120
 
 
 def free_port() -> int:
@@ -51,9 +52,11 @@ class ServerProcess:
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start gunicorn and wait until /healthz answers."""
+        # accepting_only freezes workers with SIGSTOP, and a loaded 2-core CI machine can starve one: a frozen
+        # worker misses its heartbeat, so the master's timeout (30 s in gunicorn.conf.py) is raised here lest it kill it.
         self.proc = subprocess.Popen(
             [GUNICORN, "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "-w", str(self.workers),
-             *self.extra_args, "wsgi:app"],
+             "--timeout", str(HEARTBEAT_TIMEOUT_S), *self.extra_args, "wsgi:app"],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         self.wait_ready(timeout)
