@@ -18,8 +18,8 @@ from typing import Any
 from flask import Flask
 
 from mcp_server.config import Settings
-from mcp_server.extension import McpExtension, settings_of
 from mcp_server.logs import configure_logging
+from mcp_server.web.flask_extension import McpExtension, settings_of
 
 __all__ = ["create_app"]
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {"bind": args.bind} if args.bind else {}
     settings = Settings.from_environ(**overrides)
     if args.stdio:
-        from mcp_server.stdio import run_stdio
+        from mcp_server.transports.stdio import run_stdio
 
         return run_stdio(settings)
     serve_dev(settings)

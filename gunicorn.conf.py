@@ -23,8 +23,9 @@ except ConfigError as refusal:
 
 bind = [settings.bind]
 workers = settings.workers
-# gunicorn's gevent worker, answering the malformed HTTP that gunicorn refuses itself as JSON (mcp_server/worker.py).
-worker_class = "mcp_server.worker.McpWorker"
+# gunicorn's gevent worker, answering the malformed HTTP that gunicorn refuses itself as JSON
+# (mcp_server/web/gunicorn_worker.py).
+worker_class = "mcp_server.web.gunicorn_worker.McpWorker"
 # Every open SSE stream holds one connection for its whole life.
 worker_connections = settings.worker_connections
 # Streams are long-lived; the worker heartbeat, not the request, is what timeout watches.

@@ -25,11 +25,11 @@ from jsonrpcserver.response import to_serializable_one
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
-from mcp_server.context import RequestContext
-from mcp_server.core import accept_valid, identity
+from mcp_server.dispatcher import accept_valid, identity
 from mcp_server.encoding import dumps, format_sse_event
 from mcp_server.messages import parse_body
-from mcp_server.tool_runner import run_tool, schema_errors
+from mcp_server.protocol.request_context import RequestContext
+from mcp_server.protocol.tools import run_tool, schema_errors
 
 __all__ = ["main"]
 

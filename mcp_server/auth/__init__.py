@@ -1,6 +1,6 @@
 """Authentication and authorization: API keys, OAuth 2.1 JWT bearer tokens, per-principal permissions.
 
-Nothing here imports Flask: `mcp_server.security` reads the request and turns the
+Nothing here imports Flask: `mcp_server.web.security` reads the request and turns the
 refusals raised here into HTTP answers.
 """
 

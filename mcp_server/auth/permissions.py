@@ -14,7 +14,7 @@ from fnmatch import fnmatchcase
 
 __all__ = ["KINDS", "Authorizer", "Grants", "grants_from_scopes", "matches"]
 
-# The kinds McpCore.permits is asked about, and the field of Grants each one reads.
+# The kinds Dispatcher.permits is asked about, and the field of Grants each one reads.
 KINDS = {"tool": "tools", "resource": "resources", "resource template": "resources", "prompt": "prompts"}
 # OAuth scopes of the form `<prefix><pattern>` grant that pattern, e.g. `tools:add` or `resources:file:///*`.
 SCOPE_PREFIXES = {"tools:": "tools", "resources:": "resources", "prompts:": "prompts"}
@@ -60,7 +60,7 @@ def grants_from_scopes(scopes: Iterable[str]) -> Grants:
 
 
 class Authorizer:
-    """Answers McpCore.permits: fixed grants per API-key principal, the latest token's grants per OAuth one.
+    """Answers Dispatcher.permits: fixed grants per API-key principal, the latest token's grants per OAuth one.
 
     A session stores only its principal's name, so an OAuth principal's grants are
     recorded when its request is authenticated, just before that request is

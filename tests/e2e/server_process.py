@@ -53,7 +53,7 @@ class ServerProcess:
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start gunicorn and wait until /healthz answers."""
         # accepting_only freezes workers with SIGSTOP, and a loaded 2-core CI machine can starve one: a frozen
-        # worker misses its heartbeat, so the master's timeout (30 s in gunicorn.conf.py) is raised here lest it kill it.
+        # worker misses its heartbeat, so the master's timeout (30 s in gunicorn.conf.py) is raised here.
         self.proc = subprocess.Popen(
             [GUNICORN, "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "-w", str(self.workers),
              "--timeout", str(HEARTBEAT_TIMEOUT_S), *self.extra_args, "wsgi:app"],

@@ -1,6 +1,6 @@
 """Protocol-layer fixtures: JSON text in, the JSON messages the core answers with out, no HTTP.
 
-`rpc(text)` plays a transport: it parses the body, hands it to `McpCore.accept`, waits
+`rpc(text)` plays a transport: it parses the body, hands it to `Dispatcher.accept`, waits
 for every request's greenlet and returns the responses (immediate errors first, then
 each request's answer in order). Whatever the core sent through `send` (notifications,
 server-to-client requests) is kept in `rpc.sent`.
@@ -15,7 +15,7 @@ import gevent
 import pytest
 
 from mcp_server.config import Settings
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import ParseFailure, parse_body
 from mcp_server.session import Session
@@ -28,7 +28,7 @@ JOIN_TIMEOUT_S = 10.0
 class Rpc:
     """Send JSON text to one session of a core and collect what comes back."""
 
-    def __init__(self, core: McpCore, session: Session) -> None:
+    def __init__(self, core: Dispatcher, session: Session) -> None:
         self.core = core
         self.session = session
         self.sent: list[dict[str, Any]] = []
@@ -87,10 +87,10 @@ def registry() -> Registry | None:
 @pytest.fixture
 def make_core():
     """Build cores from an environ mapping (and optionally a registry); shut them all down afterwards."""
-    cores: list[McpCore] = []
+    cores: list[Dispatcher] = []
 
-    def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> McpCore:
-        instance = McpCore(Settings.from_environ(environ or {}), registry=registry)
+    def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> Dispatcher:
+        instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry)
         cores.append(instance)
         return instance
 
@@ -101,7 +101,7 @@ def make_core():
 
 
 @pytest.fixture
-def core(make_core, registry) -> McpCore:
+def core(make_core, registry) -> Dispatcher:
     """A core on the in-memory hub with default settings."""
     return make_core(registry=registry)
 
@@ -116,7 +116,7 @@ def rpc(core) -> Rpc:
 def make_rpc(core):
     """Open sessions: make_rpc(version) returns one initialized at version (None: uninitialized)."""
 
-    def make(version: str | None = None, on: McpCore | None = None) -> Rpc:
+    def make(version: str | None = None, on: Dispatcher | None = None) -> Rpc:
         target = on if on is not None else core
         client = Rpc(target, target.open_session("sse"))
         if version is not None:

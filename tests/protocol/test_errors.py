@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server import errors, protocol
+from mcp_server import errors
+from mcp_server.protocol import methods as protocol
 
 
 # -32700 parse error

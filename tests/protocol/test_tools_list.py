@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.pagination import encode_cursor
+from mcp_server.protocol.pagination import encode_cursor
 
 
 def tools_by_name(rpc) -> dict:

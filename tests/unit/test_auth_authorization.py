@@ -1,4 +1,4 @@
-"""McpCore's authorization hooks with an Authorizer: tools/list filters, tools/call answers -32001."""
+"""Dispatcher's authorization hooks with an Authorizer: tools/list filters, tools/call answers -32001."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 
 from mcp_server.auth.permissions import Authorizer, Grants
 from mcp_server.config import Settings
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import dumps
 from mcp_server.errors import PERMISSION_DENIED
 from mcp_server.messages import parse_body
 from mcp_server.session import STREAMABLE
 
 
-def call(core: McpCore, session, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def call(core: Dispatcher, session, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Send one request through the core and return its response."""
     body = parse_body(dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}))
     greenlets, errors = core.accept(session, body, lambda message: None)
@@ -28,13 +28,13 @@ def call(core: McpCore, session, method: str, params: dict[str, Any] | None = No
 @pytest.fixture
 def core():
     """A core whose authorizer lets alice use echo and get_* only."""
-    core = McpCore(Settings.from_environ({}))
+    core = Dispatcher(Settings.from_environ({}))
     core.authorizer = Authorizer({"alice": Grants(tools=("echo", "get_*")), "root": Grants(tools=("*",))})
     yield core
     core.shutdown()
 
 
-def open_initialized(core: McpCore, principal: str | None):
+def open_initialized(core: Dispatcher, principal: str | None):
     """A session of principal that has answered initialize."""
     session = core.open_session(STREAMABLE, principal)
     result = call(core, session, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -67,7 +67,7 @@ def test_a_principal_unknown_to_the_authorizer_may_use_nothing(core):
 
 
 def test_without_an_authorizer_every_session_may_use_everything():
-    core = McpCore(Settings.from_environ({}))
+    core = Dispatcher(Settings.from_environ({}))
     try:
         session = open_initialized(core, None)
         assert core.permits(session, "tool", "add")

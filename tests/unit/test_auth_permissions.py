@@ -1,4 +1,4 @@
-"""auth.permissions: glob grants, scopes as grants, and the Authorizer behind McpCore.permits."""
+"""auth.permissions: glob grants, scopes as grants, and the Authorizer behind Dispatcher.permits."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mcp_server.connections import ConnectionLimit
+from mcp_server.web.connection_limit import ConnectionLimit
 
 
 def ok_app(environ, start_response):

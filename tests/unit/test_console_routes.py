@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from mcp_server.console import CONSOLE_CSP, STATIC_DIR
-from mcp_server.security import SECURITY_HEADERS
+from mcp_server.web.console import CONSOLE_CSP, STATIC_DIR
+from mcp_server.web.security import SECURITY_HEADERS
 
 CONSOLE_PATHS = ("/", "/console")
 

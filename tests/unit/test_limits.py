@@ -7,7 +7,7 @@ import pytest
 from gevent.event import Event
 
 from mcp_server.config import Settings
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import dumps
 from mcp_server.errors import SERVER_UNAVAILABLE
 from mcp_server.hub.memory import MemoryHub
@@ -112,7 +112,7 @@ def wait_for_gate() -> str:
 def test_the_core_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
     registry = Registry.discover()
     registry.add_function(wait_for_gate)
-    core = McpCore(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
+    core = Dispatcher(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
     GATE.clear()
     try:
         session = core.open_session(STREAMABLE)
@@ -176,7 +176,7 @@ def test_sessions_per_address_are_capped_for_clients_without_a_principal():
 
 
 def test_the_core_applies_the_session_quota():
-    core = McpCore(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
+    core = Dispatcher(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
     try:
         first = core.open_session(STREAMABLE, "alice")
         with pytest.raises(SessionQuotaExceeded):

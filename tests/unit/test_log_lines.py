@@ -7,7 +7,7 @@ import sys
 
 import gevent
 
-from mcp_server import core
+from mcp_server import dispatcher as core
 from mcp_server.logs import (
     JsonFormatter,
     TextFormatter,

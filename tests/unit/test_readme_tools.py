@@ -6,7 +6,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from mcp_server.context import RequestContext
+from mcp_server.protocol.request_context import RequestContext
 from mcp_tools import Context, Registry
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_server.tool_runner import MAX_REPORTED_ERRORS, schema_errors
+from mcp_server.protocol.tools import MAX_REPORTED_ERRORS, schema_errors
 from mcp_tools import Registry, tool
 
 SCHEMA = {

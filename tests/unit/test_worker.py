@@ -17,8 +17,8 @@ from gunicorn.http.errors import (
     UnsupportedTransferCoding,
 )
 
-from mcp_server.security import SECURITY_HEADERS_WITH_CACHE
-from mcp_server.worker import error_page, explain, status_for
+from mcp_server.web.gunicorn_worker import error_page, explain, status_for
+from mcp_server.web.security import SECURITY_HEADERS_WITH_CACHE
 
 
 @pytest.mark.parametrize(("exc", "status"), [

@@ -16,7 +16,7 @@ from typing import Any
 import gevent
 
 from mcp_server.errors import INVALID_PARAMS, RpcError
-from mcp_server.resources import expand_template, resolved_uri, template_variables
+from mcp_server.protocol.resources import expand_template, resolved_uri, template_variables
 from mcp_tools import Completion, ResourceTemplate
 
 __all__ = ["MAX_VALUES", "complete"]

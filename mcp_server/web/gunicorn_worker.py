@@ -72,7 +72,7 @@ def explain(status: int, cfg: Any) -> str:
 def error_page(status: int, message: str, data: Any = None) -> bytes:
     """A whole HTTP/1.1 response: status line, security headers, a JSON-RPC error body; the connection closes."""
     # Imported here, in a worker: the master loads this class before forking, and Flask belongs in the workers.
-    from mcp_server.security import SECURITY_HEADERS_WITH_CACHE
+    from mcp_server.web.security import SECURITY_HEADERS_WITH_CACHE
 
     error: dict[str, Any] = {"code": INTERNAL_ERROR if status >= 500 else INVALID_REQUEST, "message": message}
     if data is not None:

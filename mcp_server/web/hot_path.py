@@ -14,11 +14,11 @@ from typing import Any
 
 from flask import Flask
 
-from mcp_server.http_errors import log_refusal, unexpected_error_response
 from mcp_server.hub import HubUnavailable
-from mcp_server.posts import LEGACY_ONLY_PATHS, handle_post, store_unavailable
-from mcp_server.responses import HttpProblem, problem_response
-from mcp_server.security import AUTH_EXTENSION_KEY, add_security_headers, screen_environ
+from mcp_server.transports.http_errors import log_refusal, unexpected_error_response
+from mcp_server.transports.http_io import LEGACY_ONLY_PATHS, handle_post, store_unavailable
+from mcp_server.transports.http_responses import HttpProblem, problem_response
+from mcp_server.web.security import AUTH_EXTENSION_KEY, add_security_headers, screen_environ
 
 __all__ = ["HOT_PATHS", "HotPath"]
 

@@ -11,14 +11,20 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
-from mcp_server import sse, streamable
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import CapacityError, HubUnavailable
-from mcp_server.posts import handle_post, legacy_session_param, lookup_session, server_busy, store_unavailable
-from mcp_server.responses import HttpProblem, problem_response
-from mcp_server.security import screen_request
 from mcp_server.session import SSE, STREAMABLE
+from mcp_server.transports import legacy_sse, streamable_http
+from mcp_server.transports.http_io import (
+    handle_post,
+    legacy_session_param,
+    lookup_session,
+    server_busy,
+    store_unavailable,
+)
+from mcp_server.transports.http_responses import HttpProblem, problem_response
+from mcp_server.web.security import screen_request
 
 __all__ = ["blueprint", "current_core"]
 
@@ -29,8 +35,8 @@ HTTP_406_NOT_ACCEPTABLE = 406
 HTTP_503_SERVICE_UNAVAILABLE = 503
 
 
-def current_core() -> McpCore:
-    """The McpCore of the app handling this request."""
+def current_core() -> Dispatcher:
+    """The Dispatcher of the app handling this request."""
     return current_app.extensions["mcp"].core
 
 
@@ -51,7 +57,7 @@ def check_request_source() -> None:
 def mcp_endpoint() -> Response:
     """Serve /mcp for both transports."""
     if request.method == "GET":
-        if streamable.SESSION_HEADER in request.headers:
+        if streamable_http.SESSION_HEADER in request.headers:
             return streamable_get()
         return legacy_get("/mcp")
     if request.method == "POST":
@@ -81,7 +87,7 @@ def legacy_get(endpoint: str) -> Response:
     session_id = legacy_session_param(request.args)
     resume = lookup_session(core, session_id, SSE, g.principal) if session_id is not None else None
     try:
-        return sse.open_stream(core, request.script_root + endpoint, resume,
+        return legacy_sse.open_stream(core, request.script_root + endpoint, resume,
                                request.headers.get("Last-Event-ID"), g.principal)
     except CapacityError as full:
         raise server_busy(full) from None
@@ -89,19 +95,19 @@ def legacy_get(endpoint: str) -> Response:
 
 def streamable_get() -> Response:
     """Open a session's standalone stream."""
-    if not streamable.AcceptedTypes(request.headers.get("Accept")).sse:
+    if not streamable_http.AcceptedTypes(request.headers.get("Accept")).sse:
         raise HttpProblem(HTTP_406_NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the stream needs 'Accept: text/event-stream'")
     core = current_core()
-    session = lookup_session(core, request.headers.get(streamable.SESSION_HEADER), STREAMABLE, g.principal)
-    streamable.check_protocol_header(request.headers.get(streamable.VERSION_HEADER))
-    return streamable.open_stream(core, session, request.headers.get("Last-Event-ID"))
+    session = lookup_session(core, request.headers.get(streamable_http.SESSION_HEADER), STREAMABLE, g.principal)
+    streamable_http.check_protocol_header(request.headers.get(streamable_http.VERSION_HEADER))
+    return streamable_http.open_stream(core, session, request.headers.get("Last-Event-ID"))
 
 
 def streamable_delete() -> Response:
     """End a Streamable HTTP session."""
-    session_id = request.headers.get(streamable.SESSION_HEADER)
+    session_id = request.headers.get(streamable_http.SESSION_HEADER)
     if session_id is None:
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
     core = current_core()
-    return streamable.close_session(core, lookup_session(core, session_id, STREAMABLE, g.principal))
+    return streamable_http.close_session(core, lookup_session(core, session_id, STREAMABLE, g.principal))

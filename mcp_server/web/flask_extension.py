@@ -8,14 +8,14 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from mcp_server import console, http, ops, security
 from mcp_server.config import Settings
-from mcp_server.connections import ConnectionLimit
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.hot_path import HotPath
-from mcp_server.http_errors import log_refusal, unexpected_error_response
-from mcp_server.responses import HttpProblem, json_response, problem_response
+from mcp_server.transports.http_errors import log_refusal, unexpected_error_response
+from mcp_server.transports.http_responses import HttpProblem, json_response, problem_response
+from mcp_server.web import console, health, routes, security
+from mcp_server.web.connection_limit import ConnectionLimit
+from mcp_server.web.hot_path import HotPath
 
 __all__ = ["McpExtension"]
 
@@ -23,9 +23,10 @@ log = logging.getLogger("mcp.http")
 
 
 class McpExtension:
-    """Owns one McpCore per app and answers every error as JSON, never as HTML."""
+    """Owns one Dispatcher per app and answers every error as JSON, never as HTML."""
 
-    def __init__(self, app: Flask | None = None, settings: Settings | None = None, core: McpCore | None = None) -> None:
+    def __init__(self, app: Flask | None = None, settings: Settings | None = None,
+                 core: Dispatcher | None = None) -> None:
         self.settings = settings
         self.core = core
         if app is not None:
@@ -34,10 +35,10 @@ class McpExtension:
     def init_app(self, app: Flask) -> None:
         """Build the core from the app's settings and register routes and handlers."""
         settings = self.settings or app.config["MCP_SETTINGS"]
-        self.core = self.core or McpCore(settings)
+        self.core = self.core or Dispatcher(settings)
         app.extensions["mcp"] = self
-        app.register_blueprint(http.blueprint)
-        app.register_blueprint(ops.blueprint)
+        app.register_blueprint(routes.blueprint)
+        app.register_blueprint(health.blueprint)
         console.init_app(app, settings)
         app.register_error_handler(HttpProblem, self.render_problem)
         app.register_error_handler(HTTPException, self.render_http_exception)

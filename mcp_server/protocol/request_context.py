@@ -12,7 +12,7 @@ from mcp_server.session import Session
 from mcp_tools import ToolError
 
 if TYPE_CHECKING:
-    from mcp_server.core import McpCore
+    from mcp_server.dispatcher import Dispatcher
 
 __all__ = ["LOG_LEVELS", "RequestContext", "level_allows"]
 
@@ -33,7 +33,7 @@ def level_allows(threshold: str | None, level: str) -> bool:
 class RequestContext:
     """The session, the request and a way to send messages that belong to it."""
 
-    core: McpCore
+    core: Dispatcher
     session: Session
     send: Callable[[dict[str, Any]], Any]
     request_id: Any = None

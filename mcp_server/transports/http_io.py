@@ -15,14 +15,14 @@ import gevent
 from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
-from mcp_server import sse, streamable
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_RETRY_AFTER_S, STORE_UNAVAILABLE_MESSAGE
 from mcp_server.hub import CapacityError, HubUnavailable
 from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, ParseFailure, parse_body
-from mcp_server.responses import HttpProblem
 from mcp_server.session import SSE, STREAMABLE, Session
+from mcp_server.transports import legacy_sse, streamable_http
+from mcp_server.transports.http_responses import HttpProblem
 
 __all__ = ["handle_post", "legacy_session_param", "lookup_session", "query_of", "server_busy", "store_unavailable"]
 
@@ -63,7 +63,7 @@ def server_busy(full: CapacityError) -> HttpProblem:
                        headers={"Retry-After": "5"})
 
 
-def lookup_session(core: McpCore, session_id: str | None, transport: str, principal: str | None) -> Session:
+def lookup_session(core: Dispatcher, session_id: str | None, transport: str, principal: str | None) -> Session:
     """Load a session for this principal and transport; 400 if malformed, 404 if not found."""
     if not session_id or not SESSION_ID_PATTERN.match(session_id):
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
@@ -82,7 +82,7 @@ class BodyTimedOut(Exception):
     """The request body did not arrive within MCP_BODY_TIMEOUT_S."""
 
 
-def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
+def read_body(core: Dispatcher, environ: Mapping[str, Any]) -> Body:
     """Check Content-Type and size, then read within MCP_BODY_TIMEOUT_S and parse; 415, 413, 408 or 400."""
     mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
     if mimetype != "application/json" and not mimetype.endswith("+json"):
@@ -121,7 +121,7 @@ def read_body(core: McpCore, environ: Mapping[str, Any]) -> Body:
     return body
 
 
-def read_messages(core: McpCore, environ: Mapping[str, Any]) -> Body:
+def read_messages(core: Dispatcher, environ: Mapping[str, Any]) -> Body:
     """Read the body, then charge a batch to the rate limit by its messages (the request counted as one)."""
     body = read_body(core, environ)
     if body.is_batch and len(body.messages) > 1 and core.charge_batch is not None:
@@ -135,7 +135,7 @@ def too_large(limit: int) -> HttpProblem:
                        f"Request body too large: the limit is {limit} bytes (MCP_MAX_BODY_BYTES)")
 
 
-def handle_post(core: McpCore, environ: Mapping[str, Any], principal: str | None) -> Response:
+def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
     """Answer a POST: a legacy message when the query names a session (or the path is /messages), else Streamable."""
     query = query_of(environ)
     session_id = legacy_session_param(query)
@@ -144,44 +144,45 @@ def handle_post(core: McpCore, environ: Mapping[str, Any], principal: str | None
     return streamable_post(core, environ, principal)
 
 
-def legacy_post(core: McpCore, environ: Mapping[str, Any], session_id: str | None, principal: str | None) -> Response:
+def legacy_post(core: Dispatcher, environ: Mapping[str, Any], session_id: str | None,
+                principal: str | None) -> Response:
     """Accept a legacy message; the answer goes to the session's stream."""
     if session_id is None:
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)")
     session = lookup_session(core, session_id, SSE, principal)
-    return sse.post_message(core, session, read_messages(core, environ))
+    return legacy_sse.post_message(core, session, read_messages(core, environ))
 
 
-def streamable_post(core: McpCore, environ: Mapping[str, Any], principal: str | None) -> Response:
+def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
     """Handle a Streamable HTTP POST."""
-    accepted = streamable.AcceptedTypes(environ.get("HTTP_ACCEPT"))
+    accepted = streamable_http.AcceptedTypes(environ.get("HTTP_ACCEPT"))
     if not (accepted.json or accepted.sse):
         raise HttpProblem(HTTP_406_NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the Accept header must allow application/json or text/event-stream")
     body = read_messages(core, environ)
     session_id = environ.get("HTTP_MCP_SESSION_ID")
-    if streamable.is_initialize(body) and session_id is None:
+    if streamable_http.is_initialize(body) and session_id is None:
         try:
             session = core.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
         except CapacityError as full:
             raise server_busy(full) from None
         except HubUnavailable:
             raise store_unavailable(body.messages[0].id) from None
-        response = streamable.post_messages(core, session, body, accepted, new_session=True)
+        response = streamable_http.post_messages(core, session, body, accepted, new_session=True)
         if response.status_code >= 400:
             discard_session(core, session)
-            response.headers.pop(streamable.SESSION_HEADER, None)
+            response.headers.pop(streamable_http.SESSION_HEADER, None)
         return response
     if session_id is None:
         raise HttpProblem(HTTP_400_BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns")
     session = lookup_session(core, session_id, STREAMABLE, principal)
-    streamable.check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
-    return streamable.post_messages(core, session, body, accepted, new_session=False)
+    streamable_http.check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+    return streamable_http.post_messages(core, session, body, accepted, new_session=False)
 
 
-def discard_session(core: McpCore, session: Session) -> None:
+def discard_session(core: Dispatcher, session: Session) -> None:
     """Close a session whose initialize failed; if the store is down too, its idle TTL ends it."""
     try:
         core.hub.close_session(session.id)

@@ -1,6 +1,6 @@
 """The MCP methods, as jsonrpcserver `@method` handlers; the context is the first argument.
 
-Handlers never import Flask: every transport reaches them through `McpCore`. Each
+Handlers never import Flask: every transport reaches them through `Dispatcher`. Each
 takes `**_` so that fields added by newer protocol revisions never break dispatch.
 """
 
@@ -15,8 +15,6 @@ from typing import Any
 from jsonrpcserver import Success, method
 from jsonrpcserver.exceptions import JsonRpcError
 
-from mcp_server.completion import complete
-from mcp_server.context import LOG_LEVELS, RequestContext
 from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -27,11 +25,13 @@ from mcp_server.errors import (
     new_correlation_id,
 )
 from mcp_server.hub import HubUnavailable
-from mcp_server.pagination import paginate
-from mcp_server.prompts import describe_prompt, render_prompt
-from mcp_server.resources import describe_resource, describe_template, find_readable, read_resource
+from mcp_server.protocol.completion import complete
+from mcp_server.protocol.pagination import paginate
+from mcp_server.protocol.prompts import describe_prompt, render_prompt
+from mcp_server.protocol.request_context import LOG_LEVELS, RequestContext
+from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
+from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange
-from mcp_server.tool_runner import run_tool
 from mcp_server.versions import at_least, negotiate
 
 __all__ = ["guarded", "server_capabilities", "tool_definition"]

@@ -10,8 +10,8 @@ from flask import Response
 
 from mcp_server.errors import INTERNAL_ERROR, new_correlation_id
 from mcp_server.logs import loggable
-from mcp_server.posts import legacy_session_param, query_of
-from mcp_server.responses import json_response
+from mcp_server.transports.http_io import legacy_session_param, query_of
+from mcp_server.transports.http_responses import json_response
 
 __all__ = ["log_refusal", "unexpected_error_response"]
 

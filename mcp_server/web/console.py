@@ -12,7 +12,7 @@ from pathlib import Path
 from flask import Blueprint, Flask, Response, current_app, request, send_from_directory
 
 from mcp_server import versions
-from mcp_server.security import check_host
+from mcp_server.web.security import check_host
 
 __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
 

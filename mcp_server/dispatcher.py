@@ -1,4 +1,4 @@
-"""McpCore: one dispatcher that every transport (legacy SSE, Streamable HTTP, stdio) shares.
+"""Dispatcher: one dispatcher that every transport (legacy SSE, Streamable HTTP, stdio) shares.
 
 A transport parses bytes into `messages.Body`, then asks the core to accept it:
 notifications and client responses are handled at once, each request runs in its
@@ -17,8 +17,7 @@ import gevent
 from jsonrpcserver import dispatch_to_response
 from jsonrpcserver.response import to_serializable_one
 
-import mcp_server.protocol  # noqa: F401  (registers the @method handlers)
-from mcp_server.context import RequestContext
+import mcp_server.protocol.methods  # noqa: F401  (registers the @method handlers)
 from mcp_server.errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -32,11 +31,12 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments
+from mcp_server.protocol.request_context import RequestContext
 from mcp_server.session import Session
 from mcp_server.versions import allows_batches, at_least
 from mcp_tools import Registry
 
-__all__ = ["McpCore", "SERVER_VERSION"]
+__all__ = ["Dispatcher", "SERVER_VERSION"]
 
 SERVER_VERSION = "1.0.0"
 log = logging.getLogger("mcp.rpc")
@@ -58,7 +58,7 @@ def accept_valid(value: Any) -> Any:
     return value
 
 
-class McpCore:
+class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
     def __init__(self, settings: Any, registry: Registry | None = None, hub: Hub | None = None) -> None:
@@ -69,9 +69,9 @@ class McpCore:
         self.hub.on_broadcast = self.deliver_broadcast
         self.registry.on_change(self.announce_list_changed)
         self.hub.share_registry(self.registry)
-        # Set by mcp_server.security when authentication is on; None lets every session use everything.
+        # Set by mcp_server.web.security when authentication is on; None lets every session use everything.
         self.authorizer: Any = None
-        # Set by mcp_server.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
+        # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
         self.session_quota = SessionQuota(self.hub, settings)
         self.call_slots = CallSlots(self.hub, settings.max_concurrent_calls)

@@ -25,8 +25,8 @@ from mcp_server.auth import (
     metadata_url,
 )
 from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, new_correlation_id
-from mcp_server.rate_limit import init_rate_limit
-from mcp_server.responses import HttpProblem, json_response
+from mcp_server.transports.http_responses import HttpProblem, json_response
+from mcp_server.web.rate_limit import init_rate_limit
 
 __all__ = [
     "SECURITY_HEADERS",

@@ -14,9 +14,9 @@ from typing import Any
 from werkzeug.wsgi import ClosingIterator
 
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.http_errors import log_refusal
-from mcp_server.responses import HttpProblem, problem_response
-from mcp_server.security import add_security_headers
+from mcp_server.transports.http_errors import log_refusal
+from mcp_server.transports.http_responses import HttpProblem, problem_response
+from mcp_server.web.security import add_security_headers
 
 __all__ = ["ConnectionLimit"]
 

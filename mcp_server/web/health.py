@@ -10,8 +10,8 @@ from flask import Blueprint, Response, current_app, request
 
 from mcp_server import metrics
 from mcp_server.hub import HubUnavailable
-from mcp_server.responses import json_response
-from mcp_server.security import check_host, check_origin
+from mcp_server.transports.http_responses import json_response
+from mcp_server.web.security import check_host, check_origin
 
 __all__ = ["blueprint"]
 

@@ -17,13 +17,13 @@ from typing import Any
 import gevent
 from flask import Response, request
 
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event, loads
 from mcp_server.hub import StreamClosed, Subscription
 from mcp_server.messages import Body
 from mcp_server.metrics import instruments
-from mcp_server.responses import empty_response
 from mcp_server.session import SSE, Session
+from mcp_server.transports.http_responses import empty_response
 
 __all__ = ["SSE_HEADERS", "open_stream", "post_message", "stream_events"]
 
@@ -77,7 +77,7 @@ def is_response(data: bytes) -> bool:
     return isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message)
 
 
-def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_event_id: str | None,
+def open_stream(core: Dispatcher, endpoint_path: str, resume: Session | None, last_event_id: str | None,
                 principal: str | None) -> Response:
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
@@ -98,7 +98,7 @@ def open_stream(core: McpCore, endpoint_path: str, resume: Session | None, last_
     )
 
 
-def post_message(core: McpCore, session: Session, body: Body) -> Response:
+def post_message(core: Dispatcher, session: Session, body: Body) -> Response:
     """Accept a POSTed body; every answer is published to the session's stream."""
 
     def publish(message: Any) -> None:
@@ -125,7 +125,7 @@ def post_message(core: McpCore, session: Session, body: Body) -> Response:
     return empty_response(HTTP_202_ACCEPTED)
 
 
-def publish_batch(core: McpCore, session: Session, running: list, errors: list) -> None:
+def publish_batch(core: Dispatcher, session: Session, running: list, errors: list) -> None:
     """Deliver a batch's answers together, as one JSON array, once they are all done."""
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]

@@ -20,7 +20,7 @@ from flask_limiter import Limiter, RateLimitExceeded
 
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.logs import loggable
-from mcp_server.responses import HttpProblem, problem_response
+from mcp_server.transports.http_responses import HttpProblem, problem_response
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 

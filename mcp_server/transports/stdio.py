@@ -17,7 +17,7 @@ import gevent
 from gevent.fileobject import FileObject
 
 from mcp_server.config import Settings
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.hub import StreamClosed
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.logs import configure_logging
@@ -42,7 +42,7 @@ def claim_stdout() -> BinaryIO:
 class StdioServer:
     """One session over a pair of byte streams."""
 
-    def __init__(self, core: McpCore, reader: Any, writer: BinaryIO) -> None:
+    def __init__(self, core: Dispatcher, reader: Any, writer: BinaryIO) -> None:
         self.core = core
         self.reader = reader
         self.writer = writer
@@ -109,7 +109,7 @@ def run_stdio(settings: Settings) -> int:
     """Serve one client on stdin/stdout until EOF or SIGTERM."""
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
-    core = McpCore(settings, hub=MemoryHub(settings))
+    core = Dispatcher(settings, hub=MemoryHub(settings))
     server = StdioServer(core, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from mcp_server.context import RequestContext
 from mcp_server.errors import INVALID_PARAMS, RpcError, new_correlation_id
-from mcp_server.results import error_result, shape_tool_result
+from mcp_server.protocol.request_context import RequestContext
+from mcp_server.protocol.results import error_result, shape_tool_result
 from mcp_server.versions import at_least
 from mcp_tools import Tool, ToolError
 

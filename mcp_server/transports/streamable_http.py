@@ -17,16 +17,16 @@ import gevent
 from flask import Response, request
 from gevent.queue import Queue
 
-from mcp_server.core import McpCore
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INVALID_REQUEST, STORE_RETRY_AFTER_S, is_store_unavailable
 from mcp_server.hub import StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
 from mcp_server.metrics import instruments
-from mcp_server.responses import HttpProblem, empty_response, json_response
 from mcp_server.session import Session
-from mcp_server.sse import SSE_HEADERS, connection_closer, stream_events
+from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
+from mcp_server.transports.legacy_sse import SSE_HEADERS, connection_closer, stream_events
 from mcp_server.versions import SUPPORTED, at_least
 
 __all__ = ["AcceptedTypes", "close_session", "open_stream", "post_messages", "check_protocol_header"]
@@ -85,7 +85,7 @@ class Exchange:
     stream (or that the server cut off with ctx.close_stream()) resumes it with Last-Event-ID.
     """
 
-    def __init__(self, core: McpCore, session: Session) -> None:
+    def __init__(self, core: Dispatcher, session: Session) -> None:
         self.core = core
         self.session = session
         self.outbox: Queue = Queue()
@@ -141,7 +141,7 @@ class Exchange:
                 greenlet.link_value(lambda g: self.publish_response(g.value))
 
 
-def post_messages(core: McpCore, session: Session, body: Body, accepted: AcceptedTypes,
+def post_messages(core: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
                   new_session: bool) -> Response:
     """Handle a POST on an existing (or just created) session."""
     headers = {SESSION_HEADER: session.id} if new_session else {}
@@ -194,7 +194,7 @@ def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) 
     return json_response(answer, HTTP_503_SERVICE_UNAVAILABLE, {**headers, "Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
-def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> Response:
+def open_stream(core: Dispatcher, session: Session, last_event_id: str | None) -> Response:
     """Open the session's standalone stream; a second one at the same time gets 409 unless it resumes."""
     # A client resuming with Last-Event-ID has lost its stream, though the server learns that only at its next
     # write to it (up to two keepalives later): the resuming stream replaces the old one instead of a 409.
@@ -212,7 +212,7 @@ def open_stream(core: McpCore, session: Session, last_event_id: str | None) -> R
                     mimetype="text/event-stream", headers=SSE_HEADERS)
 
 
-def close_session(core: McpCore, session: Session) -> Response:
+def close_session(core: Dispatcher, session: Session) -> Response:
     """End the session; later use of its id gets 404."""
     core.hub.close_session(session.id)
     log.info("closed session %s at the client's request", session.id[:8])
