@@ -30,7 +30,6 @@ from mcp_server.hub.base import (
     Hub,
     HubUnavailable,
     StreamConflict,
-    Subscription,
     join_event_id,
     split_event_id,
 )
@@ -54,6 +53,7 @@ from mcp_server.hub.redis_scripts import (
 from mcp_server.hub.redis_sessions import REFRESH_TTL_EVERY_S, Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
 from mcp_server.hub.registry_sync import RegistrySync
+from mcp_server.hub.subscription import Subscription
 
 __all__ = ["RedisHub", "RedisSubscription", "session_keys"]
 

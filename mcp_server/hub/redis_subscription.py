@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 from gevent.event import Event
 
-from mcp_server.hub.base import QueuedSubscription, join_event_id
+from mcp_server.hub.base import join_event_id
 from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.hub.redis_codec import event_order
+from mcp_server.hub.subscription import QueuedSubscription
 from mcp_server.metrics import instruments
 
 if TYPE_CHECKING:
