@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.load import http_client, open_sessions, run_load
+from bench.generator import http_client, open_sessions, run_load
 from bench.servers import ServerUnderTest, floor_server, our_server, redis_server, sdk_server
 
 __all__ = ["run_compare", "run_idle"]

@@ -5,13 +5,13 @@ A module here that decorates a function with `@tool`, `@resource`,
 start with an underscore are not. Nothing here imports Flask or the server.
 """
 
+from mcp_tools._checks import RegistryError
 from mcp_tools._content import ToolResult, audio, embedded_resource, image, resource_link, text
 from mcp_tools._context import Completion, Context, ResourceNotFound, ToolError
-from mcp_tools._registry import (
+from mcp_tools._registry import Registry
+from mcp_tools._specs import (
     Prompt,
     PromptArgument,
-    Registry,
-    RegistryError,
     Resource,
     ResourceTemplate,
     Tool,

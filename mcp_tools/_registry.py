@@ -1,4 +1,4 @@
-"""The registry behind the decorators: tools, resources and prompts, checked once.
+"""The registry behind the decorators: the tools, resources and prompts one server exposes.
 
 Decorators only mark a function with its spec; `Registry.discover()` collects the
 marked functions of a set of modules into one registry per app, so two apps in one
@@ -10,178 +10,24 @@ function, or a factory and JSON arguments), so that every worker can make it too
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import pkgutil
-import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from mcp_tools._checks import RegistryError
+from mcp_tools._specs import (
+    MARK,
+    TEMPLATE_VARIABLE,  # noqa: F401  (mcp_server.protocol.resources reads it from here)
+    Prompt,
+    Resource,
+    ResourceTemplate,
+    Tool,
+    spec_of,
+)
 
-__all__ = [
-    "Prompt",
-    "PromptArgument",
-    "Registry",
-    "RegistryError",
-    "Resource",
-    "ResourceTemplate",
-    "Tool",
-    "prompt",
-    "resource",
-    "resource_template",
-    "tool",
-]
-
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-# A URI template variable: {name} for one path segment, {+name} for the rest (RFC 6570 level 1 and reserved).
-TEMPLATE_VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
-MARK = "__mcp_spec__"
-
-
-class RegistryError(ValueError):
-    """A tool, resource or prompt declaration that cannot be registered."""
-
-
-def compile_schema(schema: dict[str, Any], what: str) -> Draft202012Validator:
-    """Check a JSON Schema once and return its compiled validator."""
-    if not isinstance(schema, dict):
-        raise RegistryError(f"{what}: the schema must be a dict, got {type(schema).__name__}")
-    if schema.get("type") != "object":
-        raise RegistryError(f"{what}: the schema's type must be 'object' (MCP requires it)")
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise RegistryError(f"{what}: invalid JSON Schema: {exc.message}") from None
-    return Draft202012Validator(schema)
-
-
-def check_name(name: str, what: str) -> str:
-    """Return name if it is a valid MCP name, else raise RegistryError."""
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise RegistryError(f"{what}: name {name!r} must match {NAME_PATTERN.pattern}")
-    return name
-
-
-def takes_context(fn: Callable[..., Any]) -> bool:
-    """Tell whether fn declares a `ctx` parameter to receive the request context."""
-    return "ctx" in inspect.signature(fn).parameters
-
-
-def where(fn: Callable[..., Any]) -> str:
-    """Name the file, line and function that fn is, for a registration error."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return repr(fn)
-    path = Path(code.co_filename)
-    if path.is_relative_to(Path.cwd()):
-        path = path.relative_to(Path.cwd())
-    return f"{path}:{code.co_firstlineno}, function {fn.__qualname__}"
-
-
-def check_synchronous(fn: Callable[..., Any], label: str) -> None:
-    """Reject an async function: the server calls it in a greenlet and would get an unawaited coroutine."""
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        raise RegistryError(f"{label} ({where(fn)}): must be a plain def, not async def; "
-                            "it runs in its own greenlet, so blocking I/O is fine")
-
-
-def parameter_problems(fn: Callable[..., Any], offered: set[str], required: set[str], noun: str) -> list[str]:
-    """What stops fn(**arguments, ctx=...) from working for every set of arguments the declaration allows."""
-    params = {n: p for n, p in inspect.signature(fn).parameters.items() if n != "ctx"}
-    problems = [f"parameter {n!r} is positional-only, but arguments arrive by name"
-                for n, p in params.items() if p.kind is p.POSITIONAL_ONLY]
-    named = {n: p for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        problems += [f"{noun} {n!r} has no parameter of that name" for n in sorted((offered | required) - set(named))]
-    problems += [f"parameter {n!r} has no default, so it must be a required {noun}"
-                 for n, p in named.items() if p.default is p.empty and n not in required]
-    return problems
-
-
-def check_parameters(fn: Callable[..., Any], label: str, offered: set[str], required: set[str], noun: str) -> None:
-    """Reject fn when its parameters do not match what its declaration offers and requires (ctx aside)."""
-    problems = parameter_problems(fn, offered, required, noun)
-    if problems:
-        raise RegistryError(f"{label} ({where(fn)}): {'; '.join(problems)}")
-
-
-def first_doc_line(fn: Callable[..., Any]) -> str:
-    """Return the first line of fn's docstring, or an empty string."""
-    doc = inspect.getdoc(fn) or ""
-    return doc.splitlines()[0] if doc else ""
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A callable tool: its name, schemas and the function that runs it."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    fn: Callable[..., Any]
-    output_schema: dict[str, Any] | None = None
-    title: str | None = None
-    annotations: dict[str, Any] | None = None
-    input_validator: Draft202012Validator = field(repr=False, compare=False, default=None)
-    output_validator: Draft202012Validator | None = field(repr=False, compare=False, default=None)
-    wants_context: bool = False
-
-
-@dataclass(frozen=True)
-class Resource:
-    """A readable resource at a fixed URI."""
-
-    uri: str
-    name: str
-    fn: Callable[..., Any]
-    description: str = ""
-    mime_type: str | None = None
-    title: str | None = None
-    wants_context: bool = False
-
-
-@dataclass(frozen=True)
-class ResourceTemplate:
-    """A family of resources named by an RFC 6570 level-1 URI template."""
-
-    uri_template: str
-    name: str
-    fn: Callable[..., Any]
-    description: str = ""
-    mime_type: str | None = None
-    title: str | None = None
-    complete: Callable[..., Iterable[str]] | None = None
-    # resolve(**variables, ctx) -> the variables of what a URI really names (a symlink's target, say):
-    # a principal needs permission on that URI as well as on the one it asked for.
-    resolve: Callable[..., dict[str, str]] | None = None
-    wants_context: bool = False
-
-
-@dataclass(frozen=True)
-class PromptArgument:
-    """One named argument of a prompt."""
-
-    name: str
-    description: str = ""
-    required: bool = False
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A prompt template that renders to a list of messages."""
-
-    name: str
-    fn: Callable[..., Any]
-    description: str = ""
-    arguments: tuple[PromptArgument, ...] = ()
-    title: str | None = None
-    complete: Callable[..., Iterable[str]] | None = None
-    wants_context: bool = False
+__all__ = ["Registry"]
 
 
 def resolve_reference(reference: str) -> Any:
@@ -224,133 +70,6 @@ def json_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
     if not same:
         raise not_replicable("a factory's arguments that are not plain JSON values")
     return arguments
-
-
-def spec_of(fn: Callable[..., Any]) -> Tool | Resource | ResourceTemplate | Prompt:
-    """The spec one of the decorators attached to fn."""
-    spec = getattr(fn, MARK, None)
-    if spec is None:
-        raise RegistryError(f"{fn!r} carries no @tool, @resource or @prompt mark")
-    return spec
-
-
-def marking(build: Callable[[Callable[..., Any]], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A decorator that attaches build(fn), the function's spec, to fn and returns fn unchanged."""
-
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(fn, MARK, build(fn))
-        return fn
-
-    return mark
-
-
-def common_fields(fn: Callable[..., Any], name: str | None, kind: str, description: str | None) -> dict[str, Any]:
-    """The fields every spec has: a checked name, the function, its description, whether it takes ctx."""
-    checked = check_name(name or fn.__name__, kind)
-    check_synchronous(fn, f"{kind} {checked!r}")
-    return {
-        "name": checked,
-        "fn": fn,
-        "description": description if description is not None else first_doc_line(fn),
-        "wants_context": takes_context(fn),
-    }
-
-
-def tool(
-    name: str | None = None,
-    *,
-    # Optional in the signature only so that a bare @tool reaches the friendly error below.
-    input_schema: dict[str, Any] | None = None,
-    description: str | None = None,
-    output_schema: dict[str, Any] | None = None,
-    title: str | None = None,
-    annotations: dict[str, Any] | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a tool with an explicit JSON Schema for its arguments."""
-    if callable(name):
-        raise RegistryError("use @tool(input_schema={...}), not bare @tool")
-    if input_schema is None:
-        raise RegistryError("@tool needs input_schema={...}: an explicit JSON Schema for the arguments")
-
-    def build(fn: Callable[..., Any]) -> Tool:
-        fields = common_fields(fn, name, "tool", description)
-        label = f"tool {fields['name']!r}"
-        input_validator = compile_schema(input_schema, f"{label} input_schema")
-        output_validator = None if output_schema is None else compile_schema(output_schema, f"{label} output_schema")
-        check_parameters(fn, label, set(input_schema.get("properties", {})), set(input_schema.get("required", [])),
-                         "property")
-        return Tool(input_schema=input_schema, output_schema=output_schema, title=title, annotations=annotations,
-                    input_validator=input_validator, output_validator=output_validator, **fields)
-
-    return marking(build)
-
-
-def resource(
-    uri: str,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    title: str | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as the reader of the resource at `uri`."""
-    if callable(uri):
-        raise RegistryError("use @resource('scheme://uri'), not bare @resource")
-
-    def build(fn: Callable[..., Any]) -> Resource:
-        fields = common_fields(fn, name, "resource", description)
-        # A fixed URI carries no variables, so the reader gets no arguments (only ctx, if it asks).
-        check_parameters(fn, f"resource {uri!r}", set(), set(), "URI variable")
-        return Resource(uri=uri, mime_type=mime_type, title=title, **fields)
-
-    return marking(build)
-
-
-def resource_template(
-    uri_template: str,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    title: str | None = None,
-    complete: Callable[..., Iterable[str]] | None = None,
-    resolve: Callable[..., dict[str, str]] | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as the reader of every URI matching `uri_template`."""
-    if callable(uri_template):
-        raise RegistryError("use @resource_template('scheme://{var}'), not bare @resource_template")
-
-    def build(fn: Callable[..., Any]) -> ResourceTemplate:
-        fields = common_fields(fn, name, "resource template", description)
-        # Every variable matches at least one character, so a matching URI always supplies all of them.
-        variables = {var for _, var in TEMPLATE_VARIABLE.findall(uri_template)}
-        check_parameters(fn, f"resource template {uri_template!r}", variables, variables, "URI variable")
-        return ResourceTemplate(uri_template=uri_template, mime_type=mime_type, title=title, complete=complete,
-                                resolve=resolve, **fields)
-
-    return marking(build)
-
-
-def prompt(
-    name: str | None = None,
-    *,
-    arguments: Iterable[PromptArgument] = (),
-    description: str | None = None,
-    title: str | None = None,
-    complete: Callable[..., Iterable[str]] | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a prompt; it returns the prompt's messages."""
-    if callable(name):
-        raise RegistryError("use @prompt(arguments=[...]), not bare @prompt")
-    arguments = tuple(arguments)
-
-    def build(fn: Callable[..., Any]) -> Prompt:
-        fields = common_fields(fn, name, "prompt", description)
-        check_parameters(fn, f"prompt {fields['name']!r}", {arg.name for arg in arguments},
-                         {arg.name for arg in arguments if arg.required}, "argument")
-        return Prompt(arguments=arguments, title=title, complete=complete, **fields)
-
-    return marking(build)
 
 
 class Registry:

@@ -9,10 +9,9 @@ from mcp_server.hub.base import (
     Hub,
     HubUnavailable,
     QuotaFull,
-    StreamClosed,
     StreamConflict,
-    Subscription,
 )
+from mcp_server.hub.subscription import StreamClosed, Subscription
 
 __all__ = [
     "CapacityError",

@@ -1,8 +1,8 @@
 """The hub contract: how sessions are stored and how messages reach their streams.
 
-Both backends (memory, redis) implement `Hub`; the parts that live in one worker
-whatever the backend (running calls that can be cancelled, tools waiting for a
-client's answer) are shared here.
+Both backends (memory, redis) implement `Hub`; here too are the event-id helpers and
+the hub's exceptions. Subscriptions live in hub/subscription.py, the per-worker
+registries in hub/worker_calls.py.
 """
 
 from __future__ import annotations
@@ -12,25 +12,22 @@ import random
 import secrets
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gevent
-from gevent.event import AsyncResult
 
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
-from mcp_server.hub.mailbox import Empty, Mailbox
+from mcp_server.hub.subscription import Subscription
+from mcp_server.hub.worker_calls import InflightCalls, PendingRequests
 from mcp_server.session import Session, SessionChange, SessionUpdate
 
 __all__ = [
     "CapacityError",
     "Hub",
     "HubUnavailable",
-    "InflightCalls",
     "QuotaFull",
-    "StreamClosed",
     "StreamConflict",
-    "Subscription",
 ]
 
 log = logging.getLogger("mcp.hub")
@@ -45,8 +42,6 @@ MAX_LOGGED_ID_CHARS = 40
 # Event ids are "<position>" on a session's own stream and "<position>/<stream>" on a request's stream, so a
 # Last-Event-ID alone says which stream to resume.
 STREAM_SEPARATOR = "/"
-# Queued behind a stream's last event when it ends.
-STREAM_END = object()
 
 
 def join_event_id(position: str, stream: str | None) -> str:
@@ -84,149 +79,6 @@ class HubUnavailable(RuntimeError):
 
 class StreamConflict(RuntimeError):
     """The session already has a stream open and may not have a second one."""
-
-
-class StreamClosed(Exception):
-    """The subscription ended; `reason` says why (shutdown, slow consumer, session closed)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Subscription(ABC):
-    """A stream's view of its session: missed events first, then live ones."""
-
-    session_id: str
-    # None for the session's own stream; a request stream's key when a POST stream is resumed.
-    stream: str | None = None
-    # Set by the transport: closes the connection under a stream cut off for falling behind, because the
-    # greenlet serving it is blocked writing to a client that does not read and would never see the end.
-    on_cut_off: Callable[[], None] | None = None
-
-    def cut_connection(self) -> None:
-        """Close the stream's connection, if the transport said how."""
-        if self.on_cut_off is not None:
-            try:
-                self.on_cut_off()
-            except OSError:
-                log.debug("connection of session %s already gone", self.session_id[:8])
-
-    @abstractmethod
-    def get(self, timeout: float) -> tuple[str, bytes] | None:
-        """Return the next (event_id, json_bytes), None after timeout; raise StreamClosed when ended."""
-
-    @abstractmethod
-    def close(self, reason: str = "client gone") -> None:
-        """Stop receiving and free what the subscription holds."""
-
-    def __iter__(self) -> Iterator[tuple[str, bytes] | None]:
-        """Iterate forever: events, or None when nothing arrived within a second."""
-        while True:
-            yield self.get(1.0)
-
-
-class QueuedSubscription(Subscription):
-    """A subscription fed through a Mailbox: the ending, reading and bounds both backends share."""
-
-    queue: Mailbox
-    reason: str | None = None
-    maxsize: int
-    max_bytes: int
-    # Bytes of JSON waiting in the queue: bounded like the count, since one answer may be megabytes.
-    queued_bytes: int = 0
-
-    def enqueue(self, event: tuple[str, bytes]) -> None:
-        """Queue an event, counting its bytes."""
-        self.queue.put_nowait(event)
-        self.queued_bytes += len(event[1])
-
-    def is_full(self, data: bytes) -> bool:
-        """Whether queueing data would pass the bounds; an empty queue takes one event of any size."""
-        if self.queue.qsize() >= self.maxsize:
-            return True
-        return self.queued_bytes > 0 and self.queued_bytes + len(data) > self.max_bytes
-
-    def end(self, reason: str) -> None:
-        """Make reads raise StreamClosed with reason, once what is already queued has been read."""
-        if self.reason is None:
-            self.reason = reason
-            self.queue.put_nowait(STREAM_END)
-
-    def next_item(self, timeout: float) -> Any:
-        """The next queued item, None after timeout; raise StreamClosed once the stream has ended."""
-        try:
-            item = self.queue.get(timeout)
-        except Empty:
-            return None
-        if item is STREAM_END:
-            # Put back, so that every later read ends too.
-            self.queue.put_nowait(STREAM_END)
-            raise StreamClosed(self.reason or "closed")
-        self.queued_bytes -= len(item[1])
-        return item
-
-
-class InflightCalls:
-    """The requests this worker is running, by (session id, request id), so they can be cancelled."""
-
-    def __init__(self) -> None:
-        self._calls: dict[tuple[str, Any], gevent.Greenlet] = {}
-
-    def add(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> None:
-        """Remember a running request."""
-        self._calls[(session_id, request_id)] = greenlet
-
-    def discard(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet | None = None) -> None:
-        """Forget a request that finished (only if it is still the same greenlet)."""
-        key = (session_id, request_id)
-        if greenlet is None or self._calls.get(key) is greenlet:
-            self._calls.pop(key, None)
-
-    def cancel(self, session_id: str, request_id: Any) -> bool:
-        """Kill a running request; return whether one was running here."""
-        greenlet = self._calls.pop((session_id, request_id), None)
-        if greenlet is None or greenlet.dead:
-            return False
-        greenlet.kill(block=False)
-        return True
-
-    def running(self) -> list[tuple[str, Any, gevent.Greenlet]]:
-        """Every request running here, as (session id, request id, greenlet)."""
-        return [(session_id, request_id, greenlet) for (session_id, request_id), greenlet in self._calls.items()]
-
-    def count(self, session_id: str) -> int:
-        """How many requests of one session are running here."""
-        return sum(1 for sid, _ in self._calls if sid == session_id)
-
-    def __len__(self) -> int:
-        return len(self._calls)
-
-
-class PendingRequests:
-    """Server-to-client requests waiting for the client's answer, in this worker."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[tuple[str, str], AsyncResult] = {}
-
-    def open(self, session_id: str) -> tuple[str, AsyncResult]:
-        """Reserve a fresh request id and the result its answer will fill."""
-        request_id = "srv-" + secrets.token_hex(8)
-        result = AsyncResult()
-        self._waiting[(session_id, request_id)] = result
-        return request_id, result
-
-    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
-        """Hand a client's answer to the waiting tool; False if nobody here waits for it."""
-        result = self._waiting.pop((session_id, response.get("id")), None)
-        if result is None:
-            return False
-        result.set(response)
-        return True
-
-    def forget(self, session_id: str, request_id: str) -> None:
-        """Stop waiting for an answer."""
-        self._waiting.pop((session_id, request_id), None)
 
 
 class Hub(ABC):

@@ -18,14 +18,13 @@ from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
     CapacityError,
     Hub,
-    QueuedSubscription,
     QuotaFull,
     StreamConflict,
-    Subscription,
     join_event_id,
     split_event_id,
 )
 from mcp_server.hub.mailbox import Mailbox
+from mcp_server.hub.subscription import QueuedSubscription, Subscription
 from mcp_server.metrics import instruments
 from mcp_server.session import Session, SessionChange, SessionUpdate
 

@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="bench/ needs requirements-dev.txt (the other Pythons' runs install less)")
 
-from bench.load import percentile, split_url, summarize  # noqa: E402
+from bench.generator import percentile, summarize  # noqa: E402
+from bench.load import split_url  # noqa: E402
 from bench.profile import summarize_stacks  # noqa: E402
 
 

@@ -1,0 +1,54 @@
+"""The Redis hub's call slots: a session's running tool calls counted across the fleet, each slot a renewed lease."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from mcp_server.hub.base import HubUnavailable
+from mcp_server.hub.redis_codec import milliseconds
+from mcp_server.hub.redis_scripts import call_slots_key
+
+log = logging.getLogger("mcp.hub")
+
+# How long a running tool call's slot is held without a renewal (the refresher renews it while the call runs),
+# so the slots of a killed worker come back within this.
+CALL_LEASE_S = 15.0
+# Leases renewed per round trip.
+RENEW_BATCH = 500
+
+
+class CallSlots:
+    """RedisHub's call slots (a mixin: it uses the hub's worker id, connection and scripts)."""
+
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Take a leased slot among the session's calls on every worker; None when limit are running."""
+        self.start()  # after a fork, worker_id names this process
+        token = self.worker_id + "|" + secrets.token_hex(8)
+        with self._redis():
+            taken = self._run("take_call_slot", [call_slots_key(session_id)],
+                              [token, limit, milliseconds(CALL_LEASE_S)])
+        if not taken:
+            return None
+        self._call_leases[token] = session_id
+        return token
+
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free the slot now; if Redis cannot be reached, its lease runs out instead."""
+        self._call_leases.pop(token, None)
+        try:
+            with self._redis():
+                self.client.zrem(call_slots_key(session_id), token)
+        except HubUnavailable:
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
+
+    def renew_call_leases(self) -> None:
+        """Extend the lease of every call slot this worker holds, in one round trip per batch."""
+        leases = list(self._call_leases.items())
+        for start in range(0, len(leases), RENEW_BATCH):
+            with self._redis():
+                pipe = self.client.pipeline(transaction=False)
+                for token, session_id in leases[start:start + RENEW_BATCH]:
+                    self._run("renew_call_slot", [call_slots_key(session_id)], [token, milliseconds(CALL_LEASE_S)],
+                              client=pipe)
+                pipe.execute()

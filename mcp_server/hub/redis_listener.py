@@ -1,0 +1,106 @@
+"""The Redis hub's subscriber greenlet: one connection per worker reads its channel and the control channel."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from typing import Any
+
+import gevent
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from mcp_server.encoding import loads
+from mcp_server.hub.redis_connection import UNAVAILABLE
+from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, WORKER_CHANNEL
+
+log = logging.getLogger("mcp.hub")
+
+# The subscriber connection pings when quiet; silence this long means Redis is gone.
+LISTEN_PING_S = 2.0
+LISTEN_DEAD_S = 6.0
+RECONNECT_MIN_S = 0.1
+RECONNECT_MAX_S = 2.0
+
+
+class Listener:
+    """RedisHub's subscriber greenlet (a mixin: it routes into the hub's local streams and per-worker registries)."""
+
+    def _listen_forever(self) -> None:
+        """Read this worker's channel and the control channel; reconnect with backoff when Redis goes."""
+        backoff = RECONNECT_MIN_S
+        while True:
+            pool = self.client.connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+            try:
+                connection.connect()
+                # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
+                # would move a stream past what was published while nobody listened, and that would be skipped.
+                for subscription in list(self.local.values()):
+                    subscription.hold()
+                connection.send_command("SUBSCRIBE", CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
+                for _ in range(2):
+                    connection.read_response()
+                log.info("worker %s subscribed to Redis", self.worker_id)
+                # Subscribed first, so a change made meanwhile is heard too (versions make hearing it twice harmless).
+                self.registry_sync.load()
+                self._listening = True
+                self._first_attempt.set()
+                backoff = RECONNECT_MIN_S
+                # Anything published while we were not listening is in the replay log.
+                gevent.spawn(self._resync_all)
+                self._read(connection)
+            except UNAVAILABLE as exc:
+                if self._listening:
+                    log.warning("lost the Redis subscriber connection (%s); reconnecting", type(exc).__name__)
+            except Exception:
+                log.exception("Redis subscriber failed; reconnecting")
+            finally:
+                self._listening = False
+                self._first_attempt.set()
+                connection.disconnect()
+            gevent.sleep(backoff * (0.5 + random.random()))
+            backoff = min(backoff * 2, RECONNECT_MAX_S)
+
+    def _read(self, connection: Any) -> None:
+        """Dispatch messages until the connection fails; ping when quiet to notice a silent Redis."""
+        heard = time.monotonic()
+        while True:
+            if connection.can_read(timeout=LISTEN_PING_S):
+                reply = connection.read_response()
+                heard = time.monotonic()
+                if isinstance(reply, list) and len(reply) == 3 and reply[0] == b"message":
+                    self._dispatch(reply[1], reply[2])
+            elif time.monotonic() - heard > LISTEN_DEAD_S:
+                raise RedisTimeoutError("no answer from Redis on the subscriber connection")
+            else:
+                connection.send_command("PING")
+
+    def _dispatch(self, channel: bytes, data: bytes) -> None:
+        """Route one pub/sub message: an event or stream end for a local stream, or a control command."""
+        if channel == CONTROL_CHANNEL.encode():
+            self._obey(loads(data))
+            return
+        kind, session_id, stream, ident, payload = data.split(b"\n", 4)
+        subscription = self.local.get((session_id.decode(), stream.decode() or None))
+        if subscription is None:
+            return
+        if kind == b"m":
+            subscription.offer(ident.decode(), payload)
+        elif kind == b"e" and subscription.owner.endswith("|" + ident.decode()):
+            self._drop(subscription, payload.decode())
+
+    def _obey(self, command: dict[str, Any]) -> None:
+        """Act on a control command from another worker."""
+        op = command.get("op")
+        if op == "closed":
+            self._end_local(command["session"], "session closed")
+            return
+        if self.registry_sync.obey(command):
+            return
+        if command.get("origin") == self.worker_id:
+            return
+        if op == "resolve":
+            self.pending.resolve(command["session"], command["response"])
+        elif op == "cancel":
+            self.inflight.cancel(command["session"], command["request"])

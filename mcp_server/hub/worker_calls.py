@@ -1,0 +1,69 @@
+"""What one worker holds whatever the hub: the calls it runs (to cancel them) and the answers its tools await."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import gevent
+from gevent.event import AsyncResult
+
+__all__ = ["InflightCalls", "PendingRequests"]
+
+
+class InflightCalls:
+    """The requests this worker is running, by (session id, request id), so they can be cancelled."""
+
+    def __init__(self) -> None:
+        self._calls: dict[tuple[str, Any], gevent.Greenlet] = {}
+
+    def add(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> None:
+        """Remember a running request."""
+        self._calls[(session_id, request_id)] = greenlet
+
+    def discard(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet | None = None) -> None:
+        """Forget a request that finished (only if it is still the same greenlet)."""
+        key = (session_id, request_id)
+        if greenlet is None or self._calls.get(key) is greenlet:
+            self._calls.pop(key, None)
+
+    def cancel(self, session_id: str, request_id: Any) -> bool:
+        """Kill a running request; return whether one was running here."""
+        greenlet = self._calls.pop((session_id, request_id), None)
+        if greenlet is None or greenlet.dead:
+            return False
+        greenlet.kill(block=False)
+        return True
+
+    def running(self) -> list[tuple[str, Any, gevent.Greenlet]]:
+        """Every request running here, as (session id, request id, greenlet)."""
+        return [(session_id, request_id, greenlet) for (session_id, request_id), greenlet in self._calls.items()]
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+
+class PendingRequests:
+    """Server-to-client requests waiting for the client's answer, in this worker."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], AsyncResult] = {}
+
+    def open(self, session_id: str) -> tuple[str, AsyncResult]:
+        """Reserve a fresh request id and the result its answer will fill."""
+        request_id = "srv-" + secrets.token_hex(8)
+        result = AsyncResult()
+        self._waiting[(session_id, request_id)] = result
+        return request_id, result
+
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Hand a client's answer to the waiting tool; False if nobody here waits for it."""
+        result = self._waiting.pop((session_id, response.get("id")), None)
+        if result is None:
+            return False
+        result.set(response)
+        return True
+
+    def forget(self, session_id: str, request_id: str) -> None:
+        """Stop waiting for an answer."""
+        self._waiting.pop((session_id, request_id), None)

@@ -1,0 +1,234 @@
+"""The import graph keeps the picture true: layers run one way, nothing circles, no module grows past 400 lines.
+
+Imports are read with `ast` (at module level and inside functions; `if TYPE_CHECKING:` blocks are
+types only and are skipped), so a lazy import inside a function counts like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Top to bottom: a module may import its own layer and any layer below it, never one above.
+# A package name covers every module inside it.
+LAYERS = (
+    # layer        modules
+    ("web", ("mcp_server.web",)),
+    ("transports", ("mcp_server.transports",)),
+    ("dispatcher", ("mcp_server.dispatcher", "mcp_server.notifications")),
+    ("protocol", ("mcp_server.protocol",)),
+    ("leaves", ("mcp_server.hub", "mcp_server.auth", "mcp_server.config", "mcp_server.session",
+                "mcp_server.encoding", "mcp_server.errors", "mcp_server.versions", "mcp_server.messages",
+                "mcp_server.limits", "mcp_server.logs", "mcp_server.metrics", "mcp_server.stateless")),
+)
+MAX_LINES = 400
+# What a transport may take from Flask: the response class, which needs no request or app context.
+# Flask's request-bound objects (request, g, current_app, session) and the app itself stay in the web layer.
+TRANSPORT_FLASK_NAMES = {"Response"}
+DYNAMIC_IMPORTS = {"import_module", "__import__"}
+
+
+def module_name(path: Path) -> str:
+    """The dotted name of a source file under ROOT."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def sources(package: str) -> dict[str, Path]:
+    """Every module of a package, by dotted name."""
+    return {module_name(path): path for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+MODULES = {**sources("mcp_server"), **sources("mcp_tools")}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    """Whether an `if` is `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def walk_outside_type_checking(node: ast.AST):
+    """Yield every node under node, skipping the bodies of `if TYPE_CHECKING:` blocks."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and is_type_checking(child):
+            for other in child.orelse:
+                yield other
+                yield from walk_outside_type_checking(other)
+            continue
+        yield child
+        yield from walk_outside_type_checking(child)
+
+
+def imports_of(name: str) -> list[tuple[int, str, str | None]]:
+    """The (line, module, imported name or None) of every import a module runs."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in walk_outside_type_checking(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found += [(node.lineno, base, alias.name) for alias in node.names]
+    return found
+
+
+def imported_modules(name: str) -> list[tuple[int, str]]:
+    """The (line, module) of every import, `from package import submodule` naming the submodule."""
+    result = []
+    for line, module, member in imports_of(name):
+        submodule = f"{module}.{member}"
+        result.append((line, submodule if member is not None and submodule in MODULES else module))
+    return result
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of a module's layer (0 is the top), None for what is not in mcp_server's layers."""
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    return None
+
+
+def where(name: str, line: int) -> str:
+    """A file:line for a message."""
+    return f"{MODULES[name].relative_to(ROOT)}:{line}"
+
+
+def in_package(name: str, package: str) -> bool:
+    """Whether a dotted module name is package or inside it."""
+    return name == package or name.startswith(package + ".")
+
+
+def test_every_module_of_the_server_has_a_layer():
+    unplaced = [name for name in MODULES if in_package(name, "mcp_server") and name != "mcp_server"
+                and layer_of(name) is None]
+    assert unplaced == [], "add these modules to LAYERS"
+
+
+def test_protocol_and_transports_never_import_flask_request_objects_or_the_web_layer():
+    wrong = []
+    for name in MODULES:
+        if not (in_package(name, "mcp_server.protocol") or in_package(name, "mcp_server.transports")):
+            continue
+        transport = in_package(name, "mcp_server.transports")
+        for line, module, member in imports_of(name):
+            top = module.split(".")[0]
+            allowed_flask = transport and module == "flask" and member in TRANSPORT_FLASK_NAMES
+            if in_package(module, "mcp_server.web") or (top == "flask" and not allowed_flask):
+                wrong.append(f"{where(name, line)} imports {module}{'.' + member if member else ''}")
+            elif top == "werkzeug" and not transport:
+                wrong.append(f"{where(name, line)} imports {module} (the protocol knows nothing of HTTP)")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("above", ["mcp_server.protocol", "mcp_server.dispatcher", "mcp_server.transports",
+                                   "mcp_server.web"])
+def test_the_hub_never_imports_what_sits_above_it(above):
+    wrong = [f"{where(name, line)} imports {module}"
+             for name in MODULES if in_package(name, "mcp_server.hub")
+             for line, module in imported_modules(name) if in_package(module, above)]
+    assert wrong == []
+
+
+def test_mcp_tools_never_imports_the_server():
+    wrong = [f"{where(name, line)} imports {module}"
+             for name in MODULES if in_package(name, "mcp_tools")
+             for line, module in imported_modules(name) if in_package(module, "mcp_server")]
+    assert wrong == []
+
+
+def test_mcp_tools_imports_by_name_only_what_it_is_given():
+    """The registry's dynamic imports take their names from callers; no string in mcp_tools names the server."""
+    wrong = []
+    for name in MODULES:
+        if not in_package(name, "mcp_tools"):
+            continue
+        tree = ast.parse(MODULES[name].read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and re.search(r"\bmcp_server\b", node.value):
+                wrong.append(f"{where(name, node.lineno)} names mcp_server in {node.value!r}")
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) \
+                    in DYNAMIC_IMPORTS and node.args and isinstance(node.args[0], ast.Constant):
+                wrong.append(f"{where(name, node.lineno)} imports {node.args[0].value!r} dynamically")
+    assert wrong == []
+
+
+def test_no_import_runs_up_the_layers():
+    wrong = []
+    for name in MODULES:
+        own = layer_of(name)
+        if own is None:
+            continue
+        for line, module in imported_modules(name):
+            target = layer_of(module)
+            if target is not None and target < own:
+                wrong.append(f"{where(name, line)}: {LAYERS[own][0]} imports {LAYERS[target][0]} ({module})")
+    assert wrong == []
+
+
+def import_graph() -> dict[str, list[str]]:
+    """Each mcp_server module and the mcp_server modules it imports."""
+    return {name: sorted({module for _, module in imported_modules(name) if module in MODULES and module != name})
+            for name in MODULES if in_package(name, "mcp_server")}
+
+
+def circles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """One circle through each strongly connected group of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph.get(node, []):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def test_circles_are_found():
+    assert circles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
+    assert circles({"a": ["b"], "b": []}) == []
+
+
+def test_no_import_circle_inside_the_server():
+    assert circles(import_graph()) == []
+
+
+def test_no_module_is_over_400_lines():
+    long = {str(path.relative_to(ROOT)): count for path in MODULES.values()
+            if (count := len(path.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
