@@ -276,15 +276,6 @@ class MemoryHub(Hub):
         """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
         return list(self.slots)
 
-    def streaming_session_ids(self) -> list[str]:
-        """Sessions with an attached stream."""
-        return [sid for sid, slot in self.slots.items() if slot.subscriber is not None]
-
-    def broadcast(self, message: dict[str, Any]) -> None:
-        """There is only this worker: hand the notification to its own streams."""
-        if self.on_broadcast is not None:
-            self.on_broadcast("notify", message)
-
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
         """Wake the tool waiting for this answer."""
         return self.pending.resolve(session_id, response)

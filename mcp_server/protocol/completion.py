@@ -60,7 +60,7 @@ def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str
     value = argument.get("value", "")
     if not isinstance(value, str):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'argument.value' must be a string")
-    completer = find_completer(ctx.core.registry, ref, argument["name"])
+    completer = find_completer(ctx.registry, ref, argument["name"])
     values: list[str] = []
     cut_short = False
     if completer is not None:
@@ -73,9 +73,9 @@ def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str
         if isinstance(suggestions, Completion):
             suggestions, cut_short = suggestions.values, suggestions.has_more
         suggestions = (str(v) for v in suggestions)
-        template = ctx.core.registry.templates.get(ref.get("uri")) if ref.get("type") == "ref/resource" else None
+        template = ctx.registry.templates.get(ref.get("uri")) if ref.get("type") == "ref/resource" else None
         # Without authentication every value is readable, and checking each would only cost time.
-        if template is not None and ctx.core.authorizer is not None:
+        if template is not None and ctx.checks_permissions:
             values, stopped = readable_values(ctx, template, argument["name"], suggestions)
             cut_short = cut_short or stopped
         else:
@@ -91,7 +91,7 @@ def readable_values(ctx: Any, template: ResourceTemplate, name: str, suggestions
     known = {key: str(given) for key, given in ctx.arguments.items()}
     found: list[str] = []
     for checked, value in enumerate(suggestions, start=1):
-        if checked > ctx.core.settings.completion_scan_max:
+        if checked > ctx.settings.completion_scan_max:
             return found, True
         if checked % CHECKS_PER_YIELD == 0:
             gevent.sleep(0)  # a restricted principal's long list must not hold up other requests
@@ -105,13 +105,13 @@ def readable_values(ctx: Any, template: ResourceTemplate, name: str, suggestions
 def may_read(ctx: Any, template: ResourceTemplate, variables: dict[str, str]) -> bool:
     """Whether the principal may read the URI these variables make, and what that URI really names."""
     uri = expand_template(template.uri_template, variables)
-    if not ctx.core.permits(ctx.session, "resource", uri):
+    if not ctx.permits("resource", uri):
         return False
     try:
         real = resolved_uri(template, ctx, uri, variables)
     except RpcError:
         return False  # the reader would refuse it (outside the root, not there): not worth suggesting
-    return real == uri or ctx.core.permits(ctx.session, "resource", real)
+    return real == uri or ctx.permits("resource", real)
 
 
 def takes_context(completer: Any) -> bool:

@@ -154,15 +154,15 @@ def resolved_uri(template: ResourceTemplate, ctx: Any, uri: str, variables: dict
 def find_readable(ctx: Any, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]]:
     """What serves uri, once the principal may read both uri and what it really names; -32001 or -32002 if not."""
     # Permission first, so a principal cannot tell a hidden resource from a missing one.
-    ctx.core.require_permission(ctx.session, "resource", uri)
-    found = find_reader(ctx.core.registry, uri)
+    ctx.require("resource", uri)
+    found = find_reader(ctx.registry, uri)
     if found is None:
         raise not_found(uri)
     reader, variables = found
     if isinstance(reader, ResourceTemplate):
         real = resolved_uri(reader, ctx, uri, variables)
         if real != uri:
-            ctx.core.require_permission(ctx.session, "resource", uri, target=real)
+            ctx.require("resource", uri, target=real)
     return reader, variables
 
 
