@@ -13,13 +13,16 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from gevent.event import AsyncResult
 
 from mcp_server.hub.mailbox import Empty, Mailbox
 from mcp_server.session import Session, SessionChange, SessionUpdate
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
 
 __all__ = [
     "CapacityError",
@@ -234,7 +237,7 @@ class Hub(ABC):
     # True when answers published after this worker exits still reach their clients (through another worker).
     outlives_worker = False
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.inflight = InflightCalls()
         self.pending = PendingRequests()

@@ -10,7 +10,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
@@ -28,6 +28,9 @@ from mcp_server.hub.base import (
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.metrics import instruments
 from mcp_server.session import Session, SessionChange, SessionUpdate
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
 
 __all__ = ["MemoryHub"]
 
@@ -124,7 +127,7 @@ class SessionSlot:
 class MemoryHub(Hub):
     """The single-worker hub."""
 
-    def __init__(self, settings: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(settings)
         # Every expiry decision reads this clock, so tests can step time instead of sleeping.
         self.clock = clock
