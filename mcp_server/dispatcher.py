@@ -1,6 +1,6 @@
 """Dispatcher: one dispatcher that every transport (legacy SSE, Streamable HTTP, stdio) shares.
 
-A transport parses bytes into `messages.Body`, then asks the core to accept it:
+A transport parses bytes into `messages.Body`, then asks the dispatcher to accept it:
 notifications and client responses are handled at once, each request runs in its
 own greenlet (so a slow tool never blocks the session, and cancellation can kill
 it), and the transport decides where the answers go.

@@ -19,6 +19,7 @@ from mcp_server.messages import REQUEST, Body
 if TYPE_CHECKING:
     from mcp_server.config import Settings
     from mcp_server.hub import Hub
+    from mcp_server.session import Session
 
 __all__ = [
     "BodyLimitExceeded",
@@ -110,7 +111,7 @@ class CallSlots:
     if the worker running the call dies).
     """
 
-    def __init__(self, hub: Any, limit: int) -> None:
+    def __init__(self, hub: Hub, limit: int) -> None:
         self.hub = hub
         self.limit = limit
 
@@ -157,7 +158,7 @@ class SessionQuota:
                 "MCP_MAX_SESSIONS_PER_ADDRESS"
         return None
 
-    def create(self, session: Any, address: str | None = None) -> None:
+    def create(self, session: Session, address: str | None = None) -> None:
         """Store a new session, counted against its owner; SessionQuotaExceeded or CapacityError when full."""
         owner = self.owner_of(session.principal, address)
         if owner is None:
