@@ -20,7 +20,6 @@ from collections.abc import Callable
 import gevent
 from flask import Flask, Response
 from jsonrpcserver import dispatch_to_response
-from jsonrpcserver.methods import global_methods
 from jsonrpcserver.response import to_serializable_one
 from werkzeug.test import EnvironBuilder
 
@@ -28,6 +27,7 @@ from app import create_app
 from mcp_server.dispatcher import accept_valid, identity
 from mcp_server.encoding import dumps, format_sse_event
 from mcp_server.messages import parse_body
+from mcp_server.protocol.methods import METHODS
 from mcp_server.protocol.request_context import RequestContext
 from mcp_server.protocol.tools import run_tool, schema_errors
 
@@ -126,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     flask_floor = wsgi_caller(trivial, "POST", "/mcp?session_id=x", ECHO, {})
     log = logging.getLogger("mcp.rpc")
 
-    ctx = RequestContext(core, session, lambda m: None, 7, "tools/call", {})
+    ctx = RequestContext(core.services, session, lambda m: None, 7, "tools/call", {})
     tool = core.registry.tools["echo"]
     request = message.to_request()
-    handler = global_methods["tools/call"]
+    handler = METHODS["tools/call"]
 
     stages = [
         ("legacy POST, whole (Flask + core + hub + SSE frame)", legacy_round_trip),
@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         ("  parse_body", lambda: parse_body(ECHO)),
         ("  core.handle_request (dispatch + tool + log line)", lambda: core.handle_request(session, message, None)),
         ("    jsonrpcserver dispatch_to_response", lambda: dispatch_to_response(
-            request, context=ctx, deserializer=identity, validator=accept_valid, post_process=to_serializable_one)),
+            request, context=ctx, methods=METHODS, deserializer=identity, validator=accept_valid,
+            post_process=to_serializable_one)),
         ("      inspect.signature(tools/call handler)", lambda: inspect.signature(handler)),
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),

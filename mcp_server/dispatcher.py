@@ -1,6 +1,6 @@
 """Dispatcher: one dispatcher that every transport (legacy SSE, Streamable HTTP, stdio) shares.
 
-A transport parses bytes into `messages.Body`, then asks the core to accept it:
+A transport parses bytes into `messages.Body`, then asks the dispatcher to accept it:
 notifications and client responses are handled at once, each request runs in its
 own greenlet (so a slow tool never blocks the session, and cancellation can kill
 it), and the transport decides where the answers go.
@@ -17,28 +17,23 @@ import gevent
 from jsonrpcserver import dispatch_to_response
 from jsonrpcserver.response import to_serializable_one
 
-import mcp_server.protocol.methods  # noqa: F401  (registers the @method handlers)
-from mcp_server.errors import (
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    PERMISSION_DENIED,
-    SERVER_UNAVAILABLE,
-    RpcError,
-    error_response,
-)
+from mcp_server import notifications
+from mcp_server.auth.permissions import Authorizer
+from mcp_server.config import Settings
+from mcp_server.errors import INVALID_REQUEST, METHOD_NOT_FOUND, SERVER_UNAVAILABLE, error_response
 from mcp_server.hub import Hub, HubUnavailable, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
-from mcp_server.metrics import instruments
-from mcp_server.protocol.request_context import RequestContext
+from mcp_server.metrics import instruments, label_methods
+from mcp_server.protocol.methods import METHODS
+from mcp_server.protocol.request_context import RequestContext, RequestServices, principal_may
 from mcp_server.session import Session
-from mcp_server.versions import allows_batches, at_least
+from mcp_server.versions import allows_batches
 from mcp_tools import Registry
 
-__all__ = ["Dispatcher", "SERVER_VERSION"]
+__all__ = ["Dispatcher"]
 
-SERVER_VERSION = "1.0.0"
 log = logging.getLogger("mcp.rpc")
 # Requests a client may send before initialize has been answered.
 ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
@@ -61,16 +56,27 @@ def accept_valid(value: Any) -> Any:
 class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
-    def __init__(self, settings: Any, registry: Registry | None = None, hub: Hub | None = None) -> None:
+    def __init__(self, settings: Settings, registry: Registry | None = None, hub: Hub | None = None,
+                 authorizer: Authorizer | None = None) -> None:
         self.settings = settings
+        label_methods(METHODS)
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         self.hub = hub if hub is not None else create_hub(settings)
         self.stopping_since: float | None = None
-        self.hub.on_broadcast = self.deliver_broadcast
-        self.registry.on_change(self.announce_list_changed)
+        self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))
         self.hub.share_registry(self.registry)
-        # Set by mcp_server.web.security when authentication is on; None lets every session use everything.
-        self.authorizer: Any = None
+        # The authentication layer's (None when authentication is off: every session may use everything).
+        self.authorizer = authorizer
+        self.services = RequestServices(
+            registry=self.registry,
+            settings=settings,
+            authorizer=authorizer,
+            # Looked up on each call, so the hub stays free to change (tests stall it to play an outage).
+            update_session=lambda session_id, change: self.hub.update_session(session_id, change),
+            pending=self.hub.pending,
+            publish=lambda session_id, message: self.hub.publish(session_id, message),
+            resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
+        )
         # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
         self.session_quota = SessionQuota(self.hub, settings)
@@ -87,34 +93,9 @@ class Dispatcher:
         instruments().session_opened(transport)
         return session
 
-    def server_info(self) -> dict[str, Any]:
-        """Name and version for initialize."""
-        return {"name": self.settings.server_name, "version": SERVER_VERSION}
-
-    def capabilities(self, version: str | None = None) -> dict[str, Any]:
-        """Exactly the server capabilities that are implemented (completions exist from 2025-03-26)."""
-        capabilities: dict[str, Any] = {
-            "tools": {"listChanged": True},
-            "resources": {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": True},
-            "logging": {},
-        }
-        if at_least(version, "2025-03-26"):
-            capabilities["completions"] = {}
-        return capabilities
-
-    # authorization hooks (replaced by the security layer when authentication is on)
     def permits(self, session: Session, kind: str, name: str) -> bool:
         """Whether the session's principal may use the named tool, resource or prompt."""
-        return self.authorizer is None or self.authorizer.permits(session.principal, kind, name)
-
-    def require_permission(self, session: Session, kind: str, name: str, target: str | None = None) -> None:
-        """Raise -32001 when the session's principal may not use the named item (or target, what it really names).
-
-        The error names the item as the client did: where a link points is none of its business.
-        """
-        if not self.permits(session, kind, name if target is None else target):
-            raise RpcError(PERMISSION_DENIED, f"Permission denied: you may not use {kind} '{name}'", {kind: name})
+        return principal_may(self.authorizer, session.principal, kind, name)
 
     # message handling
     def batch_error(self, session: Session, body: Body) -> dict[str, Any] | None:
@@ -186,11 +167,12 @@ class Dispatcher:
         if refusal is not None:
             response = refusal
         else:
-            ctx = RequestContext(self, session, send, message.id, message.method, message.meta)
+            ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta)
             try:
                 response = dispatch_to_response(
                     message.to_request(),
                     context=ctx,
+                    methods=METHODS,
                     deserializer=identity,
                     validator=accept_valid,
                     post_process=to_serializable_one,
@@ -232,10 +214,11 @@ class Dispatcher:
             log.debug("ignored notification for request method %s in session %s", loggable(message.method),
                       session.id[:8])
             return
-        ctx = RequestContext(self, session, send, None, message.method, message.meta)
+        ctx = RequestContext(self.services, session, send, None, message.method, message.meta)
         dispatch_to_response(
             message.to_request(),
             context=ctx,
+            methods=METHODS,
             deserializer=identity,
             validator=accept_valid,
             post_process=to_serializable_one,
@@ -271,36 +254,6 @@ class Dispatcher:
             loggable(method), loggable(request_id), session.id[:8], status, seconds * 1000.0,
         )
         instruments().count_request(method, response, seconds)
-
-    # server-initiated notifications
-    def announce_list_changed(self, kind: str) -> None:
-        """Tell every session that a tool, resource or prompt list changed."""
-        method = {
-            "tool": "notifications/tools/list_changed",
-            "resource": "notifications/resources/list_changed",
-            "resource template": "notifications/resources/list_changed",
-            "prompt": "notifications/prompts/list_changed",
-        }[kind]
-        self.hub.broadcast({"jsonrpc": "2.0", "method": method})
-
-    def resource_updated(self, uri: str) -> None:
-        """Tell every session subscribed to uri, on every worker, that it changed."""
-        self.hub.broadcast({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
-
-    def deliver_broadcast(self, kind: str, message: dict[str, Any]) -> None:
-        """Publish a broadcast notification to every session that wants it; the replay keeps it for absent streams."""
-        for session_id in self.hub.broadcast_session_ids():
-            session = self.hub.peek_session(session_id)
-            if session is not None and self.wants(session, message):
-                self.hub.publish(session_id, message)
-
-    def wants(self, session: Session, message: dict[str, Any]) -> bool:
-        """Whether a session should receive a broadcast notification."""
-        if not session.initialized and not session.negotiated:
-            return False
-        if message.get("method") == "notifications/resources/updated":
-            return message.get("params", {}).get("uri") in session.subscriptions
-        return True
 
     def shutdown(self) -> None:
         """Close every stream promptly; calls in flight get until drain() to finish."""

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_server.encoding import dumps
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import CapacityError, QuotaFull
 from mcp_server.messages import REQUEST, Body
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
+    from mcp_server.hub import Hub
+    from mcp_server.session import Session
 
 __all__ = [
     "BodyLimitExceeded",
@@ -64,7 +69,7 @@ def json_depth_and_longest_string(value: Any, max_depth: int) -> tuple[int, int]
     return deepest, longest
 
 
-def check_body(body: Body, data: bytes, settings: Any) -> None:
+def check_body(body: Body, data: bytes, settings: Settings) -> None:
     """Raise BodyLimitExceeded when a body is nested too deep, has a too-long string, batch or arguments."""
     if body.is_batch and len(body.messages) > settings.max_batch:
         raise BodyLimitExceeded(
@@ -106,7 +111,7 @@ class CallSlots:
     if the worker running the call dies).
     """
 
-    def __init__(self, hub: Any, limit: int) -> None:
+    def __init__(self, hub: Hub, limit: int) -> None:
         self.hub = hub
         self.limit = limit
 
@@ -140,7 +145,7 @@ class SessionQuota:
     in memory, across the fleet with Redis); closed and expired sessions free their places.
     """
 
-    def __init__(self, hub: Any, settings: Any) -> None:
+    def __init__(self, hub: Hub, settings: Settings) -> None:
         self.hub = hub
         self.settings = settings
 
@@ -153,7 +158,7 @@ class SessionQuota:
                 "MCP_MAX_SESSIONS_PER_ADDRESS"
         return None
 
-    def create(self, session: Any, address: str | None = None) -> None:
+    def create(self, session: Session, address: str | None = None) -> None:
         """Store a new session, counted against its owner; SessionQuotaExceeded or CapacityError when full."""
         owner = self.owner_of(session.principal, address)
         if owner is None:

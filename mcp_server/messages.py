@@ -59,16 +59,6 @@ class Body:
     messages: list[Message]
     is_batch: bool
 
-    @property
-    def requests(self) -> list[Message]:
-        """The messages that expect an answer."""
-        return [m for m in self.messages if m.kind == REQUEST]
-
-    @property
-    def invalid(self) -> list[Message]:
-        """The messages that were rejected before dispatch."""
-        return [m for m in self.messages if m.kind == INVALID]
-
 
 class ParseFailure(ValueError):
     """The body is not JSON at all; carries the -32700 response."""

@@ -9,13 +9,14 @@ worker's live gauges), and /metrics adds up all workers. Without that variable
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 
-__all__ = ["Instruments", "instruments", "multiprocess_dir", "render"]
+__all__ = ["Instruments", "instruments", "label_methods", "multiprocess_dir", "render"]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Tool calls run from well under a millisecond (echo) to the client request timeout (sampling).
@@ -32,7 +33,7 @@ def multiprocess_dir() -> str | None:
 class Instruments:
     """The server's metrics, and the cheap calls the hot path makes."""
 
-    def __init__(self, registry: CollectorRegistry, known_methods: Any) -> None:
+    def __init__(self, registry: CollectorRegistry, known_methods: Collection[str]) -> None:
         self.registry = registry
         self.known_methods = known_methods
         self.requests = Counter("mcp_requests", "JSON-RPC requests answered, by method and outcome "
@@ -101,15 +102,23 @@ class Instruments:
 
 
 _instruments: Instruments | None = None
+# The method names that get a label of their own: the dispatcher's method table, given by label_methods.
+_known_methods: frozenset[str] = frozenset()
+
+
+def label_methods(names: Iterable[str]) -> None:
+    """Give the methods the server implements a label each; every other method name counts as OTHER_METHOD."""
+    global _known_methods
+    _known_methods = frozenset(names)
+    if _instruments is not None:
+        _instruments.known_methods = _known_methods
 
 
 def instruments() -> Instruments:
     """The process's Instruments, created on first use (so never before gunicorn has forked)."""
     global _instruments
     if _instruments is None:
-        from jsonrpcserver.methods import global_methods
-
-        _instruments = Instruments(CollectorRegistry(auto_describe=True), global_methods)
+        _instruments = Instruments(CollectorRegistry(auto_describe=True), _known_methods)
     return _instruments
 
 

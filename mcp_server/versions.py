@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 __all__ = [
-    "DEFAULT_HTTP_VERSION",
     "LATEST",
     "SUPPORTED",
     "allows_batches",
@@ -13,8 +12,6 @@ __all__ = [
 
 SUPPORTED = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST = SUPPORTED[-1]
-# A Streamable HTTP request without MCP-Protocol-Version is assumed to speak this.
-DEFAULT_HTTP_VERSION = "2025-03-26"
 
 
 def negotiate(requested: object) -> str:

@@ -13,14 +13,16 @@ import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub.subscription import Subscription
 from mcp_server.hub.worker_calls import InflightCalls, PendingRequests
 from mcp_server.session import Session, SessionChange, SessionUpdate
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
 
 __all__ = [
     "CapacityError",
@@ -87,11 +89,10 @@ class Hub(ABC):
     # True when answers published after this worker exits still reach their clients (through another worker).
     outlives_worker = False
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.inflight = InflightCalls()
         self.pending = PendingRequests()
-        self.on_broadcast: Callable[[str, dict[str, Any]], None] | None = None
 
     # sessions
     @abstractmethod
@@ -189,18 +190,10 @@ class Hub(ABC):
         """
 
     @abstractmethod
-    def streaming_session_ids(self) -> list[str]:
-        """Sessions with a stream open in this worker."""
-
-    @abstractmethod
     def broadcast_session_ids(self) -> list[str]:
         """The sessions a broadcast from this worker must reach: every live one, with a stream or not."""
 
-    # fan-out and control
-    @abstractmethod
-    def broadcast(self, message: dict[str, Any]) -> None:
-        """Deliver a notification to every session that wants it (on_broadcast publishes it to each)."""
-
+    # control
     @abstractmethod
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
         """Route a client's answer to the tool waiting for it, on whichever worker."""
@@ -226,38 +219,3 @@ class Hub(ABC):
     @abstractmethod
     def shutdown(self) -> None:
         """Close every stream promptly (on SIGTERM)."""
-
-    def request(
-        self,
-        session_id: str,
-        method: str,
-        params: dict[str, Any],
-        timeout: float,
-        send: Callable[[dict[str, Any]], Any] | None = None,
-    ) -> dict[str, Any]:
-        """Send a request to the client and wait for its answer (a response message)."""
-        request_id, result = self.pending.open(session_id)
-        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-        try:
-            (send or (lambda m: self.publish(session_id, m)))(message)
-            try:
-                return result.get(timeout=timeout)
-            except gevent.Timeout:
-                self._tell_client_cancelled(session_id, request_id, send)
-                raise RpcError(
-                    REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s"
-                ) from None
-        finally:
-            self.pending.forget(session_id, request_id)
-
-    def _tell_client_cancelled(self, session_id: str, request_id: str, send: Callable | None) -> None:
-        """Tell the client we gave up on a request, as the cancellation rules ask."""
-        note = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": "timed out"},
-        }
-        try:
-            (send or (lambda m: self.publish(session_id, m)))(note)
-        except Exception:  # the stream may be gone; the timeout is what matters
-            log.debug("could not send cancellation for %s", request_id)

@@ -10,7 +10,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
@@ -27,6 +27,9 @@ from mcp_server.hub.mailbox import Mailbox
 from mcp_server.hub.subscription import QueuedSubscription, Subscription
 from mcp_server.metrics import instruments
 from mcp_server.session import Session, SessionChange, SessionUpdate
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
 
 __all__ = ["MemoryHub"]
 
@@ -123,7 +126,7 @@ class SessionSlot:
 class MemoryHub(Hub):
     """The single-worker hub."""
 
-    def __init__(self, settings: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(settings)
         # Every expiry decision reads this clock, so tests can step time instead of sleeping.
         self.clock = clock
@@ -274,15 +277,6 @@ class MemoryHub(Hub):
     def broadcast_session_ids(self) -> list[str]:
         """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
         return list(self.slots)
-
-    def streaming_session_ids(self) -> list[str]:
-        """Sessions with an attached stream."""
-        return [sid for sid, slot in self.slots.items() if slot.subscriber is not None]
-
-    def broadcast(self, message: dict[str, Any]) -> None:
-        """There is only this worker: hand the notification to its own streams."""
-        if self.on_broadcast is not None:
-            self.on_broadcast("notify", message)
 
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
         """Wake the tool waiting for this answer."""

@@ -255,15 +255,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._unregister(subscription)
         subscription.end(reason)
 
-    def streaming_session_ids(self) -> list[str]:
-        """Sessions whose own stream is open in this worker."""
-        return [session_id for session_id, stream in self.local if stream is None]
-
     # fan-out and control
-    def broadcast(self, message: dict[str, Any]) -> None:
-        """Publish to every session from here: the replay keeps it, pub/sub takes it to whichever worker streams."""
-        self._deliver_broadcast(message)
-
     def broadcast_session_ids(self) -> list[str]:
         """Every live session of the fleet, from the session index."""
         with self._redis():
@@ -286,17 +278,6 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         """Publish a command on the control channel; return how many workers heard it."""
         with self._redis():
             return int(self.client.publish(CONTROL_CHANNEL, dumps({**command, "origin": self.worker_id})))
-
-    def _deliver_broadcast(self, message: dict[str, Any]) -> None:
-        """Hand a broadcast to the core for this worker's streams."""
-        if self.on_broadcast is None:
-            return
-        try:
-            self.on_broadcast("notify", message)
-        except HubUnavailable:
-            log.warning("broadcast %s not delivered: Redis unreachable", message.get("method"))
-        except Exception:
-            log.exception("broadcast %s failed", message.get("method"))
 
     # operations
     def ready(self) -> bool:

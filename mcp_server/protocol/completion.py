@@ -11,13 +11,16 @@ import inspect
 import itertools
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
 from mcp_server.errors import INVALID_PARAMS, RpcError
 from mcp_server.protocol.resources import expand_template, resolved_uri, template_variables
-from mcp_tools import Completion, ResourceTemplate
+from mcp_tools import Completion, Registry, ResourceTemplate
+
+if TYPE_CHECKING:
+    from mcp_server.protocol.request_context import RequestContext
 
 __all__ = ["MAX_VALUES", "complete"]
 
@@ -29,7 +32,7 @@ LOOKAHEAD = 1
 CHECKS_PER_YIELD = 64
 
 
-def find_completer(registry: Any, ref: Any, argument_name: str) -> Any:
+def find_completer(registry: Registry, ref: Any, argument_name: str) -> Any:
     """Return the completer for a reference, or None when it has none; -32602 for unknown refs."""
     if not isinstance(ref, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'ref' must be an object")
@@ -53,14 +56,14 @@ def find_completer(registry: Any, ref: Any, argument_name: str) -> Any:
     raise RpcError(INVALID_PARAMS, "Invalid params: ref.type must be 'ref/prompt' or 'ref/resource'")
 
 
-def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str, Any]:
+def complete(ctx: RequestContext, ref: Any, argument: Any, context: Any = None) -> dict[str, Any]:
     """Return the completion/complete result: at most 100 values, with total and hasMore."""
     if not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'argument' must be an object with 'name' and 'value'")
     value = argument.get("value", "")
     if not isinstance(value, str):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'argument.value' must be a string")
-    completer = find_completer(ctx.core.registry, ref, argument["name"])
+    completer = find_completer(ctx.registry, ref, argument["name"])
     values: list[str] = []
     cut_short = False
     if completer is not None:
@@ -73,9 +76,9 @@ def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str
         if isinstance(suggestions, Completion):
             suggestions, cut_short = suggestions.values, suggestions.has_more
         suggestions = (str(v) for v in suggestions)
-        template = ctx.core.registry.templates.get(ref.get("uri")) if ref.get("type") == "ref/resource" else None
+        template = ctx.registry.templates.get(ref.get("uri")) if ref.get("type") == "ref/resource" else None
         # Without authentication every value is readable, and checking each would only cost time.
-        if template is not None and ctx.core.authorizer is not None:
+        if template is not None and ctx.checks_permissions:
             values, stopped = readable_values(ctx, template, argument["name"], suggestions)
             cut_short = cut_short or stopped
         else:
@@ -85,13 +88,13 @@ def complete(ctx: Any, ref: Any, argument: Any, context: Any = None) -> dict[str
     return {"completion": {"values": values, "hasMore": has_more, **({} if has_more else {"total": len(values)})}}
 
 
-def readable_values(ctx: Any, template: ResourceTemplate, name: str, suggestions: Iterable[str],
+def readable_values(ctx: RequestContext, template: ResourceTemplate, name: str, suggestions: Iterable[str],
                     ) -> tuple[list[str], bool]:
     """The first MAX_VALUES + LOOKAHEAD suggestions the principal may read; and whether the scan bound stopped it."""
     known = {key: str(given) for key, given in ctx.arguments.items()}
     found: list[str] = []
     for checked, value in enumerate(suggestions, start=1):
-        if checked > ctx.core.settings.completion_scan_max:
+        if checked > ctx.settings.completion_scan_max:
             return found, True
         if checked % CHECKS_PER_YIELD == 0:
             gevent.sleep(0)  # a restricted principal's long list must not hold up other requests
@@ -102,16 +105,16 @@ def readable_values(ctx: Any, template: ResourceTemplate, name: str, suggestions
     return found, False
 
 
-def may_read(ctx: Any, template: ResourceTemplate, variables: dict[str, str]) -> bool:
+def may_read(ctx: RequestContext, template: ResourceTemplate, variables: dict[str, str]) -> bool:
     """Whether the principal may read the URI these variables make, and what that URI really names."""
     uri = expand_template(template.uri_template, variables)
-    if not ctx.core.permits(ctx.session, "resource", uri):
+    if not ctx.permits("resource", uri):
         return False
     try:
         real = resolved_uri(template, ctx, uri, variables)
     except RpcError:
         return False  # the reader would refuse it (outside the root, not there): not worth suggesting
-    return real == uri or ctx.core.permits(ctx.session, "resource", real)
+    return real == uri or ctx.permits("resource", real)
 
 
 def takes_context(completer: Any) -> bool:

@@ -1,7 +1,8 @@
-"""The MCP methods, as jsonrpcserver `@method` handlers; the context is the first argument.
+"""The MCP methods: jsonrpcserver handlers in one explicit table, `METHODS`; the context is the first argument.
 
-Handlers never import Flask: every transport reaches them through `Dispatcher`. Each
-takes `**_` so that fields added by newer protocol revisions never break dispatch.
+Handlers never import Flask: every transport reaches them through `Dispatcher`, and they reach the server
+only through their `RequestContext`. Each takes `**_` so that fields added by newer protocol revisions
+never break dispatch. What `initialize` announces (capabilities, server info) is defined here too.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from jsonrpcserver import Success, method
+from jsonrpcserver import Success
 from jsonrpcserver.exceptions import JsonRpcError
 
+from mcp_server.config import Settings
 from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -34,9 +36,10 @@ from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange
 from mcp_server.versions import at_least, negotiate
 
-__all__ = ["guarded", "server_capabilities", "tool_definition"]
+__all__ = ["METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info", "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")
+SERVER_VERSION = "1.0.0"
 MAX_SUBSCRIPTIONS = 1000
 
 
@@ -96,9 +99,22 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def server_capabilities(ctx: RequestContext) -> dict[str, Any]:
-    """The capabilities this server implements, exactly."""
-    return ctx.core.capabilities(ctx.session.protocol_version)
+def server_capabilities(version: str | None = None) -> dict[str, Any]:
+    """Exactly the server capabilities that are implemented (completions exist from 2025-03-26)."""
+    implemented: dict[str, Any] = {
+        "tools": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "prompts": {"listChanged": True},
+        "logging": {},
+    }
+    if at_least(version, "2025-03-26"):
+        implemented["completions"] = {}
+    return implemented
+
+
+def server_info(settings: Settings) -> dict[str, Any]:
+    """Name and version for initialize."""
+    return {"name": settings.server_name, "version": SERVER_VERSION}
 
 
 def tool_definition(tool: Any, version: str | None) -> dict[str, Any]:
@@ -118,7 +134,6 @@ def tool_definition(tool: Any, version: str | None) -> dict[str, Any]:
     return definition
 
 
-@method(name="initialize")
 @guarded
 def initialize(
     ctx: RequestContext,
@@ -137,121 +152,97 @@ def initialize(
         "client_info": clientInfo if isinstance(clientInfo, dict) else {},
     }, unless_negotiated=True)
     # Two initializes racing on one session: only one may win.
-    if not change_session(ctx, negotiated):
+    if not ctx.change_session(negotiated):
         raise already
-    settings = ctx.core.settings
+    settings = ctx.settings
     result: dict[str, Any] = {
         "protocolVersion": ctx.session.protocol_version,
-        "capabilities": server_capabilities(ctx),
-        "serverInfo": ctx.core.server_info(),
+        "capabilities": server_capabilities(ctx.session.protocol_version),
+        "serverInfo": server_info(settings),
     }
     if settings.instructions:
         result["instructions"] = settings.instructions
     return Success(result)
 
 
-@method(name="notifications/initialized")
 @guarded
 def initialized(ctx: RequestContext, **_: Any) -> Any:
     """Mark the session ready for server-initiated requests."""
     if ctx.session.negotiated and not ctx.session.initialized:
-        change_session(ctx, SessionChange(assign={"initialized": True}))
+        ctx.change_session(SessionChange(assign={"initialized": True}))
     return Success(None)
 
 
-def change_session(ctx: RequestContext, change: SessionChange) -> bool:
-    """Apply a change to the stored session atomically, then bring ctx.session in step; False if refused."""
-    applied, stored = ctx.core.hub.update_session(ctx.session.id, change)
-    if stored is None:
-        # Closed or expired meanwhile: nothing is stored, and the request's own copy still answers it.
-        return change.apply(ctx.session)
-    ctx.session.take_fields(stored)
-    return applied
-
-
-@method(name="ping")
 @guarded
 def ping(ctx: RequestContext, **_: Any) -> Any:
     """Answer a liveness check with an empty result."""
     return Success({})
 
 
-@method(name="tools/list")
 @guarded
 def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the tools this session's principal may call, one page at a time."""
-    tools = visible(ctx, "tool", ctx.core.registry.tools)
+    tools = ctx.visible("tool", ctx.registry.tools)
     version = ctx.session.protocol_version
     return list_page(ctx, tools, cursor, "tools", lambda t: tool_definition(t, version))
 
 
-@method(name="tools/call")
 @guarded
 def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
     """Validate the arguments and run the named tool."""
     # Permission first, so a principal cannot tell a hidden tool from a missing one.
     if isinstance(name, str):
-        ctx.core.require_permission(ctx.session, "tool", name)
-    tool = ctx.core.registry.tools.get(name) if isinstance(name, str) else None
+        ctx.require("tool", name)
+    tool = ctx.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
     return Success(run_tool(ctx, tool, {} if arguments is None else arguments))
 
 
-def visible(ctx: RequestContext, kind: str, table: dict[str, Any]) -> list[Any]:
-    """The specs of a registry table (keyed by name or URI) that this session's principal may use."""
-    return [spec for key, spec in table.items() if ctx.core.permits(ctx.session, kind, key)]
-
-
 def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
     """One page of a list method's result, with nextCursor when there is more."""
-    page, next_cursor = paginate(items, cursor, ctx.core.settings.page_size)
+    page, next_cursor = paginate(items, cursor, ctx.settings.page_size)
     result: dict[str, Any] = {key: [describe(item) for item in page]}
     if next_cursor:
         result["nextCursor"] = next_cursor
     return Success(result)
 
 
-@method(name="resources/list")
 @guarded
 def resources_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the fixed-URI resources this principal may read."""
-    items = visible(ctx, "resource", ctx.core.registry.resources)
+    items = ctx.visible("resource", ctx.registry.resources)
     return list_page(ctx, items, cursor, "resources", describe_resource)
 
 
-@method(name="resources/templates/list")
 @guarded
 def resources_templates_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the resource templates (RFC 6570) this server resolves."""
-    items = visible(ctx, "resource", ctx.core.registry.templates)
+    items = ctx.visible("resource", ctx.registry.templates)
     return list_page(ctx, items, cursor, "resourceTemplates", describe_template)
 
 
-@method(name="resources/read")
 @guarded
 def resources_read(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Read a resource by URI: text, or a base64 blob."""
-    return Success(read_resource(ctx.core.registry, ctx, uri))
+    return Success(read_resource(ctx.registry, ctx, uri))
 
 
-@method(name="resources/subscribe")
 @guarded
 def resources_subscribe(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Send notifications/resources/updated to this session when uri changes."""
     check_subscribable(ctx, uri)
-    if not change_session(ctx, SessionChange(subscribe=uri, subscription_limit=MAX_SUBSCRIPTIONS)):
+    if not ctx.change_session(SessionChange(subscribe=uri, subscription_limit=MAX_SUBSCRIPTIONS)):
         raise RpcError(INVALID_PARAMS, f"Too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session")
     return Success({})
 
 
-@method(name="resources/unsubscribe")
 @guarded
 def resources_unsubscribe(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Stop update notifications for uri."""
     if not isinstance(uri, str):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a string")
-    change_session(ctx, SessionChange(unsubscribe=uri))
+    ctx.change_session(SessionChange(unsubscribe=uri))
     return Success({})
 
 
@@ -262,52 +253,67 @@ def check_subscribable(ctx: RequestContext, uri: Any) -> None:
     find_readable(ctx, uri)
 
 
-@method(name="prompts/list")
 @guarded
 def prompts_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the prompts this principal may use."""
-    items = visible(ctx, "prompt", ctx.core.registry.prompts)
+    items = ctx.visible("prompt", ctx.registry.prompts)
     return list_page(ctx, items, cursor, "prompts", describe_prompt)
 
 
-@method(name="prompts/get")
 @guarded
 def prompts_get(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
     """Render a prompt with its arguments."""
     if isinstance(name, str):
-        ctx.core.require_permission(ctx.session, "prompt", name)
-    prompt = ctx.core.registry.prompts.get(name) if isinstance(name, str) else None
+        ctx.require("prompt", name)
+    prompt = ctx.registry.prompts.get(name) if isinstance(name, str) else None
     if prompt is None:
         raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}; call prompts/list to see the prompts",
                        {"prompt": name})
     return Success(render_prompt(ctx, prompt, arguments))
 
 
-@method(name="logging/setLevel")
 @guarded
 def logging_set_level(ctx: RequestContext, level: Any, **_: Any) -> Any:
     """Set the least severe level of notifications/message this session receives."""
     if level not in LOG_LEVELS:
         raise RpcError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}",
                        {"level": level})
-    change_session(ctx, SessionChange(assign={"log_level": level}))
+    ctx.change_session(SessionChange(assign={"log_level": level}))
     return Success({})
 
 
-@method(name="completion/complete")
 @guarded
 def completion_complete(ctx: RequestContext, ref: Any, argument: Any, context: Any = None, **_: Any) -> Any:
     """Suggest values for a prompt argument or a resource-template variable."""
     if isinstance(ref, dict) and ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
-        ctx.core.require_permission(ctx.session, "prompt", ref["name"])
+        ctx.require("prompt", ref["name"])
     if isinstance(ref, dict) and ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-        kind = "resource template" if ref["uri"] in ctx.core.registry.templates else "resource"
-        ctx.core.require_permission(ctx.session, kind, ref["uri"])
+        kind = "resource template" if ref["uri"] in ctx.registry.templates else "resource"
+        ctx.require(kind, ref["uri"])
     return Success(complete(ctx, ref, argument, context))
 
 
-@method(name="notifications/roots/list_changed")
 @guarded
 def roots_list_changed(ctx: RequestContext, **_: Any) -> Any:
     """Nothing caches the client's roots, so a change needs no action."""
     return Success(None)
+
+
+# Every method this server answers, by its JSON-RPC name; jsonrpcserver dispatches through this table only.
+METHODS: dict[str, Callable[..., Any]] = {
+    "initialize": initialize,
+    "notifications/initialized": initialized,
+    "ping": ping,
+    "tools/list": tools_list,
+    "tools/call": tools_call,
+    "resources/list": resources_list,
+    "resources/templates/list": resources_templates_list,
+    "resources/read": resources_read,
+    "resources/subscribe": resources_subscribe,
+    "resources/unsubscribe": resources_unsubscribe,
+    "prompts/list": prompts_list,
+    "prompts/get": prompts_get,
+    "logging/setLevel": logging_set_level,
+    "completion/complete": completion_complete,
+    "notifications/roots/list_changed": roots_list_changed,
+}

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
 from mcp_tools import Prompt, ToolError
+
+if TYPE_CHECKING:
+    from mcp_server.protocol.request_context import RequestContext
 
 __all__ = ["describe_prompt", "render_prompt"]
 
@@ -54,7 +57,7 @@ def to_messages(value: Any) -> list[dict[str, Any]]:
     return list(value)
 
 
-def render_prompt(ctx: Any, prompt: Prompt, arguments: Any) -> dict[str, Any]:
+def render_prompt(ctx: RequestContext, prompt: Prompt, arguments: Any) -> dict[str, Any]:
     """Run the prompt function and return the prompts/get result."""
     kwargs: dict[str, Any] = dict(check_arguments(prompt, arguments))
     if prompt.wants_context:

@@ -1,4 +1,9 @@
-"""RequestContext: what a protocol handler, and through `ctx` a tool, gets for one request."""
+"""RequestContext: what a protocol handler, and through `ctx` a tool, gets for one request.
+
+It is the protocol layer's only door to the server: the registry, the settings, a permission check,
+changing the session, asking the client and telling subscribers. The dispatcher hands it the few
+collaborators it needs (`RequestServices`), never itself.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcp_server.errors import RpcError
-from mcp_server.session import Session
-from mcp_tools import ToolError
+import gevent
+
+from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
+from mcp_server.session import Session, SessionChange, SessionUpdate
+from mcp_tools import Registry, ToolError
 
 if TYPE_CHECKING:
-    from mcp_server.dispatcher import Dispatcher
+    from mcp_server.auth.permissions import Authorizer
+    from mcp_server.config import Settings
+    from mcp_server.hub.base import PendingRequests
 
-__all__ = ["LOG_LEVELS", "RequestContext", "level_allows"]
+__all__ = ["LOG_LEVELS", "RequestContext", "RequestServices", "level_allows", "principal_may"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -23,19 +32,41 @@ DEFAULT_CLIENT_LOG_LEVEL = "debug"
 log = logging.getLogger("mcp.context")
 
 
+def principal_may(authorizer: Authorizer | None, principal: str | None, kind: str, name: str) -> bool:
+    """Whether principal may use the named item; without an authorizer (authentication off) everyone may."""
+    return authorizer is None or authorizer.permits(principal, kind, name)
+
+
 def level_allows(threshold: str | None, level: str) -> bool:
     """True when a message at level passes a session whose threshold is given."""
     floor = LOG_LEVELS.index(threshold or DEFAULT_CLIENT_LOG_LEVEL)
     return LOG_LEVELS.index(level) >= floor
 
 
+@dataclass(frozen=True)
+class RequestServices:
+    """What every request of one dispatcher shares: built once, handed to each RequestContext."""
+
+    registry: Registry
+    settings: Settings
+    # None lets every session use everything (authentication off).
+    authorizer: Authorizer | None
+    # The hub's atomic session change, its waiting server-to-client requests, and its publish.
+    update_session: Callable[[str, SessionChange], SessionUpdate]
+    pending: PendingRequests
+    publish: Callable[[str, dict[str, Any]], Any]
+    # Tells every session of the fleet subscribed to a URI that it changed.
+    resource_updated: Callable[[str], None]
+
+
 @dataclass
 class RequestContext:
     """The session, the request and a way to send messages that belong to it."""
 
-    core: Dispatcher
+    services: RequestServices
     session: Session
-    send: Callable[[dict[str, Any]], Any]
+    # Where this request's messages go; None sends server-to-client requests on the session's own stream.
+    send: Callable[[dict[str, Any]], Any] | None
     request_id: Any = None
     method: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -51,19 +82,49 @@ class RequestContext:
         return self.session.id
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         """The server's settings (read-only)."""
-        return self.core.settings
+        return self.services.settings
 
     @property
-    def registry(self) -> Any:
+    def registry(self) -> Registry:
         """The live registry: add or remove tools, resources and prompts; clients are told."""
-        return self.core.registry
+        return self.services.registry
 
     @property
     def principal(self) -> str | None:
         """Who opened the session (None when authentication is off)."""
         return self.session.principal
+
+    @property
+    def checks_permissions(self) -> bool:
+        """Whether an authorizer restricts what sessions may use (authentication on)."""
+        return self.services.authorizer is not None
+
+    def permits(self, kind: str, name: str) -> bool:
+        """Whether the session's principal may use the named tool, resource or prompt."""
+        return principal_may(self.services.authorizer, self.session.principal, kind, name)
+
+    def require(self, kind: str, name: str, target: str | None = None) -> None:
+        """Raise -32001 when the session's principal may not use the named item (or target, what it really names).
+
+        The error names the item as the client did: where a link points is none of its business.
+        """
+        if not self.permits(kind, name if target is None else target):
+            raise RpcError(PERMISSION_DENIED, f"Permission denied: you may not use {kind} '{name}'", {kind: name})
+
+    def visible(self, kind: str, table: dict[str, Any]) -> list[Any]:
+        """The specs of a registry table (keyed by name or URI) that this session's principal may use."""
+        return [spec for key, spec in table.items() if self.permits(kind, key)]
+
+    def change_session(self, change: SessionChange) -> bool:
+        """Apply a change to the stored session atomically, then bring self.session in step; False if refused."""
+        applied, stored = self.services.update_session(self.session.id, change)
+        if stored is None:
+            # Closed or expired meanwhile: nothing is stored, and the request's own copy still answers it.
+            return change.apply(self.session)
+        self.session.take_fields(stored)
+        return applied
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification that belongs to this request."""
@@ -119,7 +180,7 @@ class RequestContext:
 
     def resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to uri that it changed."""
-        self.core.resource_updated(uri)
+        self.services.resource_updated(uri)
 
     def _require_capability(self, name: str) -> None:
         """Fail the tool clearly when the client did not declare a capability."""
@@ -129,9 +190,7 @@ class RequestContext:
     def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request to the client, wait for the answer, and return its result."""
         try:
-            response = self.core.hub.request(
-                self.session.id, method, params, self.core.settings.client_request_timeout_s, send=self.send
-            )
+            response = self.ask(method, params, self.settings.client_request_timeout_s)
         except RpcError as exc:
             raise ToolError(exc.message) from None
         if "error" in response:
@@ -139,3 +198,36 @@ class RequestContext:
             raise ToolError(f"The client refused {method}: {error.get('message', 'no reason given')}")
         result = response.get("result")
         return result if isinstance(result, dict) else {}
+
+    def ask(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send a request to the client and wait for its answer (a response message); RpcError(-32003) on timeout."""
+        pending = self.services.pending
+        request_id, result = pending.open(self.session.id)
+        try:
+            self._send_to_client({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            try:
+                return result.get(timeout=timeout)
+            except gevent.Timeout:
+                self._tell_client_cancelled(request_id)
+                raise RpcError(REQUEST_TIMEOUT, f"The client did not answer {method} within {timeout:g} s") from None
+        finally:
+            pending.forget(self.session.id, request_id)
+
+    def _send_to_client(self, message: dict[str, Any]) -> None:
+        """Send a server-to-client message on this request's way out, or on the session's stream without one."""
+        if self.send is not None:
+            self.send(message)
+        else:
+            self.services.publish(self.session.id, message)
+
+    def _tell_client_cancelled(self, request_id: str) -> None:
+        """Tell the client we gave up on a request, as the cancellation rules ask."""
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": "timed out"},
+        }
+        try:
+            self._send_to_client(note)
+        except Exception:  # the stream may be gone; the timeout is what matters
+            log.debug("could not send cancellation for %s", request_id)

@@ -6,13 +6,16 @@ import base64
 import functools
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
 from mcp_server.logs import loggable
-from mcp_tools import Resource, ResourceNotFound, ResourceTemplate, ToolError
+from mcp_tools import Registry, Resource, ResourceNotFound, ResourceTemplate, ToolError
 from mcp_tools._registry import TEMPLATE_VARIABLE
+
+if TYPE_CHECKING:
+    from mcp_server.protocol.request_context import RequestContext
 
 __all__ = [
     "describe_resource",
@@ -111,7 +114,7 @@ def not_found(uri: str) -> RpcError:
     return RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
 
 
-def call_reader(fn: Any, wants_context: bool, ctx: Any, uri: str, kwargs: dict[str, str]) -> Any:
+def call_reader(fn: Any, wants_context: bool, ctx: RequestContext, uri: str, kwargs: dict[str, str]) -> Any:
     """Call a resource reader, turning its failures into protocol errors without internals."""
     if wants_context:
         kwargs = {**kwargs, "ctx": ctx}
@@ -130,7 +133,7 @@ def call_reader(fn: Any, wants_context: bool, ctx: Any, uri: str, kwargs: dict[s
                        {"uri": uri, "correlationId": correlation_id}) from None
 
 
-def find_reader(registry: Any, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]] | None:
+def find_reader(registry: Registry, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]] | None:
     """Find the resource or template that serves uri: exact URIs first, then templates in order."""
     resource = registry.resources.get(uri)
     if resource is not None:
@@ -142,7 +145,7 @@ def find_reader(registry: Any, uri: str) -> tuple[Resource | ResourceTemplate, d
     return None
 
 
-def resolved_uri(template: ResourceTemplate, ctx: Any, uri: str, variables: dict[str, str]) -> str:
+def resolved_uri(template: ResourceTemplate, ctx: RequestContext, uri: str, variables: dict[str, str]) -> str:
     """The URI of what uri really names, by the template's resolve hook (uri itself without one)."""
     if template.resolve is None:
         return uri
@@ -151,22 +154,22 @@ def resolved_uri(template: ResourceTemplate, ctx: Any, uri: str, variables: dict
     return expand_template(template.uri_template, {**variables, **resolved})
 
 
-def find_readable(ctx: Any, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]]:
+def find_readable(ctx: RequestContext, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]]:
     """What serves uri, once the principal may read both uri and what it really names; -32001 or -32002 if not."""
     # Permission first, so a principal cannot tell a hidden resource from a missing one.
-    ctx.core.require_permission(ctx.session, "resource", uri)
-    found = find_reader(ctx.core.registry, uri)
+    ctx.require("resource", uri)
+    found = find_reader(ctx.registry, uri)
     if found is None:
         raise not_found(uri)
     reader, variables = found
     if isinstance(reader, ResourceTemplate):
         real = resolved_uri(reader, ctx, uri, variables)
         if real != uri:
-            ctx.core.require_permission(ctx.session, "resource", uri, target=real)
+            ctx.require("resource", uri, target=real)
     return reader, variables
 
 
-def read_resource(registry: Any, ctx: Any, uri: Any) -> dict[str, Any]:
+def read_resource(registry: Registry, ctx: RequestContext, uri: Any) -> dict[str, Any]:
     """Read uri and return the resources/read result; -32002 when nothing serves it."""
     if not isinstance(uri, str) or not uri:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")

@@ -8,6 +8,7 @@ from typing import Any
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
+from mcp_server.auth import Authenticator
 from mcp_server.config import Settings
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INVALID_REQUEST
@@ -35,7 +36,9 @@ class McpExtension:
     def init_app(self, app: Flask) -> None:
         """Build the core from the app's settings and register routes and handlers."""
         settings = self.settings or app.config["MCP_SETTINGS"]
-        self.core = self.core or Dispatcher(settings)
+        authenticator = Authenticator.from_settings(settings)
+        self.core = self.core or Dispatcher(
+            settings, authorizer=authenticator.authorizer if authenticator is not None else None)
         app.extensions["mcp"] = self
         app.register_blueprint(routes.blueprint)
         app.register_blueprint(health.blueprint)
@@ -44,7 +47,7 @@ class McpExtension:
         app.register_error_handler(HTTPException, self.render_http_exception)
         app.register_error_handler(Exception, self.render_unexpected)
         app.after_request(self.log_http_error)
-        security.init_app(app, self.core)
+        security.init_app(app, self.core, authenticator)
         app.wsgi_app = HotPath(app, app.wsgi_app)  # type: ignore[method-assign]
         # Outermost, so a refusal costs neither Flask nor the hot path anything.
         app.wsgi_app = ConnectionLimit(app.wsgi_app, settings.max_connections_per_address)  # type: ignore[method-assign]

@@ -242,13 +242,13 @@ def protected_resource_metadata(resource_path: str = "") -> Response:
     return response
 
 
-def init_app(app: Flask, core: Any) -> None:
-    """Install authentication, the rate limit, CORS and the security headers on app (the order matters)."""
+def init_app(app: Flask, core: Any, authenticator: Authenticator | None) -> None:
+    """Install authentication, the rate limit, CORS and the security headers on app (the order matters).
+
+    The authenticator was built first, so that its authorizer went into the Dispatcher's constructor.
+    """
     settings = core.settings
-    authenticator = Authenticator.from_settings(settings)
     app.extensions[AUTH_EXTENSION_KEY] = authenticator
-    if authenticator is not None:
-        core.authorizer = authenticator.authorizer
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)
     # Registered before the limiter's own hook, so the limit counts per authenticated principal.

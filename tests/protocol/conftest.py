@@ -14,6 +14,7 @@ from typing import Any
 import gevent
 import pytest
 
+from mcp_server.auth.permissions import Authorizer
 from mcp_server.config import Settings
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import dumps, loads
@@ -86,11 +87,12 @@ def registry() -> Registry | None:
 
 @pytest.fixture
 def make_core():
-    """Build cores from an environ mapping (and optionally a registry); shut them all down afterwards."""
+    """Build cores from an environ mapping (optionally a registry and an authorizer); shut them all down afterwards."""
     cores: list[Dispatcher] = []
 
-    def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> Dispatcher:
-        instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry)
+    def make(environ: dict[str, str] | None = None, registry: Registry | None = None,
+             authorizer: Authorizer | None = None) -> Dispatcher:
+        instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry, authorizer=authorizer)
         cores.append(instance)
         return instance
 

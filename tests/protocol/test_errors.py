@@ -6,6 +6,7 @@ import pytest
 
 from mcp_server import errors
 from mcp_server.protocol import methods as protocol
+from mcp_server.protocol.request_context import RequestContext
 
 
 # -32700 parse error
@@ -114,7 +115,7 @@ def test_an_unexpected_handler_exception_is_internal_error_without_detail(core, 
     def broken(*_args, **_kwargs):
         raise RuntimeError("boom at /srv/secret/path.py")
 
-    monkeypatch.setattr(core, "permits", broken)
+    monkeypatch.setattr(RequestContext, "permits", broken)
     response = rpc.request("tools/list", {}, request_id=11)
     assert response["id"] == 11
     error = response["error"]
@@ -127,11 +128,9 @@ def test_an_unexpected_handler_exception_is_internal_error_without_detail(core, 
 
 
 def test_every_registered_method_is_guarded_against_leaking_exceptions():
-    from jsonrpcserver.methods import global_methods
-
     guard_code = protocol.guarded(lambda ctx: None).__code__
-    unguarded = [name for name, fn in global_methods.items() if getattr(fn, "__code__", None) is not guard_code]
-    assert unguarded == []
+    unguarded = [name for name, fn in protocol.METHODS.items() if getattr(fn, "__code__", None) is not guard_code]
+    assert protocol.METHODS and unguarded == []
 
 
 # -32001 / -32002 and the rest of the table
@@ -147,7 +146,7 @@ def test_error_codes_have_their_json_rpc_and_mcp_values():
 
 def test_a_denied_tool_call_is_permission_denied(core, make_rpc, monkeypatch):
     rpc = make_rpc("2025-06-18")
-    monkeypatch.setattr(core, "permits", lambda session, kind, name: name != "add")
+    monkeypatch.setattr(RequestContext, "permits", lambda ctx, kind, name: name != "add")
     response = rpc.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
     assert response["error"]["code"] == -32001
     assert "add" in response["error"]["message"]

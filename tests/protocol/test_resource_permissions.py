@@ -57,14 +57,13 @@ def root(tmp_path):
 @pytest.fixture
 def core(make_core, registry, root):
     """A core serving the files root, with the three principals' grants."""
-    core = make_core({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry)
-    core.authorizer = Authorizer({
-        "reader": Grants(resources=(FILES, f"file://{root}/public/*", "mem://{id}", "mem://alpha", "mem://gamma",
-                                    "mem://endless/*")),
-        "outsider": Grants(resources=("config://*",)),
-        "admin": Grants(resources=("*",)),
-    })
-    return core
+    return make_core({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry,
+                     authorizer=Authorizer({
+                         "reader": Grants(resources=(FILES, f"file://{root}/public/*", "mem://{id}", "mem://alpha",
+                                                     "mem://gamma", "mem://endless/*")),
+                         "outsider": Grants(resources=("config://*",)),
+                         "admin": Grants(resources=("*",)),
+                     }))
 
 
 def session_of(core, principal: str) -> Rpc:

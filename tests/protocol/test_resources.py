@@ -6,6 +6,7 @@ import base64
 
 import pytest
 
+from mcp_server import notifications
 from mcp_server.encoding import loads
 from mcp_tools import Registry, ResourceNotFound, ToolError, resource, resource_template
 from tests.conformance.fixtures import RED_PIXEL_PNG
@@ -203,7 +204,7 @@ def test_resource_updated_reaches_only_subscribed_sessions(core, make_rpc):
     bystander.request("resources/subscribe", {"uri": "test://static-text"})
     watching = core.hub.subscribe(watcher.session.id)
     bystanding = core.hub.subscribe(bystander.session.id)
-    core.resource_updated("test://watched-resource")
+    notifications.resource_updated(core.hub, "test://watched-resource")
     assert drain(watching) == [{"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                 "params": {"uri": "test://watched-resource"}}]
     assert drain(bystanding) == []
@@ -214,7 +215,7 @@ def test_no_update_arrives_after_unsubscribe(core, make_rpc):
     rpc.request("resources/subscribe", {"uri": "test://watched-resource"})
     rpc.request("resources/unsubscribe", {"uri": "test://watched-resource"})
     stream = core.hub.subscribe(rpc.session.id)
-    core.resource_updated("test://watched-resource")
+    notifications.resource_updated(core.hub, "test://watched-resource")
     assert drain(stream) == []
 
 

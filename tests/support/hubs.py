@@ -11,11 +11,14 @@ from typing import Any
 import gevent
 import pytest
 
+from mcp_server import notifications
 from mcp_server.config import Settings
 from mcp_server.hub import Hub
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.hub.redis import RedisHub
+from mcp_server.protocol.request_context import RequestContext, RequestServices
 from mcp_server.session import Session
+from mcp_tools import Registry
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 
 
@@ -152,3 +155,12 @@ def redis_hubs(redis_server) -> Iterator[Hubs]:  # noqa: F811
     hubs = Hubs("redis", redis_server)
     yield hubs
     hubs.close()
+
+
+def ask(hub: Hub, session: Session, method: str, params: dict[str, Any], timeout: float,
+        send: Any = None) -> dict[str, Any]:
+    """Ask the session's client a question as a tool's context does, over hub; return the client's answer."""
+    services = RequestServices(
+        registry=Registry(), settings=hub.settings, authorizer=None, update_session=hub.update_session,
+        pending=hub.pending, publish=hub.publish, resource_updated=lambda uri: notifications.resource_updated(hub, uri))
+    return RequestContext(services, session, send).ask(method, params, timeout)

@@ -28,8 +28,8 @@ def call(core: Dispatcher, session, method: str, params: dict[str, Any] | None =
 @pytest.fixture
 def core():
     """A core whose authorizer lets alice use echo and get_* only."""
-    core = Dispatcher(Settings.from_environ({}))
-    core.authorizer = Authorizer({"alice": Grants(tools=("echo", "get_*")), "root": Grants(tools=("*",))})
+    core = Dispatcher(Settings.from_environ({}),
+                      authorizer=Authorizer({"alice": Grants(tools=("echo", "get_*")), "root": Grants(tools=("*",))}))
     yield core
     core.shutdown()
 
@@ -77,10 +77,14 @@ def test_without_an_authorizer_every_session_may_use_everything():
         core.shutdown()
 
 
-def test_resources_and_prompts_are_checked_by_their_own_patterns(core):
-    core.authorizer = Authorizer({"bob": Grants(resources=("mem://public/*",), prompts=("greet",))})
-    session = core.open_session(STREAMABLE, "bob")
-    assert core.permits(session, "resource", "mem://public/a")
-    assert not core.permits(session, "resource", "mem://private/a")
-    assert core.permits(session, "prompt", "greet")
-    assert not core.permits(session, "tool", "greet")
+def test_resources_and_prompts_are_checked_by_their_own_patterns():
+    core = Dispatcher(Settings.from_environ({}),
+                      authorizer=Authorizer({"bob": Grants(resources=("mem://public/*",), prompts=("greet",))}))
+    try:
+        session = core.open_session(STREAMABLE, "bob")
+        assert core.permits(session, "resource", "mem://public/a")
+        assert not core.permits(session, "resource", "mem://private/a")
+        assert core.permits(session, "prompt", "greet")
+        assert not core.permits(session, "tool", "greet")
+    finally:
+        core.shutdown()

@@ -13,12 +13,14 @@ import json
 import gevent
 import pytest
 
+from mcp_server import notifications
 from mcp_server.encoding import dumps
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.hub.memory import MemoryHub
-from tests.support.hubs import drain, message, new_session, numbers, payloads, take
+from tests.support.hub_seam import streaming_session_ids
+from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
 from tests.support.waiting import wait_until
 
 
@@ -266,13 +268,13 @@ def test_resumed_request_stream_is_not_the_sessions_stream(hub):
     session = new_session(hub)
     own = hub.subscribe(session.id, exclusive=True)
     resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
-    assert hub.streaming_session_ids() == [session.id]
+    assert streaming_session_ids(hub) == [session.id]
     hub.publish(session.id, message(1), stream="req1")
     hub.publish(session.id, message(2))
     assert numbers(drain(resumed)) == [1]
     assert numbers(drain(own)) == [2]
     resumed.close()
-    assert hub.streaming_session_ids() == [session.id]
+    assert streaming_session_ids(hub) == [session.id]
     own.close()
 
 
@@ -331,10 +333,10 @@ def test_streaming_session_ids_lists_attached_streams_only(hub):
     streaming = new_session(hub)
     idle = new_session(hub)
     subscription = hub.subscribe(streaming.id)
-    assert hub.streaming_session_ids() == [streaming.id]
+    assert streaming_session_ids(hub) == [streaming.id]
     subscription.close()
-    assert idle.id not in hub.streaming_session_ids()
-    assert hub.streaming_session_ids() == []
+    assert idle.id not in streaming_session_ids(hub)
+    assert streaming_session_ids(hub) == []
 
 
 def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_hub, hub_log):
@@ -354,7 +356,7 @@ def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_hub, hub_log):
     assert received <= 3
     assert any("slow consumer" in record.getMessage() for record in hub_log)
     subscription.close()
-    assert session.id not in hub.streaming_session_ids()
+    assert session.id not in streaming_session_ids(hub)
 
 
 def test_shutdown_ends_every_stream(hub):
@@ -371,7 +373,7 @@ def test_shutdown_ends_every_stream(hub):
 def test_resolve_wakes_the_tool_waiting_for_the_answer(hub):
     session = new_session(hub)
     subscription = hub.subscribe(session.id)
-    waiter = gevent.spawn(hub.request, session.id, "roots/list", {}, 5.0)
+    waiter = gevent.spawn(ask, hub, session, "roots/list", {}, 5.0)
     event = subscription.get(2.0)
     assert event is not None
     request = json.loads(event[1])
@@ -385,7 +387,7 @@ def test_request_without_an_answer_times_out_and_tells_the_client(hub):
     session = new_session(hub)
     subscription = hub.subscribe(session.id)
     with pytest.raises(RpcError) as failed:
-        hub.request(session.id, "roots/list", {}, 0.2)
+        ask(hub, session, "roots/list", {}, 0.2)
     assert failed.value.code == REQUEST_TIMEOUT
     methods = [json.loads(data)["method"] for data in payloads(drain(subscription))]
     assert methods == ["roots/list", "notifications/cancelled"]
@@ -402,19 +404,17 @@ def test_cancel_kills_the_running_request(hub):
     assert len(hub.inflight) == 0
 
 
-def test_broadcast_reaches_this_workers_listener_once(hub):
-    heard: list[tuple[str, dict]] = []
-    hub.on_broadcast = lambda kind, note: heard.append((kind, note))
-    marker = new_session(hub)
-    stream = hub.subscribe(marker.id)
+def test_broadcast_reaches_this_workers_session_once(hub):
+    listener = new_session(hub, initialized=True)
+    stream = hub.subscribe(listener.id)
     assert wait_until(hub.ready)
-    note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
-    hub.broadcast(note)
-    # A copy sent through Redis would come down this worker's one subscriber connection ahead of the
-    # marker's event, so once the marker is here every copy is too.
-    hub.publish(marker.id, message(1))
-    assert numbers(take(stream, 1)) == [1]
-    assert heard == [("notify", note)]
+    notifications.announce_list_changed(hub, "tool")
+    # A second copy would come down this worker's one subscriber connection ahead of the marker's event,
+    # so once the marker is here every copy is too.
+    hub.publish(listener.id, message(1))
+    events = [json.loads(data) for data in payloads(take(stream, 2))]
+    assert events == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, message(1)]
+    assert drain(stream) == []
     stream.close()
 
 

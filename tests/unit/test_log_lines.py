@@ -7,7 +7,6 @@ import sys
 
 import gevent
 
-from mcp_server import dispatcher as core
 from mcp_server.logs import (
     JsonFormatter,
     TextFormatter,
@@ -25,10 +24,6 @@ def test_loggable_escapes_newlines_and_nul_and_cuts_long_values():
     assert loggable("a\x00b") == "a\\x00b"
     assert loggable("x" * 500).endswith("...") and len(loggable("x" * 500)) == 123
     assert loggable(7) == "7"
-
-
-def test_loggable_is_still_importable_from_core():
-    assert core.loggable is loggable
 
 
 def test_session_ids_are_cut_to_8_characters_but_other_hex_is_left_alone():

@@ -5,12 +5,15 @@ from __future__ import annotations
 import gevent
 import pytest
 
+from mcp_server import notifications
 from mcp_server.config import Settings
 from mcp_server.encoding import loads
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.session import Session
+from tests.support.hub_seam import streaming_session_ids
+from tests.support.hubs import ask
 
 # Generous upper bound for a get() that must return at once; only reached when a test fails.
 WAIT_S = 5.0
@@ -205,11 +208,11 @@ def test_a_plain_subscribe_replaces_the_old_stream(hub, session):
 
 
 def test_streaming_session_ids_lists_attached_streams_only(hub, session):
-    assert hub.streaming_session_ids() == []
+    assert streaming_session_ids(hub) == []
     subscription = hub.subscribe(session.id)
-    assert hub.streaming_session_ids() == [session.id]
+    assert streaming_session_ids(hub) == [session.id]
     subscription.close()
-    assert hub.streaming_session_ids() == []
+    assert streaming_session_ids(hub) == []
 
 
 # expiry (idle times are moved back instead of sleeping)
@@ -246,11 +249,15 @@ def test_a_detached_session_expires_after_the_resume_window(make_hub):
 
 
 # broadcast and cancellation
-def test_broadcast_hands_the_notification_to_on_broadcast(hub):
-    heard = []
-    hub.on_broadcast = lambda kind, note: heard.append(note)
-    hub.broadcast(message(1))
-    assert heard == [message(1)]
+def test_broadcast_reaches_the_sessions_that_want_it(hub):
+    ready, fresh = Session(initialized=True), Session()
+    hub.create_session(ready)
+    hub.create_session(fresh)
+    listening, waiting = hub.subscribe(ready.id), hub.subscribe(fresh.id)
+    notifications.announce_list_changed(hub, "prompt")
+    assert receive(listening)[1] == {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}
+    hub.publish(fresh.id, message(1))
+    assert receive(waiting)[1] == message(1)
 
 
 def test_cancel_kills_the_running_request(hub, session):
@@ -265,7 +272,7 @@ def test_cancel_kills_the_running_request(hub, session):
 def test_request_times_out_and_tells_the_client(hub, session):
     sent = []
     with pytest.raises(RpcError) as caught:
-        hub.request(session.id, "roots/list", {}, timeout=0.01, send=sent.append)
+        ask(hub, session, "roots/list", {}, timeout=0.01, send=sent.append)
     assert caught.value.code == REQUEST_TIMEOUT
     assert [m["method"] for m in sent] == ["roots/list", "notifications/cancelled"]
     assert sent[1]["params"]["requestId"] == sent[0]["id"]

@@ -12,12 +12,15 @@ import time
 import gevent
 import pytest
 
+from mcp_server import notifications
 from mcp_server.config import Settings
 from mcp_server.encoding import loads
 from mcp_server.hub import HubUnavailable, StreamClosed, StreamConflict
 from mcp_server.hub.redis import RedisHub, session_keys
+from mcp_server.session import SessionChange
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.support.hubs import drain, message, new_session, numbers, take
+from tests.support.hub_seam import streaming_session_ids
+from tests.support.hubs import ask, drain, message, new_session, numbers, take
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -31,7 +34,7 @@ def test_slow_consumer_queue_is_dropped_at_once(redis_hubs):
         hub.publish(session.id, message(n))
     # The stalled client never reads again, so nothing may wait for it to.
     assert wait_until(lambda: subscription.reason == "slow consumer")
-    assert session.id not in hub.streaming_session_ids()
+    assert session.id not in streaming_session_ids(hub)
     assert subscription.queue.qsize() <= 1  # only the close marker is left
     # What it missed stays in the replay log for when it reconnects.
     subscription.close()
@@ -97,7 +100,7 @@ def test_stream_on_another_worker_is_replaced_and_told_why(redis_hubs):
     assert "replaced" in closed.value.reason
     worker_a.publish(session.id, message(1))
     assert numbers(drain(second)) == [1]
-    assert worker_a.streaming_session_ids() == []
+    assert streaming_session_ids(worker_a) == []
     first.close()
     second.close()
 
@@ -118,7 +121,7 @@ def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
     session = new_session(worker_a)
     subscription = worker_a.subscribe(session.id)
     assert wait_until(lambda: worker_a.ready() and worker_b.ready())
-    waiter = gevent.spawn(worker_a.request, session.id, "sampling/createMessage", {}, 10.0)
+    waiter = gevent.spawn(ask, worker_a, session, "sampling/createMessage", {}, 10.0)
     request = json.loads(subscription.get(3.0)[1])
     answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"role": "assistant"}}
     assert worker_b.resolve(session.id, answer) is True
@@ -143,11 +146,11 @@ def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
     assert wait_until(lambda: all(worker.ready() for worker in workers))
     streaming = [new_session(worker) for worker in workers]
     subscriptions = [worker.subscribe(session.id) for worker, session in zip(workers, streaming, strict=True)]
-    quiet = new_session(workers[0])
-    origin = workers[1]
-    origin.on_broadcast = lambda kind, note: [origin.publish(sid, note) for sid in origin.broadcast_session_ids()]
+    quiet = new_session(workers[0], initialized=True)
+    for worker, session in zip(workers, streaming, strict=True):
+        worker.update_session(session.id, SessionChange(assign={"initialized": True}))
     note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
-    origin.broadcast(note)
+    notifications.announce_list_changed(workers[1], "tool")
     for subscription in subscriptions:
         assert [loads(data) for _, data in drain(subscription)] == [note]
         subscription.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.versions import DEFAULT_HTTP_VERSION, LATEST, SUPPORTED, allows_batches, at_least, negotiate
+from mcp_server.versions import LATEST, SUPPORTED, allows_batches, at_least, negotiate
 
 
 @pytest.mark.parametrize("version", SUPPORTED)
@@ -20,7 +20,6 @@ def test_anything_else_gets_the_latest(requested):
 def test_supported_versions_are_in_date_order_ending_with_latest():
     assert list(SUPPORTED) == sorted(SUPPORTED)
     assert LATEST == SUPPORTED[-1] == "2025-11-25"
-    assert DEFAULT_HTTP_VERSION in SUPPORTED
 
 
 @pytest.mark.parametrize(

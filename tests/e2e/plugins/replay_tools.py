@@ -9,6 +9,7 @@ from __future__ import annotations
 from mcp_server.encoding import loads
 from mcp_server.hub.redis_scripts import session_keys
 from mcp_tools import tool
+from tests.support.hub_seam import server_hub
 
 
 def replay_entries(hub, session_id: str) -> list[bytes]:
@@ -27,7 +28,7 @@ def replay_entries(hub, session_id: str) -> list[bytes]:
     "required": ["session"],
     "additionalProperties": False,
 })
-def replay_kept(session: str, ctx) -> dict:
+def replay_kept(session: str) -> dict:
     """Report the ids of the answers a session's replay log keeps, and the bytes of JSON it holds."""
-    entries = replay_entries(ctx.core.hub, session)
+    entries = replay_entries(server_hub(), session)
     return {"ids": [loads(data).get("id") for data in entries], "bytes": sum(len(data) for data in entries)}

@@ -1,0 +1,58 @@
+"""Server-initiated notifications for the whole fleet: list changes and resource updates.
+
+Each one goes to every live session that wants it, on every worker: the hub names the sessions,
+and its replay log keeps the notification for a session whose stream is not attached right now.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mcp_server.hub import Hub, HubUnavailable
+from mcp_server.session import Session
+
+__all__ = ["LIST_CHANGED", "announce_list_changed", "deliver", "resource_updated", "wants"]
+
+log = logging.getLogger("mcp.notifications")
+
+# The notification that says a registry table changed, by the kind of its entries.
+LIST_CHANGED = {
+    "tool": "notifications/tools/list_changed",
+    "resource": "notifications/resources/list_changed",
+    "resource template": "notifications/resources/list_changed",
+    "prompt": "notifications/prompts/list_changed",
+}
+RESOURCE_UPDATED = "notifications/resources/updated"
+
+
+def announce_list_changed(hub: Hub, kind: str) -> None:
+    """Tell every session that a tool, resource or prompt list changed."""
+    deliver(hub, {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]})
+
+
+def resource_updated(hub: Hub, uri: str) -> None:
+    """Tell every session subscribed to uri, on every worker, that it changed."""
+    deliver(hub, {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}})
+
+
+def deliver(hub: Hub, message: dict[str, Any]) -> None:
+    """Publish a notification to every session of the fleet that wants it; a store outage loses it, logged."""
+    try:
+        for session_id in hub.broadcast_session_ids():
+            session = hub.peek_session(session_id)
+            if session is not None and wants(session, message):
+                hub.publish(session_id, message)
+    except HubUnavailable:
+        log.warning("broadcast %s not delivered: the session store is unreachable", message.get("method"))
+    except Exception:
+        log.exception("broadcast %s failed", message.get("method"))
+
+
+def wants(session: Session, message: dict[str, Any]) -> bool:
+    """Whether a session should receive a broadcast notification."""
+    if not session.initialized and not session.negotiated:
+        return False
+    if message.get("method") == RESOURCE_UPDATED:
+        return message.get("params", {}).get("uri") in session.subscriptions
+    return True

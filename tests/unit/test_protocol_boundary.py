@@ -1,0 +1,103 @@
+"""The protocol layer never reaches back: handlers and tools see only their RequestContext, the hub no protocol."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pathlib
+import re
+
+import jsonrpcserver.methods
+import pytest
+
+from mcp_server import metrics
+from mcp_server.auth.permissions import Authorizer, Grants
+from mcp_server.config import Settings
+from mcp_server.dispatcher import Dispatcher
+from mcp_server.hub import Hub
+from mcp_server.protocol import methods
+from mcp_server.protocol.request_context import RequestContext
+from mcp_tools import Context
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# Where the code that handlers and tools run lives: none of it may reach the server past ctx.
+CONTEXT_USERS = [ROOT / "mcp_server" / "protocol", ROOT / "mcp_tools", ROOT / "tests" / "e2e" / "plugins"]
+
+
+def python_files() -> list[pathlib.Path]:
+    """Every Python file of the protocol layer, the tools and the test plugins."""
+    return sorted(path for folder in CONTEXT_USERS for path in folder.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", python_files(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_no_handler_or_tool_reaches_the_dispatcher_through_ctx(path):
+    assert not re.findall(r"\bctx\.core\b|\.core\.", path.read_text())
+
+
+def test_the_request_context_holds_no_dispatcher():
+    fields = {field.name: field.type for field in dataclasses.fields(RequestContext)}
+    assert "core" not in fields
+    assert not any("Dispatcher" in str(kind) for kind in fields.values())
+
+
+def test_the_context_tools_see_is_what_the_request_context_offers():
+    promised = {name for name in dir(Context) if not name.startswith("_")} | set(Context.__annotations__)
+    assert {"registry", "settings", "principal", "session_id", "resource_updated", "sample"} <= promised
+    missing = [name for name in promised if not hasattr(RequestContext, name)
+               and name not in {field.name for field in dataclasses.fields(RequestContext)}]
+    assert missing == []
+
+
+def test_the_hub_neither_speaks_json_rpc_nor_calls_back():
+    source = (ROOT / "mcp_server" / "hub" / "base.py").read_text()
+    assert "mcp_server.errors" not in source and "jsonrpc" not in source
+    for gone in ("request", "broadcast", "on_broadcast", "streaming_session_ids"):
+        assert not hasattr(Hub, gone), gone
+
+
+def test_handlers_are_dispatched_from_the_explicit_method_table_only():
+    assert jsonrpcserver.methods.global_methods == {}
+    assert set(methods.METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
+                                    "prompts/get", "completion/complete", "notifications/initialized"}
+    assert "methods=METHODS" in inspect.getsource(Dispatcher.handle_request)
+    assert "methods=METHODS" in inspect.getsource(Dispatcher.handle_notification)
+
+
+def test_metrics_label_exactly_the_methods_of_the_table():
+    core = Dispatcher(Settings.from_environ({}))
+    try:
+        assert metrics.instruments().known_methods == frozenset(methods.METHODS)
+    finally:
+        core.shutdown()
+
+
+def test_capabilities_and_server_info_live_beside_initialize():
+    assert methods.server_info(Settings.from_environ({"MCP_SERVER_NAME": "x"})) == {
+        "name": "x", "version": methods.SERVER_VERSION}
+    assert "completions" in methods.server_capabilities("2025-06-18")
+    assert "completions" not in methods.server_capabilities("2024-11-05")
+    assert not hasattr(Dispatcher, "capabilities") and not hasattr(Dispatcher, "server_info")
+
+
+def test_the_authorizer_is_given_to_the_dispatcher_when_it_is_built():
+    authorizer = Authorizer({"alice": Grants(tools=("echo",))})
+    core = Dispatcher(Settings.from_environ({}), authorizer=authorizer)
+    try:
+        session = core.open_session("streamable", "alice")
+        assert core.authorizer is authorizer and core.services.authorizer is authorizer
+        assert core.permits(session, "tool", "echo") and not core.permits(session, "tool", "add")
+    finally:
+        core.shutdown()
+
+
+def test_the_flask_extension_builds_the_dispatcher_with_the_authenticators_authorizer():
+    from app import create_app
+    from mcp_server.web.security import AUTH_EXTENSION_KEY
+
+    app = create_app({"MCP_API_KEYS_FILE": str(ROOT / "config" / "api_keys.example.json")})
+    try:
+        authenticator = app.extensions[AUTH_EXTENSION_KEY]
+        assert authenticator is not None
+        assert app.extensions["mcp"].core.services.authorizer is authenticator.authorizer
+    finally:
+        app.extensions["mcp"].core.shutdown()
