@@ -7,6 +7,7 @@ styles and fetches from this origin only); `MCP_CONSOLE=0` leaves them unregiste
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from pathlib import Path
 
 from flask import Blueprint, Flask, Response, current_app, request, send_from_directory
@@ -18,7 +19,6 @@ __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
 
 STATIC_DIR = Path(__file__).with_name("console_static")
 INDEX = "index.html"
-HTTP_200_OK = 200
 VERSIONS_PLACEHOLDER = "{{protocol_versions}}"
 # No inline script or style, no eval, nothing from another origin; images and audio a tool returns are data: URLs.
 CONSOLE_CSP = (
@@ -53,7 +53,7 @@ def static_file(filename: str) -> Response:
 @blueprint.after_request
 def add_console_csp(response: Response) -> Response:
     """Let the page load its own scripts and styles; the other security headers come from security.py."""
-    if response.status_code == HTTP_200_OK:  # errors keep the API's stricter policy
+    if response.status_code == HTTPStatus.OK:  # errors keep the API's stricter policy
         response.headers["Content-Security-Policy"] = CONSOLE_CSP
     return response
 

@@ -6,6 +6,8 @@ otherwise a DNS-rebinding page in a local browser could read the metrics.
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from flask import Blueprint, Response, current_app, request
 
 from mcp_server import metrics
@@ -16,7 +18,6 @@ from mcp_server.web.security import check_host, check_origin
 __all__ = ["blueprint"]
 
 blueprint = Blueprint("ops", __name__)
-HTTP_503_SERVICE_UNAVAILABLE = 503
 
 
 @blueprint.before_request
@@ -42,7 +43,7 @@ def readyz() -> Response:
             return json_response({"status": "ready", "sessions": core.hub.session_count()})
     except HubUnavailable:
         pass  # Redis went away between the two calls
-    return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTP_503_SERVICE_UNAVAILABLE)
+    return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
 
 
 @blueprint.route("/metrics", methods=["GET"])

@@ -1,7 +1,7 @@
 """The HTTP side of security: Origin and Host checks, authentication, CORS and security headers.
 
-Every request to the MCP routes passes `screen_request` once, before the rate
-limiter and the routes: foreign origins get 403, and on a loopback listener a
+Every request to the MCP routes passes `screen_environ` once (web/pipeline.py), before
+the rate limiter and the routes: foreign origins get 403, and on a loopback listener a
 Host that is not a loopback name gets 421 (DNS rebinding); then the bearer token
 is checked (401, or 403 for a missing scope). Every response, errors included,
 gets the security headers, and CORS headers only for MCP_CORS_ORIGINS.
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Flask, Response, current_app, g, request
+from flask import Blueprint, Flask, Response, current_app, request
 
 from mcp_server.auth import (
     Authenticator,
@@ -24,9 +25,12 @@ from mcp_server.auth import (
     metadata_document,
     metadata_url,
 )
+from mcp_server.config import Settings, is_loopback_host
+from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, new_correlation_id
 from mcp_server.transports.http_responses import HttpProblem, json_response
 from mcp_server.web.rate_limit import init_rate_limit
+from mcp_server.web.routes import core_of
 
 __all__ = [
     "SECURITY_HEADERS",
@@ -35,18 +39,11 @@ __all__ = [
     "host_allowed",
     "init_app",
     "origin_allowed",
-    "screen_request",
+    "screen_environ",
 ]
 
 log = logging.getLogger("mcp.auth")
 
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-HTTP_401_UNAUTHORIZED = 401
-HTTP_403_FORBIDDEN = 403
-HTTP_404_NOT_FOUND = 404
-HTTP_421_MISDIRECTED_REQUEST = 421
-HTTP_503_SERVICE_UNAVAILABLE = 503
-MCP_BLUEPRINT = "mcp"
 AUTH_EXTENSION_KEY = "mcp_auth"
 # An API has nothing to render, frame or sniff: say so to every browser that looks.
 SECURITY_HEADERS = {
@@ -96,41 +93,35 @@ def host_allowed(host: str, allowed: Iterable[str], listener_is_loopback: bool) 
     if allowed:
         return "*" in allowed or name in {split_host(a) for a in allowed} or host.strip().lower() in allowed
     if listener_is_loopback:
-        return name in LOOPBACK_NAMES
+        return is_loopback_host(name)
     return True
 
 
-def is_loopback_address(address: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and localhost."""
-    address = address.strip("[]").lower()
-    return address in LOOPBACK_NAMES or address.startswith("127.")
-
-
-def check_origin(headers: Mapping[str, str], settings) -> None:
+def check_origin(headers: Mapping[str, str], settings: Settings) -> None:
     """Raise 403 when the request carries an Origin outside MCP_ALLOWED_ORIGINS (and MCP_CORS_ORIGINS)."""
     origin = headers.get("Origin")
     if origin and not origin_allowed(origin, (*settings.allowed_origins, *settings.cors_origins)):
         raise HttpProblem(
-            HTTP_403_FORBIDDEN,
+            HTTPStatus.FORBIDDEN,
             INVALID_REQUEST,
             f"Origin {origin!r} is not allowed; add it to MCP_ALLOWED_ORIGINS to let that site connect",
         )
 
 
-def check_host(environ: Mapping[str, str], settings) -> None:
+def check_host(environ: Mapping[str, str], settings: Settings) -> None:
     """Raise 421 when the Host header does not name this server (DNS rebinding defence)."""
     host = environ.get("HTTP_HOST", "")
-    listener_is_loopback = is_loopback_address(environ.get("SERVER_NAME", ""))
+    listener_is_loopback = is_loopback_host(environ.get("SERVER_NAME", ""))
     if not host_allowed(host, settings.allowed_hosts, listener_is_loopback):
         raise HttpProblem(
-            HTTP_421_MISDIRECTED_REQUEST,
+            HTTPStatus.MISDIRECTED_REQUEST,
             INVALID_REQUEST,
             f"Host {host!r} is not allowed on this listener; set MCP_ALLOWED_HOSTS to the names clients use",
         )
 
 
 # authentication
-def challenge(settings: Any, error: str | None = None, description: str = "", scope: str = "") -> str:
+def challenge(settings: Settings, error: str | None = None, description: str = "", scope: str = "") -> str:
     """The WWW-Authenticate value: RFC 6750 Bearer, naming the resource metadata when OAuth is on."""
     params = []
     if settings.oauth_jwks_url:
@@ -147,7 +138,7 @@ def challenge(settings: Any, error: str | None = None, description: str = "", sc
     return "Bearer " + ", ".join(params)
 
 
-def authenticate(authenticator: Authenticator | None, settings: Any, environ: Mapping[str, Any]) -> str | None:
+def authenticate(authenticator: Authenticator | None, settings: Settings, environ: Mapping[str, Any]) -> str | None:
     """Return the principal behind the request's bearer token (None when auth is off); 401/403/503 otherwise."""
     # A CORS preflight never carries credentials; it only asks which headers it may send.
     if authenticator is None or environ.get("REQUEST_METHOD") == "OPTIONS":
@@ -159,24 +150,24 @@ def authenticate(authenticator: Authenticator | None, settings: Any, environ: Ma
         query = environ.get("QUERY_STRING", "")
         if refused.error is None and any(f"{name}=" in query for name in ("access_token", "token", "api_key")):
             message += " (credentials in the URL are ignored: they end up in logs)"
-        raise HttpProblem(HTTP_401_UNAUTHORIZED, INVALID_REQUEST, message,
+        raise HttpProblem(HTTPStatus.UNAUTHORIZED, INVALID_REQUEST, message,
                           headers={"WWW-Authenticate": challenge(settings, refused.error, str(refused))}) from None
     except InsufficientScope as refused:
         scope = " ".join(refused.scopes)
         raise HttpProblem(
-            HTTP_403_FORBIDDEN, PERMISSION_DENIED,
+            HTTPStatus.FORBIDDEN, PERMISSION_DENIED,
             f"Forbidden: {refused}; ask the authorization server for a token with scope '{scope}'",
             headers={"WWW-Authenticate": challenge(settings, "insufficient_scope", str(refused), scope)},
         ) from None
     except AuthUnavailable as unavailable:
         correlation_id = new_correlation_id()
         log.error("cannot verify tokens: %s (correlation id %s)", unavailable, correlation_id)
-        raise HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
+        raise HttpProblem(HTTPStatus.SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
                           "Cannot verify tokens right now; retry shortly",
                           data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
 
 
-def screen_environ(environ: Mapping[str, Any], settings: Any, authenticator: Authenticator | None) -> str | None:
+def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
     """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
     origin = environ.get("HTTP_ORIGIN")
     if origin:
@@ -185,26 +176,10 @@ def screen_environ(environ: Mapping[str, Any], settings: Any, authenticator: Aut
     return authenticate(authenticator, settings, environ)
 
 
-def screen_request() -> str | None:
-    """Screen the current Flask request once; sets and returns g.principal."""
-    if g.get("mcp_screened"):
-        return g.principal
-    settings = current_app.extensions["mcp"].core.settings
-    g.principal = screen_environ(request.environ, settings, current_app.extensions.get(AUTH_EXTENSION_KEY))
-    g.mcp_screened = True
-    return g.principal
-
-
-def screen_mcp_request() -> None:
-    """Screen requests to the MCP routes before the rate limiter counts them."""
-    if request.blueprint == MCP_BLUEPRINT:
-        screen_request()
-
-
 # response headers
 def add_cors_headers(response: Response) -> Response:
     """Let the browser origins in MCP_CORS_ORIGINS, and only those, read responses."""
-    settings = current_app.extensions["mcp"].core.settings
+    settings = core_of(current_app).settings
     if not settings.cors_origins:
         return response
     response.vary.add("Origin")
@@ -233,16 +208,16 @@ def add_security_headers(response: Response) -> Response:
 @metadata_blueprint.route("/.well-known/oauth-protected-resource/<path:resource_path>", methods=["GET"])
 def protected_resource_metadata(resource_path: str = "") -> Response:
     """Name this resource's authorization servers, so clients know where to get a token."""
-    settings = current_app.extensions["mcp"].core.settings
+    settings = core_of(current_app).settings
     if resource_path and "/" + resource_path.strip("/") != urlsplit(settings.oauth_audience).path.rstrip("/"):
-        raise HttpProblem(HTTP_404_NOT_FOUND, INVALID_REQUEST,
+        raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           f"No such resource; this server's is {settings.oauth_audience}")
     response = json_response(metadata_document(settings))
     response.headers["Cache-Control"] = "public, max-age=3600"
     return response
 
 
-def init_app(app: Flask, core: Any) -> None:
+def init_app(app: Flask, core: Dispatcher) -> None:
     """Install authentication, the rate limit, CORS and the security headers on app (the order matters)."""
     settings = core.settings
     authenticator = Authenticator.from_settings(settings)
@@ -251,8 +226,7 @@ def init_app(app: Flask, core: Any) -> None:
         core.authorizer = authenticator.authorizer
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)
-    # Registered before the limiter's own hook, so the limit counts per authenticated principal.
-    app.before_request(screen_mcp_request)
+    # The pipeline's screen is registered before this, and so before the limiter's own hook: the limit counts
+    # per authenticated principal.
     init_rate_limit(app, settings)
     app.after_request(add_cors_headers)
-    app.after_request(add_security_headers)
