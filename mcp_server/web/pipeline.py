@@ -28,10 +28,18 @@ from mcp_server.transports.http_responses import (
 from mcp_server.web.routes import MCP_BLUEPRINT, core_of
 from mcp_server.web.security import AUTH_EXTENSION_KEY, add_security_headers, screen_environ
 
-__all__ = ["FAILURES", "Pipeline", "install"]
+__all__ = ["FAILURES", "FLASK_ONLY_HOOKS", "Pipeline", "install", "installed_hooks"]
 
 # The exceptions render_failure turns into answers, most specific first (Flask gets one handler for each).
 FAILURES = (HttpProblem, HubUnavailable, HTTPException, Exception)
+# Hooks that only a rate limit or CORS installs: with either set, HotPath hands every request to Flask.
+FLASK_ONLY_HOOKS = frozenset({
+    "before_request:flask_limiter._extension.Limiter._check_request_limit",
+    "after_request:flask_limiter._extension.Limiter.__inject_headers",
+    "after_request:mcp_server.web.security.add_cors_headers",
+    "teardown_request:flask_limiter._extension.Limiter.__release_context",
+    "error:RateLimitExceeded:mcp_server.web.rate_limit.render_rate_limited",
+})
 HTTP_EXCEPTION_HINTS = {
     HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
     HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
@@ -109,3 +117,28 @@ def finish(response: Response) -> Response:
     """Flask's after_request: the pipeline's finish."""
     return Pipeline.finish(request.environ, response)
 
+
+def installed_hooks(app: Flask, blueprints: tuple[str | None, ...] = (None, MCP_BLUEPRINT)) -> set[str]:
+    """Name every Flask hook that runs for the MCP routes (app-wide or the MCP blueprint's), one string each."""
+    hooks: set[str] = set()
+    for kind, table in (("before_request", app.before_request_funcs), ("after_request", app.after_request_funcs),
+                        ("teardown_request", app.teardown_request_funcs)):
+        for blueprint in blueprints:
+            hooks.update(f"{kind}:{qualified_name(hook)}" for hook in table.get(blueprint, ()))
+    for blueprint in blueprints:
+        for handlers in app.error_handler_spec.get(blueprint, {}).values():
+            hooks.update(f"error:{cls.__name__}:{qualified_name(hook)}" for cls, hook in handlers.items())
+    return hooks
+
+
+def pipeline_hooks() -> set[str]:
+    """The hooks install() puts on an app: the ones HotPath mirrors."""
+    return ({f"before_request:{qualified_name(screen_mcp_request)}", f"after_request:{qualified_name(finish)}"}
+            | {f"error:{cls.__name__}:{qualified_name(render_failure)}" for cls in FAILURES})
+
+
+def qualified_name(hook: Any) -> str:
+    """module.qualname of a hook, looking through functools.partial and bound methods."""
+    hook = getattr(hook, "func", hook)
+    hook = getattr(hook, "__func__", hook)
+    return f"{hook.__module__}.{hook.__qualname__}"

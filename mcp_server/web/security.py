@@ -229,4 +229,6 @@ def init_app(app: Flask, core: Dispatcher) -> None:
     # The pipeline's screen is registered before this, and so before the limiter's own hook: the limit counts
     # per authenticated principal.
     init_rate_limit(app, settings)
-    app.after_request(add_cors_headers)
+    # Only with CORS on (which turns the hot path off), so the hot path knows every hook a default app runs.
+    if settings.cors_origins:
+        app.after_request(add_cors_headers)

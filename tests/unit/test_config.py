@@ -122,7 +122,8 @@ def test_overrides_are_checked_too():
 @pytest.mark.parametrize(
     "host, loopback",
     [("127.0.0.1", True), ("127.0.0.2", True), ("localhost", True), ("[::1]", True), ("::1", True),
-     ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("10.1.2.3", False), ("127.example.com", False), ("", False)],
+     ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("10.1.2.3", False), ("127.example.com", False),
+     ("", False)],
 )
 def test_loopback_host_detection(host, loopback):
     assert is_loopback_host(host) is loopback
