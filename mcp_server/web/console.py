@@ -10,9 +10,10 @@ from __future__ import annotations
 from http import HTTPStatus
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, current_app, request, send_from_directory
+from flask import Blueprint, Flask, Response, request, send_from_directory
 
 from mcp_server import versions
+from mcp_server.web.routes import current_core
 from mcp_server.web.security import check_host
 
 __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
@@ -32,7 +33,7 @@ blueprint = Blueprint("console", __name__)
 @blueprint.before_request
 def screen_console_request() -> None:
     """Refuse a Host that does not name this server (DNS rebinding), as the MCP routes do."""
-    check_host(request.environ, current_app.extensions["mcp"].core.settings)
+    check_host(request.environ, current_core().settings)
 
 
 @blueprint.route("/", methods=["GET"])
