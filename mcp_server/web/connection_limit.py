@@ -16,7 +16,7 @@ from werkzeug.wsgi import ClosingIterator
 
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.transports.http_responses import HttpProblem, log_refusal, problem_response
-from mcp_server.web.security import add_security_headers
+from mcp_server.web.response_headers import add_security_headers
 
 __all__ = ["ConnectionLimit"]
 

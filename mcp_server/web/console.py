@@ -14,7 +14,7 @@ from flask import Blueprint, Flask, Response, request, send_from_directory
 
 from mcp_server import versions
 from mcp_server.web.routes import current_core
-from mcp_server.web.security import check_host
+from mcp_server.web.screen import check_host
 
 __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
 
@@ -53,7 +53,7 @@ def static_file(filename: str) -> Response:
 
 @blueprint.after_request
 def add_console_csp(response: Response) -> Response:
-    """Let the page load its own scripts and styles; the other security headers come from security.py."""
+    """Let the page load its own scripts and styles; the other security headers come from response_headers.py."""
     if response.status_code == HTTPStatus.OK:  # errors keep the API's stricter policy
         response.headers["Content-Security-Policy"] = CONSOLE_CSP
     return response

@@ -72,7 +72,7 @@ def explain(status: int, cfg: Any) -> str:
 def error_page(status: int, message: str, data: Any = None) -> bytes:
     """A whole HTTP/1.1 response: status line, security headers, a JSON-RPC error body; the connection closes."""
     # Imported here, in a worker: the master loads this class before forking, and Flask belongs in the workers.
-    from mcp_server.web.security import SECURITY_HEADERS_WITH_CACHE
+    from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
     code = INTERNAL_ERROR if status >= HTTPStatus.INTERNAL_SERVER_ERROR else INVALID_REQUEST
     body = (json.dumps(error_response(None, code, message, data), separators=(",", ":")) + "\n").encode()

@@ -25,8 +25,10 @@ from mcp_server.transports.http_responses import (
     problem_response,
     unexpected_error_response,
 )
+from mcp_server.web.response_headers import add_security_headers
 from mcp_server.web.routes import MCP_BLUEPRINT, core_of
-from mcp_server.web.security import AUTH_EXTENSION_KEY, add_security_headers, screen_environ
+from mcp_server.web.screen import screen_environ
+from mcp_server.web.security import AUTH_EXTENSION_KEY
 
 __all__ = ["FAILURES", "FLASK_ONLY_HOOKS", "Pipeline", "install", "installed_hooks"]
 
@@ -36,7 +38,7 @@ FAILURES = (HttpProblem, HubUnavailable, HTTPException, Exception)
 FLASK_ONLY_HOOKS = frozenset({
     "before_request:flask_limiter._extension.Limiter._check_request_limit",
     "after_request:flask_limiter._extension.Limiter.__inject_headers",
-    "after_request:mcp_server.web.security.add_cors_headers",
+    "after_request:mcp_server.web.response_headers.add_cors_headers",
     "teardown_request:flask_limiter._extension.Limiter.__release_context",
     "error:RateLimitExceeded:mcp_server.web.rate_limit.render_rate_limited",
 })
