@@ -12,6 +12,7 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+from mcp_server.config import Settings
 from mcp_server.encoding import dumps
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import CapacityError, QuotaFull
@@ -62,7 +63,7 @@ def json_depth_and_longest_string(value: Any, max_depth: int) -> tuple[int, int]
     return deepest, longest
 
 
-def check_body(body: Body, data: bytes, settings: Any) -> None:
+def check_body(body: Body, data: bytes, settings: Settings) -> None:
     """Raise BodyLimitExceeded when a body is nested too deep, has a too-long string, batch or arguments."""
     if body.is_batch and len(body.messages) > settings.max_batch:
         raise BodyLimitExceeded(
