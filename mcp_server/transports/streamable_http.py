@@ -56,7 +56,7 @@ class AcceptedTypes:
     def __init__(self, header: str | None) -> None:
         types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
         self.json = bool(types & {"application/json", "application/*", "*/*"})
-        self.sse = bool(types & {"text/event-stream", "text/*", "*/*"})
+        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
 
 
 def check_protocol_header(value: str | None) -> None:
