@@ -24,7 +24,6 @@ LOCALHOST_ORIGINS = (
     "http://[::1]:*",
     "https://[::1]:*",
 )
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
 
 
 class ConfigError(ValueError):
@@ -195,17 +194,6 @@ class Settings:
                 "127.0.0.1 behind a proxy that authenticates, or set MCP_ALLOW_UNAUTHENTICATED=1 to accept the risk."
             )
 
-    @property
-    def bind_host(self) -> str:
-        """The host part of the bind address, without brackets."""
-        host = self.bind.rsplit(":", 1)[0] if ":" in self.bind else self.bind
-        return host.strip("[]")
-
-    @property
-    def is_loopback_bind(self) -> bool:
-        """True when the server listens on a loopback address only."""
-        return self.bind_host in LOOPBACK_HOSTS or self.bind_host.startswith("127.")
-
 
 def is_local_bind(address: str) -> bool:
     """True for a loopback HOST:PORT or a unix socket: nothing off this machine can connect."""
@@ -215,7 +203,12 @@ def is_local_bind(address: str) -> bool:
     if address.startswith("fd://"):
         return False
     host = address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
-    host = host.strip("[]").lower()
+    return is_loopback_host(host)
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without IPv6 brackets."""
+    host = host.strip().strip("[]").lower()
     if host == "localhost":
         return True
     try:

@@ -69,9 +69,14 @@ def loads_exact(data: bytes | str) -> Any:
     return json.loads(data, object_pairs_hook=JsonObject)
 
 
-def format_sse_event(data: bytes | str, event: str = "message", event_id: str | None = None) -> bytes:
+def format_sse_event(data: bytes | str, event: str | None = "message", event_id: str | None = None,
+                     retry_ms: int | None = None) -> bytes:
     """Frame one SSE event; data must not contain newlines (compact JSON never does)."""
     if isinstance(data, str):
         data = data.encode()
     head = b"id: " + event_id.encode() + b"\n" if event_id is not None else b""
-    return head + b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+    if event is not None:
+        head += b"event: " + event.encode() + b"\n"
+    if retry_ms is not None:
+        head += b"retry: " + str(retry_ms).encode() + b"\n"
+    return head + b"data: " + data + b"\n\n"

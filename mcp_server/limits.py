@@ -2,15 +2,17 @@
 
 Everything here is Flask-free, so every transport can use it. The rate limit per
 principal lives in `rate_limit` (it needs flask-limiter); the body size limit in
-`posts.read_body`, before anything is parsed.
+`transports.http_io.read_body`, before anything is parsed.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
+from mcp_server.config import Settings
 from mcp_server.encoding import dumps
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.hub import CapacityError, QuotaFull
@@ -31,9 +33,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp.limits")
-
-HTTP_400_BAD_REQUEST = 400
-HTTP_413_PAYLOAD_TOO_LARGE = 413
 
 
 class BodyLimitExceeded(ValueError):
@@ -73,7 +72,7 @@ def check_body(body: Body, data: bytes, settings: Settings) -> None:
     """Raise BodyLimitExceeded when a body is nested too deep, has a too-long string, batch or arguments."""
     if body.is_batch and len(body.messages) > settings.max_batch:
         raise BodyLimitExceeded(
-            HTTP_400_BAD_REQUEST,
+            HTTPStatus.BAD_REQUEST,
             f"Batch too long: {len(body.messages)} messages, the limit is {settings.max_batch} (MCP_MAX_BATCH)",
         )
     # Cheap byte counts first: a body with few brackets cannot be deep, a short one cannot hold a long string.
@@ -84,12 +83,12 @@ def check_body(body: Body, data: bytes, settings: Settings) -> None:
         depth, longest = json_depth_and_longest_string(raws if body.is_batch else raws[0], settings.max_json_depth)
         if depth > settings.max_json_depth:
             raise BodyLimitExceeded(
-                HTTP_400_BAD_REQUEST,
+                HTTPStatus.BAD_REQUEST,
                 f"JSON nested too deeply: the limit is {settings.max_json_depth} levels (MCP_MAX_JSON_DEPTH)",
             )
         if longest > settings.max_string_bytes:
             raise BodyLimitExceeded(
-                HTTP_413_PAYLOAD_TOO_LARGE,
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 f"A string of {longest} bytes exceeds the limit of {settings.max_string_bytes} (MCP_MAX_STRING_BYTES)",
             )
     if len(data) > settings.max_argument_bytes:
@@ -98,7 +97,7 @@ def check_body(body: Body, data: bytes, settings: Settings) -> None:
                 size = len(dumps(message.params.get("arguments")))
                 if size > settings.max_argument_bytes:
                     raise BodyLimitExceeded(
-                        HTTP_413_PAYLOAD_TOO_LARGE,
+                        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                         f"Tool arguments of {size} bytes exceed the limit of {settings.max_argument_bytes} "
                         "(MCP_MAX_ARGUMENT_BYTES)",
                     )

@@ -2,22 +2,50 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
+from urllib.parse import parse_qs
 
-__all__ = ["Session", "SessionChange", "SessionUpdate", "new_session_id"]
+__all__ = ["SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_PATTERN", "Session", "SessionChange", "SessionUpdate",
+           "new_session_id", "query_of", "session_id_from"]
 
 SSE = "sse"
 STREAMABLE = "streamable"
 STDIO = "stdio"
 
 
+# What new_session_id returns; anything else is refused before the store is asked.
+SESSION_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
+# Streamable HTTP carries the id in this header; the legacy transport in ?session_id= (or ?sessionId=).
+SESSION_HEADER = "Mcp-Session-Id"
+SESSION_HEADER_KEY = "HTTP_MCP_SESSION_ID"
+
+
 def new_session_id() -> str:
     """Return a fresh session id: 128 random bits as 32 hex characters (visible ASCII)."""
     return secrets.token_hex(16)
+
+
+def query_of(environ: Mapping[str, Any]) -> dict[str, str]:
+    """The query string's parameters, first value of each."""
+    query = environ.get("QUERY_STRING", "")
+    if not query:
+        return {}
+    return {name: values[0] for name, values in parse_qs(query, keep_blank_values=True).items()}
+
+
+def session_id_from(environ: Mapping[str, Any], *, header: bool = True, query: bool = True) -> str | None:
+    """The session id a request names: its Mcp-Session-Id header, else ?session_id= or ?sessionId=."""
+    if header and SESSION_HEADER_KEY in environ:
+        return environ[SESSION_HEADER_KEY]
+    if not query:
+        return None
+    params = query_of(environ)
+    return params.get("session_id", params.get("sessionId"))
 
 
 @dataclass

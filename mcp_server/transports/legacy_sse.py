@@ -10,87 +10,63 @@ extension: 2024-11-05 itself has no resumption).
 from __future__ import annotations
 
 import logging
-import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 import gevent
-from flask import Response, request
+from flask import Response
 
 from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import KEEPALIVE_FRAME, format_sse_event, loads
-from mcp_server.hub import StreamClosed, Subscription
+from mcp_server.encoding import format_sse_event
+from mcp_server.errors import INVALID_REQUEST
+from mcp_server.hub import CapacityError
 from mcp_server.messages import Body
-from mcp_server.metrics import instruments
-from mcp_server.session import SSE, Session
-from mcp_server.transports.http_responses import empty_response
+from mcp_server.session import SSE, Session, session_id_from
+from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
+from mcp_server.transports.http_io import lookup_session, read_messages, server_busy
+from mcp_server.transports.http_responses import HttpProblem, empty_response
 
-__all__ = ["SSE_HEADERS", "open_stream", "post_message", "stream_events"]
+__all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
 
 log = logging.getLogger("mcp.sse")
-HTTP_202_ACCEPTED = 202
-SSE_HEADERS = {
-    "Cache-Control": "no-cache",
-    "X-Accel-Buffering": "no",
-    "Connection": "keep-alive",
-}
 
 
-def connection_closer(environ: Mapping[str, Any]) -> Callable[[], None] | None:
-    """A function that shuts the client's socket down (under gunicorn, which puts the socket in the environ)."""
-    sock = environ.get("gunicorn.socket")
-    if sock is None:
-        return None
-    return lambda: sock.shutdown(socket.SHUT_RDWR)
-
-
-def stream_events(
-    subscription: Subscription, keepalive_s: float, first_frames: tuple[bytes, ...] = (), kind: str = "legacy"
-) -> Iterator[bytes]:
-    """Yield SSE frames from a subscription until it closes; always release it at the end."""
-    metrics = instruments()
-    metrics.stream_opened(kind)
+def legacy_get(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, endpoint: str) -> Response:
+    """Open a new legacy stream, or resume one named by ?session_id=; its messages go to endpoint."""
+    session_id = session_id_from(environ, header=False)
+    resume = lookup_session(core, session_id, SSE, principal) if session_id is not None else None
     try:
-        yield from first_frames
-        while True:
-            try:
-                item = subscription.get(keepalive_s)
-            except StreamClosed as closed:
-                log.info("stream of session %s closed: %s", subscription.session_id[:8], closed.reason)
-                return
-            if item is None:
-                yield KEEPALIVE_FRAME
-            else:
-                yield format_sse_event(item[1], event_id=item[0])
-                # A resumed request stream is over once it has carried the request's response.
-                if subscription.stream is not None and is_response(item[1]):
-                    return
-    finally:
-        # A disconnect surfaces here as GeneratorExit at the next write.
-        subscription.close()
-        metrics.stream_closed(kind)
+        return open_stream(core, environ, environ.get("SCRIPT_NAME", "").rstrip("/") + endpoint, resume,
+                           principal)
+    except CapacityError as full:
+        raise server_busy(full) from None
 
 
-def is_response(data: bytes) -> bool:
-    """True when an encoded message is a JSON-RPC response (it has no method)."""
-    message = loads(data)
-    return isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message)
+def legacy_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Accept a legacy message for the session named by ?session_id=; the answer goes to the session's stream."""
+    session_id = session_id_from(environ, header=False)
+    if session_id is None:
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                          "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)")
+    session = lookup_session(core, session_id, SSE, principal)
+    return post_message(core, session, read_messages(core, environ))
 
 
-def open_stream(core: Dispatcher, endpoint_path: str, resume: Session | None, last_event_id: str | None,
+def open_stream(core: Dispatcher, environ: Mapping[str, Any], endpoint_path: str, resume: Session | None,
                 principal: str | None) -> Response:
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
-        session = core.open_session(SSE, principal, request.environ.get("REMOTE_ADDR"))
+        session = core.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
         log.info("opened legacy session %s", session.id[:8])
     else:
         session = resume
-    subscription = core.hub.subscribe(session.id, last_event_id)
-    subscription.on_cut_off = connection_closer(request.environ)
+    subscription = core.hub.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))
+    subscription.on_cut_off = connection_closer(environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(
         stream_events(subscription, core.settings.keepalive_s, (endpoint,)),
-        mimetype="text/event-stream",
+        mimetype=EVENT_STREAM,
         headers=SSE_HEADERS,
         # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping
         # iterators (less work per event, and a shallower stack for every idle stream to keep).
@@ -112,7 +88,7 @@ def post_message(core: Dispatcher, session: Session, body: Body) -> Response:
     if rejected is not None:
         # Stored before the 202, so an outage gets the POST a 503 instead of an acknowledgement.
         publish(rejected)
-        return empty_response(HTTP_202_ACCEPTED)
+        return empty_response(HTTPStatus.ACCEPTED)
     if body.is_batch:
         running, errors = core.accept(session, body, publish)
         if running or errors:
@@ -122,7 +98,7 @@ def post_message(core: Dispatcher, session: Session, body: Body) -> Response:
         _, errors = core.accept(session, body, publish, on_done=deliver)
         for error in errors:
             publish(error)
-    return empty_response(HTTP_202_ACCEPTED)
+    return empty_response(HTTPStatus.ACCEPTED)
 
 
 def publish_batch(core: Dispatcher, session: Session, running: list, errors: list) -> None:

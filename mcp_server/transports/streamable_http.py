@@ -10,37 +10,38 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from http import HTTPStatus
 from typing import Any
 
 import gevent
-from flask import Response, request
+from flask import Response
 from gevent.queue import Queue
 
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INVALID_REQUEST, STORE_RETRY_AFTER_S, is_store_unavailable
-from mcp_server.hub import StreamConflict
+from mcp_server.hub import CapacityError, HubUnavailable, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
 from mcp_server.metrics import instruments
-from mcp_server.session import Session
+from mcp_server.session import SESSION_HEADER, STREAMABLE, Session, session_id_from
+from mcp_server.transports.event_stream import (
+    EVENT_STREAM,
+    SSE_HEADERS,
+    connection_closer,
+    priming_frame,
+    stream_events,
+)
+from mcp_server.transports.http_io import lookup_session, read_messages, server_busy, store_unavailable
 from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
-from mcp_server.transports.legacy_sse import SSE_HEADERS, connection_closer, stream_events
 from mcp_server.versions import SUPPORTED, at_least
 
-__all__ = ["AcceptedTypes", "close_session", "open_stream", "post_messages", "check_protocol_header"]
+__all__ = ["AcceptedTypes", "check_protocol_header", "close_session", "open_stream", "post_messages",
+           "streamable_delete", "streamable_get", "streamable_post"]
 
 log = logging.getLogger("mcp.streamable")
 
-SESSION_HEADER = "Mcp-Session-Id"
-VERSION_HEADER = "MCP-Protocol-Version"
-HTTP_202_ACCEPTED = 202
-HTTP_204_NO_CONTENT = 204
-HTTP_400_BAD_REQUEST = 400
-HTTP_406_NOT_ACCEPTABLE = 406
-HTTP_409_CONFLICT = 409
-HTTP_503_SERVICE_UNAVAILABLE = 503
 DONE = object()
 CLOSE_STREAM = object()
 # Priming events (SEP-1699) are new in 2025-11-25; older clients may not expect an event without data.
@@ -55,7 +56,7 @@ class AcceptedTypes:
     def __init__(self, header: str | None) -> None:
         types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
         self.json = bool(types & {"application/json", "application/*", "*/*"})
-        self.sse = bool(types & {"text/event-stream", "text/*", "*/*"})
+        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
 
 
 def check_protocol_header(value: str | None) -> None:
@@ -65,7 +66,7 @@ def check_protocol_header(value: str | None) -> None:
     if value is None or value in SUPPORTED:
         return
     raise HttpProblem(
-        HTTP_400_BAD_REQUEST,
+        HTTPStatus.BAD_REQUEST,
         INVALID_REQUEST,
         f"Unsupported MCP-Protocol-Version {value!r}; this server speaks {', '.join(SUPPORTED)}",
     )
@@ -112,7 +113,7 @@ class Exchange:
 
     def priming_frame(self) -> bytes:
         """An event with an id and no data, sent first so the client can resume even before any message."""
-        return (f"id: {join_event_id('0', self.stream_key)}\nretry: {RETRY_MS}\ndata: \n\n").encode()
+        return priming_frame(join_event_id("0", self.stream_key), RETRY_MS)
 
     def stream(self, first: Any, greenlet: gevent.Greenlet, priming: bool) -> Iterator[bytes]:
         """Yield the request's messages, then its response; if the stream ends early, the hub keeps the rest."""
@@ -141,13 +142,73 @@ class Exchange:
                 greenlet.link_value(lambda g: self.publish_response(g.value))
 
 
+def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Handle a Streamable HTTP POST: initialize opens a session, anything else needs Mcp-Session-Id."""
+    accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
+    if not (accepted.json or accepted.sse):
+        raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
+                          "Not Acceptable: the Accept header must allow application/json or text/event-stream")
+    body = read_messages(core, environ)
+    session_id = session_id_from(environ, query=False)
+    if is_initialize(body) and session_id is None:
+        return initialize_session(core, environ, principal, body, accepted)
+    if session_id is None:
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                          "Missing Mcp-Session-Id header: send initialize first and echo the id it returns")
+    session = lookup_session(core, session_id, STREAMABLE, principal)
+    check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+    return post_messages(core, session, body, accepted, new_session=False)
+
+
+def initialize_session(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body,
+                       accepted: AcceptedTypes) -> Response:
+    """Open a session for an initialize request; if the initialize fails, close it again and name no session."""
+    try:
+        session = core.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
+    except CapacityError as full:
+        raise server_busy(full) from None
+    except HubUnavailable:
+        raise store_unavailable(body.messages[0].id) from None
+    response = post_messages(core, session, body, accepted, new_session=True)
+    if response.status_code >= HTTPStatus.BAD_REQUEST:
+        discard_session(core, session)
+        response.headers.pop(SESSION_HEADER, None)
+    return response
+
+
+def discard_session(core: Dispatcher, session: Session) -> None:
+    """Close a session whose initialize failed; if the store is down too, its idle TTL ends it."""
+    try:
+        core.hub.close_session(session.id)
+    except HubUnavailable:
+        pass
+
+
+def streamable_get(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Open a session's standalone stream."""
+    if not AcceptedTypes(environ.get("HTTP_ACCEPT")).sse:
+        raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
+                          "Not Acceptable: the stream needs 'Accept: text/event-stream'")
+    session = lookup_session(core, session_id_from(environ, query=False), STREAMABLE, principal)
+    check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+    return open_stream(core, environ, session)
+
+
+def streamable_delete(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """End a Streamable HTTP session."""
+    session_id = session_id_from(environ, query=False)
+    if session_id is None:
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
+    return close_session(core, lookup_session(core, session_id, STREAMABLE, principal))
+
+
 def post_messages(core: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
                   new_session: bool) -> Response:
     """Handle a POST on an existing (or just created) session."""
     headers = {SESSION_HEADER: session.id} if new_session else {}
     rejected = core.batch_error(session, body)
     if rejected is not None:
-        return json_response(rejected, HTTP_400_BAD_REQUEST, headers)
+        return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
         running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m))
@@ -164,11 +225,11 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
         # Cancelled before it said anything: an event stream that ends without a response.
-        return Response(iter([KEEPALIVE_FRAME]), mimetype="text/event-stream", headers={**SSE_HEADERS, **headers})
+        return Response(iter([KEEPALIVE_FRAME]), mimetype=EVENT_STREAM, headers={**SSE_HEADERS, **headers})
     if first is DONE and accepted.json:
         return json_response(greenlet.value, headers=headers)
     priming = at_least(session.protocol_version, PRIMING_SINCE)
-    response = Response(exchange.stream(first, greenlet, priming), mimetype="text/event-stream",
+    response = Response(exchange.stream(first, greenlet, priming), mimetype=EVENT_STREAM,
                         headers={**SSE_HEADERS, **headers}, direct_passthrough=True)
     # Also when the client left before the first byte, so the generator never ran.
     response.call_on_close(lambda: exchange.release(greenlet))
@@ -178,42 +239,43 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
 def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
     """Wait for the requests and answer with their responses as one JSON body."""
     if not running and not errors:
-        return empty_response(HTTP_202_ACCEPTED, headers)
+        return empty_response(HTTPStatus.ACCEPTED, headers)
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
-        return empty_response(HTTP_202_ACCEPTED, headers)
+        return empty_response(HTTPStatus.ACCEPTED, headers)
     if not body.is_batch and is_store_unavailable(answers[0]):
         return store_unavailable_response(answers[0], headers)
-    status = HTTP_400_BAD_REQUEST if not running else 200
+    status = HTTPStatus.BAD_REQUEST if not running else 200
     return json_response(answers if body.is_batch else answers[0], status, headers)
 
 
 def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) -> Response:
     """A request the session store's outage stopped: 503 with Retry-After, and the -32004 answer carrying its id."""
-    return json_response(answer, HTTP_503_SERVICE_UNAVAILABLE, {**headers, "Retry-After": str(STORE_RETRY_AFTER_S)})
+    return json_response(answer, HTTPStatus.SERVICE_UNAVAILABLE, {**headers, "Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
-def open_stream(core: Dispatcher, session: Session, last_event_id: str | None) -> Response:
+def open_stream(core: Dispatcher, environ: Mapping[str, Any], session: Session) -> Response:
     """Open the session's standalone stream; a second one at the same time gets 409 unless it resumes."""
     # A client resuming with Last-Event-ID has lost its stream, though the server learns that only at its next
     # write to it (up to two keepalives later): the resuming stream replaces the old one instead of a 409.
     try:
+        last_event_id = environ.get("HTTP_LAST_EVENT_ID")
         subscription = core.hub.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
     except StreamConflict:
         raise HttpProblem(
-            HTTP_409_CONFLICT,
+            HTTPStatus.CONFLICT,
             INVALID_REQUEST,
             "This session already has a stream open; close it before opening another",
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
-    subscription.on_cut_off = connection_closer(request.environ)
+    subscription.on_cut_off = connection_closer(environ)
     return Response(stream_events(subscription, core.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
-                    mimetype="text/event-stream", headers=SSE_HEADERS)
+                    mimetype=EVENT_STREAM, headers=SSE_HEADERS)
 
 
 def close_session(core: Dispatcher, session: Session) -> Response:
     """End the session; later use of its id gets 404."""
     core.hub.close_session(session.id)
     log.info("closed session %s at the client's request", session.id[:8])
-    return empty_response(HTTP_204_NO_CONTENT)
+    return empty_response(HTTPStatus.NO_CONTENT)

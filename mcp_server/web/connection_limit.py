@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import partial
+from http import HTTPStatus
 from typing import Any
 
 from werkzeug.wsgi import ClosingIterator
 
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.transports.http_errors import log_refusal
-from mcp_server.transports.http_responses import HttpProblem, problem_response
-from mcp_server.web.security import add_security_headers
+from mcp_server.transports.http_responses import HttpProblem, log_refusal, problem_response
+from mcp_server.web.response_headers import add_security_headers
 
 __all__ = ["ConnectionLimit"]
 
-HTTP_429_TOO_MANY_REQUESTS = 429
 RETRY_AFTER_S = "5"
 
 
@@ -60,7 +59,7 @@ class ConnectionLimit:
     def refuse(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """The 429 for an address over the bound, with a JSON-RPC error body and the security headers."""
         response = problem_response(HttpProblem(
-            HTTP_429_TOO_MANY_REQUESTS, INVALID_REQUEST,
+            HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
             f"Too many requests in progress from your address: the limit is {self.limit} at once "
             "(MCP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one, then retry",
             headers={"Retry-After": RETRY_AFTER_S},

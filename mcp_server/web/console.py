@@ -7,18 +7,19 @@ styles and fetches from this origin only); `MCP_CONSOLE=0` leaves them unregiste
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from pathlib import Path
 
-from flask import Blueprint, Flask, Response, current_app, request, send_from_directory
+from flask import Blueprint, Flask, Response, request, send_from_directory
 
 from mcp_server import versions
-from mcp_server.web.security import check_host
+from mcp_server.web.routes import current_core
+from mcp_server.web.screen import check_host
 
 __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
 
 STATIC_DIR = Path(__file__).with_name("console_static")
 INDEX = "index.html"
-HTTP_200_OK = 200
 VERSIONS_PLACEHOLDER = "{{protocol_versions}}"
 # No inline script or style, no eval, nothing from another origin; images and audio a tool returns are data: URLs.
 CONSOLE_CSP = (
@@ -32,7 +33,7 @@ blueprint = Blueprint("console", __name__)
 @blueprint.before_request
 def screen_console_request() -> None:
     """Refuse a Host that does not name this server (DNS rebinding), as the MCP routes do."""
-    check_host(request.environ, current_app.extensions["mcp"].core.settings)
+    check_host(request.environ, current_core().settings)
 
 
 @blueprint.route("/", methods=["GET"])
@@ -52,8 +53,8 @@ def static_file(filename: str) -> Response:
 
 @blueprint.after_request
 def add_console_csp(response: Response) -> Response:
-    """Let the page load its own scripts and styles; the other security headers come from security.py."""
-    if response.status_code == HTTP_200_OK:  # errors keep the API's stricter policy
+    """Let the page load its own scripts and styles; the other security headers come from response_headers.py."""
+    if response.status_code == HTTPStatus.OK:  # errors keep the API's stricter policy
         response.headers["Content-Security-Policy"] = CONSOLE_CSP
     return response
 

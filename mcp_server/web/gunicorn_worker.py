@@ -28,7 +28,7 @@ from gunicorn.http.errors import (
 )
 from gunicorn.workers.ggevent import GeventWorker
 
-from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, new_correlation_id
+from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
 from mcp_server.logs import loggable
 
 __all__ = ["McpWorker", "error_page"]
@@ -72,12 +72,10 @@ def explain(status: int, cfg: Any) -> str:
 def error_page(status: int, message: str, data: Any = None) -> bytes:
     """A whole HTTP/1.1 response: status line, security headers, a JSON-RPC error body; the connection closes."""
     # Imported here, in a worker: the master loads this class before forking, and Flask belongs in the workers.
-    from mcp_server.web.security import SECURITY_HEADERS_WITH_CACHE
+    from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
-    error: dict[str, Any] = {"code": INTERNAL_ERROR if status >= 500 else INVALID_REQUEST, "message": message}
-    if data is not None:
-        error["data"] = data
-    body = (json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":")) + "\n").encode()
+    code = INTERNAL_ERROR if status >= HTTPStatus.INTERNAL_SERVER_ERROR else INVALID_REQUEST
+    body = (json.dumps(error_response(None, code, message, data), separators=(",", ":")) + "\n").encode()
     head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Connection: close", "Content-Type: application/json",
             f"Content-Length: {len(body)}", *(f"{name}: {value}" for name, value in SECURITY_HEADERS_WITH_CACHE)]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body

@@ -6,23 +6,25 @@ otherwise a DNS-rebinding page in a local browser could read the metrics.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, request
+from http import HTTPStatus
+
+from flask import Blueprint, Response, request
 
 from mcp_server import metrics
 from mcp_server.hub import HubUnavailable
 from mcp_server.transports.http_responses import json_response
-from mcp_server.web.security import check_host, check_origin
+from mcp_server.web.routes import current_core
+from mcp_server.web.screen import check_host, check_origin
 
 __all__ = ["blueprint"]
 
 blueprint = Blueprint("ops", __name__)
-HTTP_503_SERVICE_UNAVAILABLE = 503
 
 
 @blueprint.before_request
 def refuse_foreign_pages() -> None:
     """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
-    settings = current_app.extensions["mcp"].core.settings
+    settings = current_core().settings
     check_origin(request.headers, settings)
     check_host(request.environ, settings)
 
@@ -36,19 +38,19 @@ def healthz() -> Response:
 @blueprint.route("/readyz", methods=["GET"])
 def readyz() -> Response:
     """Ready: the hub's backing store answers."""
-    core = current_app.extensions["mcp"].core
+    core = current_core()
     try:
         if core.hub.ready():
             return json_response({"status": "ready", "sessions": core.hub.session_count()})
     except HubUnavailable:
         pass  # Redis went away between the two calls
-    return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTP_503_SERVICE_UNAVAILABLE)
+    return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
 
 
 @blueprint.route("/metrics", methods=["GET"])
 def prometheus_metrics() -> Response:
     """Every worker's counters, gauges and histograms in Prometheus text format."""
-    core = current_app.extensions["mcp"].core
+    core = current_core()
     try:
         session_count = core.hub.session_count()
     except HubUnavailable:

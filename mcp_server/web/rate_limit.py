@@ -13,21 +13,22 @@ from __future__ import annotations
 import logging
 import math
 import time
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 from flask_limiter import Limiter, RateLimitExceeded
 
+from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.logs import loggable
 from mcp_server.transports.http_responses import HttpProblem, problem_response
+from mcp_server.web.routes import MCP_BLUEPRINT, core_of
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 
 log = logging.getLogger("mcp.http")
 EXTENSION_KEY = "mcp_rate_limiter"
-HTTP_429_TOO_MANY_REQUESTS = 429
-MCP_BLUEPRINT = "mcp"
 
 
 def rate_limit_key() -> str:
@@ -43,7 +44,7 @@ def outside_mcp_routes() -> bool:
     return request.blueprint != MCP_BLUEPRINT
 
 
-def init_rate_limit(app: Flask, settings: Any) -> Limiter | None:
+def init_rate_limit(app: Flask, settings: Settings) -> Limiter | None:
     """Install the MCP_RATE_LIMIT limiter on app; None when no rate limit is set."""
     if not settings.rate_limit:
         return None
@@ -65,7 +66,7 @@ def init_rate_limit(app: Flask, settings: Any) -> Limiter | None:
     limiter.init_app(app)
     app.extensions[EXTENSION_KEY] = limiter
     app.register_error_handler(RateLimitExceeded, render_rate_limited)
-    app.extensions["mcp"].core.charge_batch = charge_batch
+    core_of(app).charge_batch = charge_batch
     return limiter
 
 
@@ -76,8 +77,8 @@ def seconds_to_retry(reset_at: float, window_s: int) -> int:
 
 def rate_limited(retry_after: int, over: str = "the limit is") -> HttpProblem:
     """The 429 with Retry-After and a JSON-RPC error body; over says what went over the limit."""
-    rate = current_app.extensions["mcp"].core.settings.rate_limit
-    return HttpProblem(HTTP_429_TOO_MANY_REQUESTS, INVALID_REQUEST,
+    rate = core_of(current_app).settings.rate_limit
+    return HttpProblem(HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
                        f"Too many requests: {over} {rate} (MCP_RATE_LIMIT); retry in {retry_after} s",
                        data={"retryAfter": retry_after}, headers={"Retry-After": str(retry_after)})
 

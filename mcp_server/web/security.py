@@ -1,248 +1,26 @@
-"""The HTTP side of security: Origin and Host checks, authentication, CORS and security headers.
+"""The HTTP side of security, installed on the app: authentication, the rate limit, CORS and the headers.
 
-Every request to the MCP routes passes `screen_request` once, before the rate
-limiter and the routes: foreign origins get 403, and on a loopback listener a
-Host that is not a loopback name gets 421 (DNS rebinding); then the bearer token
-is checked (401, or 403 for a missing scope). Every response, errors included,
-gets the security headers, and CORS headers only for MCP_CORS_ORIGINS.
+The pieces live beside it: web/screen.py (Origin, Host, credentials), web/response_headers.py
+(security and CORS headers) and web/oauth_metadata.py (RFC 9728); web/pipeline.py runs the
+screen and the headers for both ways in.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Mapping
-from typing import Any
-from urllib.parse import urlsplit
+from flask import Flask
 
-from flask import Blueprint, Flask, Response, current_app, g, request
-
-from mcp_server.auth import (
-    Authenticator,
-    AuthUnavailable,
-    InsufficientScope,
-    Unauthenticated,
-    metadata_document,
-    metadata_url,
-)
-from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, new_correlation_id
-from mcp_server.transports.http_responses import HttpProblem, json_response
+from mcp_server.auth import Authenticator
+from mcp_server.dispatcher import Dispatcher
+from mcp_server.web.oauth_metadata import metadata_blueprint
 from mcp_server.web.rate_limit import init_rate_limit
+from mcp_server.web.response_headers import add_cors_headers
 
-__all__ = [
-    "SECURITY_HEADERS",
-    "check_host",
-    "check_origin",
-    "host_allowed",
-    "init_app",
-    "origin_allowed",
-    "screen_request",
-]
+__all__ = ["AUTH_EXTENSION_KEY", "init_app"]
 
-log = logging.getLogger("mcp.auth")
-
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-HTTP_401_UNAUTHORIZED = 401
-HTTP_403_FORBIDDEN = 403
-HTTP_404_NOT_FOUND = 404
-HTTP_421_MISDIRECTED_REQUEST = 421
-HTTP_503_SERVICE_UNAVAILABLE = 503
-MCP_BLUEPRINT = "mcp"
 AUTH_EXTENSION_KEY = "mcp_auth"
-# An API has nothing to render, frame or sniff: say so to every browser that looks.
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",
-    "Cross-Origin-Resource-Policy": "same-origin",
-}
-# Every response gets these, plus Cache-Control: no-store unless the route set its own.
-SECURITY_HEADERS_WITH_CACHE = (*SECURITY_HEADERS.items(), ("Cache-Control", "no-store"))
-CORS_ALLOW_METHODS = "GET, POST, DELETE"
-CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
-CORS_EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
-CORS_MAX_AGE_S = "600"
-
-metadata_blueprint = Blueprint("oauth_metadata", __name__)
 
 
-# Origin and Host
-def origin_allowed(origin: str, patterns: Iterable[str]) -> bool:
-    """Match an Origin against patterns: exact, '*' for any, or 'scheme://host:*' for any port."""
-    origin = origin.strip().lower().rstrip("/")
-    for pattern in patterns:
-        pattern = pattern.strip().lower().rstrip("/")
-        if pattern == "*" or pattern == origin:
-            return True
-        if pattern.endswith(":*"):
-            base = pattern[:-2]
-            if origin == base or (origin.startswith(base + ":") and origin[len(base) + 1 :].isdigit()):
-                return True
-    return False
-
-
-def split_host(host: str) -> str:
-    """Return the host name of a Host header, without port or IPv6 brackets."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def host_allowed(host: str, allowed: Iterable[str], listener_is_loopback: bool) -> bool:
-    """Check the Host header: against MCP_ALLOWED_HOSTS when set, else loopback names on loopback."""
-    allowed = tuple(allowed)
-    name = split_host(host or "")
-    if allowed:
-        return "*" in allowed or name in {split_host(a) for a in allowed} or host.strip().lower() in allowed
-    if listener_is_loopback:
-        return name in LOOPBACK_NAMES
-    return True
-
-
-def is_loopback_address(address: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and localhost."""
-    address = address.strip("[]").lower()
-    return address in LOOPBACK_NAMES or address.startswith("127.")
-
-
-def check_origin(headers: Mapping[str, str], settings) -> None:
-    """Raise 403 when the request carries an Origin outside MCP_ALLOWED_ORIGINS (and MCP_CORS_ORIGINS)."""
-    origin = headers.get("Origin")
-    if origin and not origin_allowed(origin, (*settings.allowed_origins, *settings.cors_origins)):
-        raise HttpProblem(
-            HTTP_403_FORBIDDEN,
-            INVALID_REQUEST,
-            f"Origin {origin!r} is not allowed; add it to MCP_ALLOWED_ORIGINS to let that site connect",
-        )
-
-
-def check_host(environ: Mapping[str, str], settings) -> None:
-    """Raise 421 when the Host header does not name this server (DNS rebinding defence)."""
-    host = environ.get("HTTP_HOST", "")
-    listener_is_loopback = is_loopback_address(environ.get("SERVER_NAME", ""))
-    if not host_allowed(host, settings.allowed_hosts, listener_is_loopback):
-        raise HttpProblem(
-            HTTP_421_MISDIRECTED_REQUEST,
-            INVALID_REQUEST,
-            f"Host {host!r} is not allowed on this listener; set MCP_ALLOWED_HOSTS to the names clients use",
-        )
-
-
-# authentication
-def challenge(settings: Any, error: str | None = None, description: str = "", scope: str = "") -> str:
-    """The WWW-Authenticate value: RFC 6750 Bearer, naming the resource metadata when OAuth is on."""
-    params = []
-    if settings.oauth_jwks_url:
-        params.append(f'resource_metadata="{metadata_url(settings.oauth_audience)}"')
-    else:
-        params.append('realm="mcp"')
-    # RFC 6750: a request that sent no credentials at all gets the bare challenge, without error details.
-    if error:
-        params.append(f'error="{error}"')
-        if description:
-            params.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "")))
-    if scope:
-        params.append(f'scope="{scope}"')
-    return "Bearer " + ", ".join(params)
-
-
-def authenticate(authenticator: Authenticator | None, settings: Any, environ: Mapping[str, Any]) -> str | None:
-    """Return the principal behind the request's bearer token (None when auth is off); 401/403/503 otherwise."""
-    # A CORS preflight never carries credentials; it only asks which headers it may send.
-    if authenticator is None or environ.get("REQUEST_METHOD") == "OPTIONS":
-        return None
-    try:
-        return authenticator.authenticate(environ.get("HTTP_AUTHORIZATION")).name
-    except Unauthenticated as refused:
-        message = f"Unauthorized: {refused}"
-        query = environ.get("QUERY_STRING", "")
-        if refused.error is None and any(f"{name}=" in query for name in ("access_token", "token", "api_key")):
-            message += " (credentials in the URL are ignored: they end up in logs)"
-        raise HttpProblem(HTTP_401_UNAUTHORIZED, INVALID_REQUEST, message,
-                          headers={"WWW-Authenticate": challenge(settings, refused.error, str(refused))}) from None
-    except InsufficientScope as refused:
-        scope = " ".join(refused.scopes)
-        raise HttpProblem(
-            HTTP_403_FORBIDDEN, PERMISSION_DENIED,
-            f"Forbidden: {refused}; ask the authorization server for a token with scope '{scope}'",
-            headers={"WWW-Authenticate": challenge(settings, "insufficient_scope", str(refused), scope)},
-        ) from None
-    except AuthUnavailable as unavailable:
-        correlation_id = new_correlation_id()
-        log.error("cannot verify tokens: %s (correlation id %s)", unavailable, correlation_id)
-        raise HttpProblem(HTTP_503_SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
-                          "Cannot verify tokens right now; retry shortly",
-                          data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
-
-
-def screen_environ(environ: Mapping[str, Any], settings: Any, authenticator: Authenticator | None) -> str | None:
-    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
-    origin = environ.get("HTTP_ORIGIN")
-    if origin:
-        check_origin({"Origin": origin}, settings)
-    check_host(environ, settings)
-    return authenticate(authenticator, settings, environ)
-
-
-def screen_request() -> str | None:
-    """Screen the current Flask request once; sets and returns g.principal."""
-    if g.get("mcp_screened"):
-        return g.principal
-    settings = current_app.extensions["mcp"].core.settings
-    g.principal = screen_environ(request.environ, settings, current_app.extensions.get(AUTH_EXTENSION_KEY))
-    g.mcp_screened = True
-    return g.principal
-
-
-def screen_mcp_request() -> None:
-    """Screen requests to the MCP routes before the rate limiter counts them."""
-    if request.blueprint == MCP_BLUEPRINT:
-        screen_request()
-
-
-# response headers
-def add_cors_headers(response: Response) -> Response:
-    """Let the browser origins in MCP_CORS_ORIGINS, and only those, read responses."""
-    settings = current_app.extensions["mcp"].core.settings
-    if not settings.cors_origins:
-        return response
-    response.vary.add("Origin")
-    origin = request.headers.get("Origin")
-    if not origin or not origin_allowed(origin, settings.cors_origins):
-        return response
-    response.headers["Access-Control-Allow-Origin"] = origin
-    response.headers["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
-    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
-        response.headers["Access-Control-Allow-Methods"] = CORS_ALLOW_METHODS
-        response.headers["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
-        response.headers["Access-Control-Max-Age"] = CORS_MAX_AGE_S
-    return response
-
-
-def add_security_headers(response: Response) -> Response:
-    """Put the security headers on every response, and forbid caching unless the route said otherwise."""
-    present = {name.lower() for name in response.headers.keys()}
-    response.headers.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
-                             if name.lower() not in present])
-    return response
-
-
-# OAuth protected-resource metadata (RFC 9728)
-@metadata_blueprint.route("/.well-known/oauth-protected-resource", methods=["GET"])
-@metadata_blueprint.route("/.well-known/oauth-protected-resource/<path:resource_path>", methods=["GET"])
-def protected_resource_metadata(resource_path: str = "") -> Response:
-    """Name this resource's authorization servers, so clients know where to get a token."""
-    settings = current_app.extensions["mcp"].core.settings
-    if resource_path and "/" + resource_path.strip("/") != urlsplit(settings.oauth_audience).path.rstrip("/"):
-        raise HttpProblem(HTTP_404_NOT_FOUND, INVALID_REQUEST,
-                          f"No such resource; this server's is {settings.oauth_audience}")
-    response = json_response(metadata_document(settings))
-    response.headers["Cache-Control"] = "public, max-age=3600"
-    return response
-
-
-def init_app(app: Flask, core: Any, authenticator: Authenticator | None) -> None:
+def init_app(app: Flask, core: Dispatcher, authenticator: Authenticator | None) -> None:
     """Install authentication, the rate limit, CORS and the security headers on app (the order matters).
 
     The authenticator was built first, so that its authorizer went into the Dispatcher's constructor.
@@ -251,8 +29,9 @@ def init_app(app: Flask, core: Any, authenticator: Authenticator | None) -> None
     app.extensions[AUTH_EXTENSION_KEY] = authenticator
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)
-    # Registered before the limiter's own hook, so the limit counts per authenticated principal.
-    app.before_request(screen_mcp_request)
+    # The pipeline's screen is registered before this, and so before the limiter's own hook: the limit counts
+    # per authenticated principal.
     init_rate_limit(app, settings)
-    app.after_request(add_cors_headers)
-    app.after_request(add_security_headers)
+    # Only with CORS on (which turns the hot path off), so the hot path knows every hook a default app runs.
+    if settings.cors_origins:
+        app.after_request(add_cors_headers)

@@ -24,7 +24,7 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_server.config import Settings
+from mcp_server.config import Settings, is_local_bind
 from tests.e2e.server_process import ROOT, ServerProcess, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.nginx]
@@ -284,6 +284,6 @@ def test_example_environment_file_holds_only_real_valid_settings():
     unknown = [name for name in environ if not name.startswith("MCP_") or name[4:].lower() not in fields]
     assert not unknown, f"not settings: {unknown}"
     settings = Settings.from_environ(environ)
-    assert settings.is_loopback_bind
+    assert is_local_bind(settings.bind)
     assert settings.log_format == "json"
 

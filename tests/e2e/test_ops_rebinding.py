@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.web.security import SECURITY_HEADERS
+from mcp_server.web.response_headers import SECURITY_HEADERS
 from tests.e2e.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e

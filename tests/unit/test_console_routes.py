@@ -6,7 +6,7 @@ import pytest
 
 from app import create_app
 from mcp_server.web.console import CONSOLE_CSP, STATIC_DIR
-from mcp_server.web.security import SECURITY_HEADERS
+from mcp_server.web.response_headers import SECURITY_HEADERS
 
 CONSOLE_PATHS = ("/", "/console")
 

@@ -11,7 +11,7 @@ from mcp_server.hub.memory import MemoryHub
 from mcp_server.messages import parse_body
 from mcp_server.metrics import Instruments, instruments
 from mcp_server.session import Session
-from mcp_server.transports.legacy_sse import stream_events
+from mcp_server.transports.event_stream import stream_events
 
 KNOWN = {"tools/call": None, "ping": None}
 

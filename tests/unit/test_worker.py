@@ -18,7 +18,7 @@ from gunicorn.http.errors import (
 )
 
 from mcp_server.web.gunicorn_worker import error_page, explain, status_for
-from mcp_server.web.security import SECURITY_HEADERS_WITH_CACHE
+from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
 
 @pytest.mark.parametrize(("exc", "status"), [

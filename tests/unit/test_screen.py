@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.config import LOCALHOST_ORIGINS
-from mcp_server.web.security import host_allowed, origin_allowed
+from mcp_server.web.screen import host_allowed, origin_allowed
 
 
 @pytest.mark.parametrize(

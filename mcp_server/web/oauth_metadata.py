@@ -1,0 +1,30 @@
+"""OAuth protected-resource metadata (RFC 9728): where clients get a token for this server."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Response, current_app
+
+from mcp_server.auth import metadata_document
+from mcp_server.errors import INVALID_REQUEST
+from mcp_server.transports.http_responses import HttpProblem, json_response
+from mcp_server.web.routes import core_of
+
+__all__ = ["metadata_blueprint"]
+
+metadata_blueprint = Blueprint("oauth_metadata", __name__)
+
+
+@metadata_blueprint.route("/.well-known/oauth-protected-resource", methods=["GET"])
+@metadata_blueprint.route("/.well-known/oauth-protected-resource/<path:resource_path>", methods=["GET"])
+def protected_resource_metadata(resource_path: str = "") -> Response:
+    """Name this resource's authorization servers, so clients know where to get a token."""
+    settings = core_of(current_app).settings
+    if resource_path and "/" + resource_path.strip("/") != urlsplit(settings.oauth_audience).path.rstrip("/"):
+        raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
+                          f"No such resource; this server's is {settings.oauth_audience}")
+    response = json_response(metadata_document(settings))
+    response.headers["Cache-Control"] = "public, max-age=3600"
+    return response

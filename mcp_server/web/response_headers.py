@@ -1,0 +1,51 @@
+"""The headers every response gets: the security headers, and CORS headers only for MCP_CORS_ORIGINS."""
+
+from __future__ import annotations
+
+from flask import Response, current_app, request
+
+from mcp_server.web.routes import core_of
+from mcp_server.web.screen import origin_allowed
+
+__all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "add_security_headers"]
+
+# An API has nothing to render, frame or sniff: say so to every browser that looks.
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+# Every response gets these, plus Cache-Control: no-store unless the route set its own.
+SECURITY_HEADERS_WITH_CACHE = (*SECURITY_HEADERS.items(), ("Cache-Control", "no-store"))
+CORS_ALLOW_METHODS = "GET, POST, DELETE"
+CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+CORS_EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
+CORS_MAX_AGE_S = "600"
+
+
+def add_cors_headers(response: Response) -> Response:
+    """Let the browser origins in MCP_CORS_ORIGINS, and only those, read responses."""
+    settings = core_of(current_app).settings
+    if not settings.cors_origins:
+        return response
+    response.vary.add("Origin")
+    origin = request.headers.get("Origin")
+    if not origin or not origin_allowed(origin, settings.cors_origins):
+        return response
+    response.headers["Access-Control-Allow-Origin"] = origin
+    response.headers["Access-Control-Expose-Headers"] = CORS_EXPOSE_HEADERS
+    if request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+        response.headers["Access-Control-Allow-Methods"] = CORS_ALLOW_METHODS
+        response.headers["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
+        response.headers["Access-Control-Max-Age"] = CORS_MAX_AGE_S
+    return response
+
+
+def add_security_headers(response: Response) -> Response:
+    """Put the security headers on every response, and forbid caching unless the route said otherwise."""
+    present = {name.lower() for name in response.headers.keys()}
+    response.headers.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
+                             if name.lower() not in present])
+    return response
