@@ -87,7 +87,11 @@ class ServerProcess:
     def accepting_only(self, worker_pid: int) -> Iterator[None]:
         """Freeze every other worker (SIGSTOP) so new connections can land only on worker_pid."""
         # The kernel may hand every connection to one worker; a stopped worker cannot accept.
-        others = [pid for pid in self.worker_pids() if pid != worker_pid]
+        live = self.worker_pids()
+        if worker_pid not in live:
+            # Freezing the rest would leave no worker to accept: say so, with what the server logged.
+            raise AssertionError(f"worker {worker_pid} is gone (live: {live}); server log:\n{self.read_log()[-4000:]}")
+        others = [pid for pid in live if pid != worker_pid]
         for pid in others:
             os.kill(pid, signal.SIGSTOP)
         try:

@@ -189,6 +189,7 @@ async def soak(server: ServerProcess, on_open: Callable[[list[SoakSession]], Non
 @pytest.mark.timeout(240)
 def test_soak_three_workers_200_sessions_10000_calls_nothing_lost_or_misrouted(redis_server):  # noqa: F811
     redis_server.client().flushdb()
+    # WARNING keeps the per-request lines out; gunicorn still logs a worker that dies or is killed.
     env = {"MCP_REDIS_URL": redis_server.url, "MCP_LOG_LEVEL": "WARNING"}
     owners: set[bytes] = set()
 
