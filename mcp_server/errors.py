@@ -15,15 +15,18 @@ from jsonrpcserver.exceptions import JsonRpcError
 from jsonrpcserver.sentinels import NODATA
 
 __all__ = [
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "PERMISSION_DENIED",
     "REQUEST_TIMEOUT",
     "RESOURCE_NOT_FOUND",
     "SERVER_UNAVAILABLE",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "RpcError",
     "error_response",
     "new_correlation_id",
@@ -38,6 +41,10 @@ PERMISSION_DENIED = -32001
 RESOURCE_NOT_FOUND = -32002
 REQUEST_TIMEOUT = -32003
 SERVER_UNAVAILABLE = -32004
+# Reserved by MCP 2026-07-28 (-32020..-32099 belong to the specification); used only on its stateless wire.
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class RpcError(JsonRpcError):
