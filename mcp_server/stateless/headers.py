@@ -16,6 +16,7 @@ __all__ = [
     "decode_value",
     "encode_value",
     "get_header",
+    "plain_value",
 ]
 
 PROTOCOL_VERSION = "MCP-Protocol-Version"
@@ -45,15 +46,20 @@ def get_header(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
+def plain_value(raw: str) -> str:
+    """Return a header value with OWS trimmed; raise InvalidHeaderValue for characters outside RFC 9110's."""
+    if not FIELD_VALUE.fullmatch(raw):
+        raise InvalidHeaderValue("contains characters a header value may not carry")
+    return raw.strip(OWS)  # RFC 9110 5.5: parsing excludes leading and trailing whitespace
+
+
 def decode_value(raw: str) -> str:
     """Return a header value as the body would carry it: OWS trimmed, the Base64 sentinel form decoded.
 
     Raises InvalidHeaderValue for characters outside RFC 9110 field values, non-alphabet Base64, bad padding,
     or Base64 that is not UTF-8. A value missing either sentinel marker is a literal, as the spec says.
     """
-    if not FIELD_VALUE.fullmatch(raw):
-        raise InvalidHeaderValue("contains characters a header value may not carry")
-    value = raw.strip(OWS)  # RFC 9110 5.5: parsing excludes leading and trailing whitespace
+    value = plain_value(raw)
     if not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX)
             and len(value) >= len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX)):
         return value
