@@ -101,6 +101,10 @@ class Settings:
     max_connections_per_address: int = 1000
     body_timeout_s: float = 30.0
     rate_limit: str = ""
+    # MCP 2026-07-28 multi round-trip requests: the requestState key (a secret: never in repr or logs) and bounds
+    request_state_key: str = field(default="", repr=False)
+    request_state_ttl_s: float = 600.0
+    request_state_max_bytes: int = 65536
     extra: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -132,6 +136,8 @@ class Settings:
         """Reject combinations that cannot work, with a message that says how to fix them."""
         if self.workers < 1:
             raise ConfigError("MCP_WORKERS must be at least 1")
+        if self.request_state_ttl_s <= 0 or self.request_state_max_bytes < 1024:
+            raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive and MCP_REQUEST_STATE_MAX_BYTES at least 1024")
         if self.workers > 1 and not self.redis_url:
             raise ConfigError(
                 f"{self.workers} workers (MCP_WORKERS or gunicorn -w) need MCP_REDIS_URL: with in-memory "
