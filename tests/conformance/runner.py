@@ -32,6 +32,8 @@ CLI_NEXT = HERE / "node_modules" / "conformance-next" / "dist" / "index.js"
 PASSING = ("SUCCESS", "INFO")
 # MCP_PLUGINS for a server the suite runs against: the 2025-era fixtures and the 2026-07-28 ones.
 FIXTURE_PLUGINS = "tests.conformance.fixtures,tests.conformance.fixtures_2026"
+# The timestamp a run appends to each scenario's directory (its milliseconds may hold "-20" too).
+RUN_STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[0-9T:.Z-]*$")
 SCENARIO_LINE = re.compile(r"^\s+- ([a-z0-9][a-z0-9/_.-]*)(?: \[(server|client)\])?$")
 
 
@@ -84,7 +86,7 @@ def read_checks(output_dir: Path) -> dict[str, list[dict]]:
     """Every scenario's checks, from the server-<scenario>-<timestamp>/checks.json files a run wrote."""
     results = {}
     for checks_file in sorted(Path(output_dir).glob("server-*/checks.json")):
-        scenario = checks_file.parent.name.removeprefix("server-").rsplit("-20", 1)[0]
+        scenario = RUN_STAMP.sub("", checks_file.parent.name.removeprefix("server-"))
         results[scenario] = json.loads(checks_file.read_text())
     return results
 
