@@ -10,6 +10,7 @@ import pytest
 from mcp_server.protocol.methods import METHODS, MODERN_METHODS
 from mcp_server.stateless import meta
 from mcp_server.stateless.meta import ephemeral_session
+from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 
 MODERN_META = {meta.PROTOCOL_VERSION: "2026-07-28", meta.CLIENT_CAPABILITIES: {}}
@@ -94,3 +95,16 @@ def test_requests_log_one_line_with_status_ok(modern, mcp_log):
     mcp_log.set_level(logging.INFO, logger="mcp.rpc")
     call(modern, "server/discover")
     assert "rpc method=server/discover id=1 session=- status=ok " in mcp_log.text
+
+
+def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_dispatcher_starts(make_core):
+    @tool(input_schema={"type": "object", "properties": {
+        "ratio": {"type": "number", "x-mcp-header": "Ratio", "description": "number is not allowed"}}})
+    def bad_header(ratio: float = 0.0) -> str:
+        """Mirror a number in a header, which 2026-07-28 forbids."""
+        return str(ratio)
+
+    registry = Registry()
+    registry.add_function(bad_header)
+    with pytest.raises(ValueError, match="bad_header"):
+        make_core(registry=registry)
