@@ -15,10 +15,12 @@ from jsonrpcserver.exceptions import JsonRpcError
 from jsonrpcserver.sentinels import NODATA
 
 __all__ = [
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "PERMISSION_DENIED",
     "REQUEST_TIMEOUT",
@@ -26,6 +28,7 @@ __all__ = [
     "SERVER_UNAVAILABLE",
     "STORE_RETRY_AFTER_S",
     "STORE_UNAVAILABLE_MESSAGE",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "RpcError",
     "error_response",
     "is_store_unavailable",
@@ -45,6 +48,10 @@ SERVER_UNAVAILABLE = -32004
 # answer still has a status of its own.
 STORE_UNAVAILABLE_MESSAGE = "Session store unavailable; retry shortly"
 STORE_RETRY_AFTER_S = 2
+# Reserved by MCP 2026-07-28 (-32020..-32099 belong to the specification); used only on its stateless wire.
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class RpcError(JsonRpcError):
