@@ -29,6 +29,7 @@ from mcp_server.metrics import instruments, label_methods
 from mcp_server.protocol.methods import METHODS
 from mcp_server.protocol.request_context import RequestContext, RequestServices, principal_may
 from mcp_server.session import Session
+from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.versions import allows_batches
 from mcp_tools import Registry
 
@@ -76,6 +77,7 @@ class Dispatcher:
             pending=self.hub.pending,
             publish=lambda session_id, message: self.hub.publish(session_id, message),
             resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
+            request_state=SharedCodec(settings, lambda name: self.hub.shared_secret(name)),
         )
         # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
