@@ -5,6 +5,7 @@ A command-line --bind (or -w) still overrides what is set here.
 
 import dataclasses
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -20,6 +21,11 @@ try:
     settings = Settings.from_environ()  # refuses impossible combinations before any worker starts
 except ConfigError as refusal:
     sys.exit(f"Error: {refusal}")  # one line that says why, not gunicorn's config-file traceback
+
+# Without a fixed key or Redis to share one, every worker must still open a requestState another worker minted
+# (MCP 2026-07-28): the master makes one random key before forking, and the workers inherit it.
+if not settings.request_state_key and not settings.redis_url:
+    os.environ["MCP_REQUEST_STATE_KEY"] = secrets.token_hex(32)
 
 bind = [settings.bind]
 workers = settings.workers

@@ -111,12 +111,12 @@ class Rounds:
                 if problem is not None:
                     raise RoundRefusal(INVALID_PARAMS, f"Invalid params: inputResponses['{key}'] {problem}",
                                    {"inputResponse": key})
+        # Answers given in a round that still has open questions are sealed too: the retry need not repeat them.
+        self.used.update({key: self.known[key] for key, _ in keyed if key in self.known})
         open_questions = {key: {"method": request.method, "params": request.params}
                           for key, request in keyed if key not in self.known}
         if open_questions:
             raise InputRequired(open_questions)
-        for key, _ in keyed:
-            self.used[key] = self.known[key]
         return [self.known[key] for key, _ in keyed]
 
 
