@@ -170,6 +170,8 @@ class RequestContext:
         """Send notifications/message when the session's level lets it through."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if self.era == MODERN and self.session.log_level is None:
+            return  # 2026-07-28: no notifications/message for a request without _meta logLevel
         if not level_allows(self.session.log_level, level):
             return
         params: dict[str, Any] = {"level": level, "data": data}
