@@ -1,6 +1,7 @@
 """The conformance suite's input-required-* fixtures (MCP 2026-07-28 multi round-trip requests), as a plugin.
 
-Load beside the others: MCP_PLUGINS=tests.conformance.fixtures,tests.conformance.input_required_fixtures.
+Load beside the others (tests/conformance/runner.py's FIXTURE_PLUGINS lists all three). test_missing_capability,
+which server-stateless calls without sampling to get -32021, is in fixtures_2026.py.
 Each is an ordinary tool or prompt that asks the client through ctx: in a 2025-era session the asks are
 server-to-client requests; on the 2026-07-28 wire they become input_required results, answered by a retry.
 The keys are the ones the suite expects.
@@ -107,12 +108,6 @@ def test_input_required_result_capabilities(ctx) -> str:
     if not questions:
         return "The client declared neither sampling nor elicitation"
     return f"{len(ctx.ask_all(questions))} answer(s)"
-
-
-@tool(input_schema=NO_ARGUMENTS)
-def test_missing_capability(ctx) -> str:
-    """Sample without checking: a client that did not declare sampling gets -32021 on the 2026-07-28 wire."""
-    return sampled_text(ctx.sample(user_message("Say hello"), 20, key="hello"))
 
 
 @prompt()

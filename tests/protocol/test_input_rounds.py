@@ -21,9 +21,10 @@ from mcp_server.protocol.methods import METHODS
 from mcp_server.protocol.request_context import MODERN, RequestContext
 from mcp_server.session import Session
 from mcp_tools import InputRequest, Registry, tool
+from tests.conformance.runner import FIXTURE_PLUGINS
 
 ALL_CAPABILITIES = {"sampling": {}, "elicitation": {}, "roots": {}}
-FIXTURES = ["tests.conformance.fixtures", "tests.conformance.input_required_fixtures"]
+FIXTURES = FIXTURE_PLUGINS.split(",")
 WAIT_S = 10.0
 
 
