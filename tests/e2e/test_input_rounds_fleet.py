@@ -1,12 +1,16 @@
 """A multi round-trip request whose retry lands on another worker: every worker opens a requestState another minted.
 
 With Redis the workers share the key through it (no MCP_REQUEST_STATE_KEY set); without Redis the gunicorn
-master makes one before forking. Each round goes to one worker only (the others frozen with SIGSTOP).
+master makes one before forking, which a worker it starts later inherits too. Each round goes to one worker
+only (the others frozen with SIGSTOP).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import time
 from typing import Any
 
 import httpx
@@ -67,3 +71,18 @@ def test_without_redis_the_masters_key_opens_the_state_on_every_worker():
     env = {"MCP_PLUGINS": FIXTURE_PLUGINS, "MCP_LEGACY": "0"}
     with ServerProcess(env=env, workers=2) as server:
         assert three_rounds_on_alternating_workers(server) == "Al likes red"
+
+
+def test_without_redis_a_worker_started_later_opens_a_state_its_predecessor_minted():
+    with ServerProcess(env={"MCP_PLUGINS": FIXTURE_PLUGINS}) as server:
+        one = call(server, 1)["result"]
+        (old,) = server.worker_pids()
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + TIMEOUT_S
+        while not (set(server.worker_pids()) - {old}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        server.wait_ready(TIMEOUT_S)
+        assert server.worker_pids() != [old]
+        two = call(server, 2, inputResponses={"step1": {"action": "accept", "content": {"name": "Al"}}},
+                   requestState=one["requestState"])
+        assert list(two["result"]["inputRequests"]) == ["step2"], two
