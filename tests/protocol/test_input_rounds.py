@@ -20,7 +20,7 @@ from mcp_server.messages import parse_body
 from mcp_server.protocol.methods import METHODS
 from mcp_server.protocol.request_context import MODERN, RequestContext
 from mcp_server.session import Session
-from mcp_tools import InputRequest, Registry, tool
+from mcp_tools import InputRequest, Registry, resource, tool
 from tests.conformance.runner import FIXTURE_PLUGINS
 
 ALL_CAPABILITIES = {"sampling": {}, "elicitation": {}, "roots": {}}
@@ -265,3 +265,40 @@ def test_without_a_key_or_redis_each_process_mints_with_its_own_key(make_core, r
     other = Modern(make_core(registry=Registry.discover(plugins=FIXTURES)))
     assert refusal(other.call("test_input_required_result_request_state", inputResponses=CONFIRMED,
                               requestState=state)) == "unknown_key"
+
+
+def test_a_resource_reader_may_ask_too(core, modern):
+    @resource("test://asking", name="asking")
+    def asking(ctx) -> str:
+        """Ask which part to read."""
+        return ctx.elicit("Which part?", {"type": "object", "properties": {"part": {"type": "string"}}},
+                          key="part")["content"]["part"]
+
+    core.registry.add_function(asking)
+    first = modern("resources/read", {"uri": "test://asking"})["result"]
+    assert list(first["inputRequests"]) == ["part"]
+    retry = modern("resources/read", {"uri": "test://asking", "inputResponses": {"part": accept({"part": "intro"})},
+                                      "requestState": first["requestState"]})["result"]
+    assert retry["contents"] == [{"uri": "test://asking", "text": "intro"}]
+
+
+def test_asking_outside_the_three_methods_is_refused_without_input_required(core, modern):
+    @tool(name="nested", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+    def nested(ctx) -> str:
+        """Pretend to be another method, then ask."""
+        ctx.method = "completion/complete"
+        return str(ctx.list_roots(key="r"))
+
+    core.registry.add_function(nested)
+    result = modern.call("nested")["result"]
+    assert result["isError"] is True
+    assert "only within tools/call, prompts/get and resources/read" in result["content"][0]["text"]
+
+
+def test_a_legacy_session_ignores_input_responses_and_request_state(make_rpc):
+    rpc = make_rpc("2025-11-25")
+    response = rpc.request("tools/call", {"name": "test_missing_capability", "arguments": {},
+                                          "inputResponses": {"hello": SAMPLED}, "requestState": "forged"})
+    # As before 2026-07-28: the session declared no sampling, so the tool fails as a tool.
+    assert response["result"]["isError"] is True
+    assert "'sampling' capability" in response["result"]["content"][0]["text"]
