@@ -43,6 +43,7 @@ from mcp_server.protocol.request_context import (
     principal_may,
 )
 from mcp_server.session import STATELESS, Session
+from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
 from mcp_server.versions import allows_batches
@@ -102,6 +103,7 @@ class Dispatcher:
             pending=self.hub.pending,
             publish=lambda session_id, message: self.hub.publish(session_id, message),
             resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
+            request_state=SharedCodec(settings, lambda name: self.hub.shared_secret(name)),
         )
         # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None

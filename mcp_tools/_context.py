@@ -7,12 +7,12 @@ It is a Protocol so that this package never imports the server.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mcp_tools._registry import Registry
 
-__all__ = ["Completion", "Context", "ResourceNotFound", "ToolError"]
+__all__ = ["Completion", "Context", "InputRequest", "ResourceNotFound", "ToolError"]
 
 
 class ToolError(Exception):
@@ -32,6 +32,39 @@ class Completion:
     has_more: bool = False
 
 
+@dataclass(frozen=True)
+class InputRequest:
+    """One question for the client, for `ctx.ask_all`: build it with elicitation(), sampling() or roots().
+
+    key names the question on the 2026-07-28 wire (its inputRequests key); None numbers it by ask order.
+    """
+
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    key: str | None = None
+
+    @classmethod
+    def elicitation(cls, message: str, requested_schema: dict[str, Any], key: str | None = None) -> InputRequest:
+        """Ask the user for structured input (elicitation/create, form mode)."""
+        return cls("elicitation/create", {"message": message, "requestedSchema": requested_schema}, key)
+
+    @classmethod
+    def elicitation_url(cls, message: str, url: str, key: str | None = None) -> InputRequest:
+        """Send the user to a URL (elicitation/create, url mode; the client must declare elicitation.url)."""
+        return cls("elicitation/create", {"mode": "url", "message": message, "url": url}, key)
+
+    @classmethod
+    def sampling(cls, messages: list[dict[str, Any]], max_tokens: int, key: str | None = None,
+                 **params: Any) -> InputRequest:
+        """Ask the client's model for a message (sampling/createMessage)."""
+        return cls("sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params}, key)
+
+    @classmethod
+    def roots(cls, key: str | None = None) -> InputRequest:
+        """Ask the client for its roots (roots/list); the answer is the list of roots."""
+        return cls("roots/list", {}, key)
+
+
 class Context(Protocol):
     """The request context a tool receives as `ctx`."""
 
@@ -43,6 +76,9 @@ class Context(Protocol):
     settings: Any
     # The server's registry: add or remove tools, resources and prompts at run time.
     registry: Registry
+    # A JSON value the tool carries between rounds on the 2026-07-28 wire: set it before asking, read it on the
+    # retry (None on the first run). Sealed in the requestState; keep it small (MCP_REQUEST_STATE_MAX_BYTES).
+    round_state: Any
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; a no-op when the client sent no progress token."""
@@ -50,14 +86,24 @@ class Context(Protocol):
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send a notifications/message log entry if the session's level lets it through."""
 
-    def sample(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
+    # Asking the client. In a 2025-era session each ask is a server-to-client request and waits for its answer.
+    # On the 2026-07-28 wire an unanswered ask ends this run with an input_required result; the client's retry
+    # runs the tool AGAIN FROM THE TOP and each ask returns its answer: work before an ask must be safe to repeat.
+    def sample(self, messages: list[dict[str, Any]], max_tokens: int, key: str | None = None,
+               **params: Any) -> dict[str, Any]:
         """Ask the client's model for a completion (sampling/createMessage)."""
 
-    def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
-        """Ask the client's user for structured input (elicitation/create)."""
+    def elicit(self, message: str, requested_schema: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+        """Ask the client's user for structured input (elicitation/create); the answer has action and content."""
 
-    def list_roots(self) -> list[dict[str, Any]]:
+    def list_roots(self, key: str | None = None) -> list[dict[str, Any]]:
         """Ask the client for its filesystem roots (roots/list)."""
+
+    def ask_all(self, requests: Sequence[InputRequest]) -> list[Any]:
+        """Ask several questions at once (one round on the 2026-07-28 wire, in turn before); answers in order."""
+
+    def client_supports(self, capability: str) -> bool:
+        """Whether the client declared a capability (sampling, elicitation, roots) for this request."""
 
     def close_stream(self) -> None:
         """End this request's event stream early (Streamable HTTP); the client resumes it later."""

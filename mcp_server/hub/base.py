@@ -44,6 +44,8 @@ MAX_LOGGED_ID_CHARS = 40
 # Event ids are "<position>" on a session's own stream and "<position>/<stream>" on a request's stream, so a
 # Last-Event-ID alone says which stream to resume.
 STREAM_SEPARATOR = "/"
+# Secrets the fleet shares (shared_secret): 256 random bits.
+SHARED_SECRET_BYTES = 32
 
 
 def join_event_id(position: str, stream: str | None) -> str:
@@ -93,6 +95,7 @@ class Hub(ABC):
         self.settings = settings
         self.inflight = InflightCalls()
         self.pending = PendingRequests()
+        self._secrets: dict[str, bytes] = {}
 
     # sessions
     @abstractmethod
@@ -210,6 +213,11 @@ class Hub(ABC):
     def prepare(self) -> None:
         """Get ready to serve, before a worker accepts its first connection (nothing to do here)."""
         return None
+
+    # secrets every worker of the fleet must share
+    def shared_secret(self, name: str) -> bytes:
+        """A random secret for name, the same for every caller that shares this hub (here: this process only)."""
+        return self._secrets.setdefault(name, secrets.token_bytes(SHARED_SECRET_BYTES))
 
     # operations
     def ready(self) -> bool:

@@ -27,6 +27,7 @@ from gevent.event import Event
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
+    SHARED_SECRET_BYTES,
     Hub,
     HubUnavailable,
     StreamConflict,
@@ -59,6 +60,8 @@ __all__ = ["RedisHub", "RedisSubscription", "session_keys"]
 
 log = logging.getLogger("mcp.hub")
 
+# Where shared_secret keeps each secret (no TTL: it lives as long as Redis keeps its data).
+SECRET_PREFIX = "mcp:secret:"
 # A delivery token outlives the last retry of its answer by this much.
 DELIVERY_TOKEN_MARGIN_S = 5.0
 
@@ -315,6 +318,14 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.start()
         if not self.registry_sync.loaded.wait(self.settings.redis_timeout_s * 2):
             log.warning("serving before the registry's run-time changes were loaded: Redis did not answer")
+
+    def shared_secret(self, name: str) -> bytes:
+        """A random secret every worker and host shares: the first to ask stores it (SET NX), the rest read it."""
+        key = SECRET_PREFIX + name
+        with self._redis():
+            self.client.set(key, secrets.token_hex(SHARED_SECRET_BYTES), nx=True)
+            value = self.client.get(key)
+        return bytes.fromhex(value.decode() if isinstance(value, bytes) else value)
 
     def store(self) -> Any:
         """The context that turns Redis failures into HubUnavailable (for the hub's helpers)."""

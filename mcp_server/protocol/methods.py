@@ -28,6 +28,7 @@ from mcp_server.errors import (
 )
 from mcp_server.hub import HubUnavailable
 from mcp_server.protocol.completion import complete
+from mcp_server.protocol.input_rounds import run_rounds
 from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
 from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestContext
@@ -202,7 +203,7 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
     tool = ctx.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
-    return Success(run_tool(ctx, tool, {} if arguments is None else arguments))
+    return Success(run_rounds(ctx, lambda: run_tool(ctx, tool, {} if arguments is None else arguments)))
 
 
 def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
@@ -231,7 +232,7 @@ def resources_templates_list(ctx: RequestContext, cursor: Any = None, **_: Any) 
 @guarded
 def resources_read(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Read a resource by URI: text, or a base64 blob."""
-    return Success(read_resource(ctx.registry, ctx, uri))
+    return Success(run_rounds(ctx, lambda: read_resource(ctx.registry, ctx, uri)))
 
 
 @guarded
@@ -275,7 +276,7 @@ def prompts_get(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any)
     if prompt is None:
         raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}; call prompts/list to see the prompts",
                        {"prompt": name})
-    return Success(render_prompt(ctx, prompt, arguments))
+    return Success(run_rounds(ctx, lambda: render_prompt(ctx, prompt, arguments)))
 
 
 @guarded

@@ -6,6 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
+from mcp_server.protocol.input_rounds import RoundRefusal
 from mcp_tools import Prompt, ToolError
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ def render_prompt(ctx: RequestContext, prompt: Prompt, arguments: Any) -> dict[s
         kwargs["ctx"] = ctx
     try:
         value = prompt.fn(**kwargs)
+    except RoundRefusal:
+        raise
     except ToolError as refusal:
         raise RpcError(INVALID_PARAMS, str(refusal), {"prompt": prompt.name}) from None
     except Exception:

@@ -8,20 +8,22 @@ collaborators it needs (`RequestServices`), never itself.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import gevent
 
 from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
+from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, ask_modern
 from mcp_server.session import Session, SessionChange, SessionUpdate
-from mcp_tools import Registry, ToolError
+from mcp_tools import InputRequest, Registry, ToolError
 
 if TYPE_CHECKING:
     from mcp_server.auth.permissions import Authorizer
     from mcp_server.config import Settings
     from mcp_server.hub.base import PendingRequests
+    from mcp_server.stateless.request_state import RequestStateCodec
 
 __all__ = ["LEGACY", "LOG_LEVELS", "MODERN", "RequestContext", "RequestServices", "level_allows", "principal_may"]
 
@@ -60,6 +62,8 @@ class RequestServices:
     publish: Callable[[str, dict[str, Any]], Any]
     # Tells every session of the fleet subscribed to a URI that it changed.
     resource_updated: Callable[[str], None]
+    # The requestState codec (stateless/request_state.SharedCodec: built on first use, its key fleet-wide).
+    request_state: Callable[[], RequestStateCodec] | None = None
 
 
 @dataclass
@@ -82,6 +86,10 @@ class RequestContext:
     _last_progress: float | None = None
     # Set when the session store's outage stopped the handler (a notification has no response to say so).
     store_unavailable: bool = False
+    # The tool's own state between rounds (modern wire: sealed in requestState); see mcp_tools.Context.
+    round_state: Any = None
+    # This run's answers on the modern wire, while a tools/call, prompts/get or resources/read runs.
+    rounds: Rounds | None = None
 
     @property
     def session_id(self) -> str:
@@ -97,6 +105,11 @@ class RequestContext:
     def registry(self) -> Registry:
         """The live registry: add or remove tools, resources and prompts; clients are told."""
         return self.services.registry
+
+    @property
+    def modern(self) -> bool:
+        """Whether this request came over the 2026-07-28 wire."""
+        return self.era == MODERN
 
     @property
     def principal(self) -> str | None:
@@ -166,20 +179,34 @@ class RequestContext:
             params["logger"] = logger
         self.notify("notifications/message", params)
 
-    def sample(self, messages: list[dict[str, Any]], max_tokens: int, **params: Any) -> dict[str, Any]:
+    def sample(self, messages: list[dict[str, Any]], max_tokens: int, key: str | None = None,
+               **params: Any) -> dict[str, Any]:
         """Ask the client's model for a message (sampling/createMessage)."""
-        self._require_capability("sampling")
-        return self._ask("sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **params})
+        return self.ask_all([InputRequest.sampling(messages, max_tokens, key, **params)])[0]
 
-    def elicit(self, message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+    def elicit(self, message: str, requested_schema: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         """Ask the client's user for input (elicitation/create)."""
-        self._require_capability("elicitation")
-        return self._ask("elicitation/create", {"message": message, "requestedSchema": requested_schema})
+        return self.ask_all([InputRequest.elicitation(message, requested_schema, key)])[0]
 
-    def list_roots(self) -> list[dict[str, Any]]:
+    def list_roots(self, key: str | None = None) -> list[dict[str, Any]]:
         """Ask the client for its roots (roots/list)."""
-        self._require_capability("roots")
-        return self._ask("roots/list", {}).get("roots", [])
+        return self.ask_all([InputRequest.roots(key)])[0]
+
+    def ask_all(self, requests: Sequence[InputRequest]) -> list[Any]:
+        """Ask several questions: one round on the modern wire, one request after another in a session."""
+        if self.modern:
+            answers = ask_modern(self, list(requests))
+        else:
+            answers = []
+            for request in requests:
+                self._require_capability(CAPABILITY_OF[request.method])
+                answers.append(self._ask(request.method, request.params))
+        return [answer.get("roots", []) if request.method == "roots/list" else answer
+                for request, answer in zip(requests, answers, strict=True)]
+
+    def client_supports(self, capability: str) -> bool:
+        """Whether the client declared a capability (for the session, or on the modern wire for this request)."""
+        return isinstance((self.session.client_capabilities or {}).get(capability), dict)
 
     def close_stream(self) -> None:
         """End this request's SSE stream now (Streamable HTTP); the client resumes it with Last-Event-ID."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from mcp_server.encoding import dumps
 from mcp_server.errors import INVALID_PARAMS, RpcError, new_correlation_id
+from mcp_server.protocol.input_rounds import RoundRefusal
 from mcp_server.protocol.request_context import RequestContext
 from mcp_server.versions import at_least
 from mcp_tools import Tool, ToolError, ToolResult
@@ -85,6 +86,8 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
         kwargs["ctx"] = ctx
     try:
         value = tool.fn(**kwargs)
+    except RoundRefusal:
+        raise  # -32021 or a malformed answer on the modern wire: a protocol error, not the tool's failure
     except ToolError as exc:
         return error_result(str(exc) or f"Tool '{tool.name}' failed")
     except Exception:

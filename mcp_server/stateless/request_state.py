@@ -38,6 +38,7 @@ __all__ = [
     "RequestState",
     "RequestStateCodec",
     "RequestStateError",
+    "SharedCodec",
     "arguments_digest",
     "codec_from_settings",
     "new_shared_key",
@@ -226,3 +227,29 @@ def codec_from_settings(settings: Settings, shared_key: bytes | None = None,
     if not keys:
         keys = [shared_key] if shared_key else [new_shared_key()]
     return RequestStateCodec(keys, settings.request_state_ttl_s, settings.request_state_max_bytes, clock)
+
+
+# The name under which the hub shares the requestState key between workers and hosts.
+SHARED_KEY_NAME = "request-state"
+
+
+class SharedCodec:
+    """The process's codec, built on first use: without MCP_REQUEST_STATE_KEY its key comes from the hub.
+
+    The hub call (Redis: one SET NX and GET) happens once per worker, after the fork, and again only if it failed.
+    """
+
+    def __init__(self, settings: Settings, shared_secret: Callable[[str], bytes]) -> None:
+        """Keep what building needs; nothing is read yet."""
+        self.settings = settings
+        self.shared_secret = shared_secret
+        self._codec: RequestStateCodec | None = None
+        self._pid: int | None = None
+
+    def __call__(self) -> RequestStateCodec:
+        """Return the codec, building it in this process the first time."""
+        if self._codec is None or self._pid != os.getpid():
+            shared = None if self.settings.request_state_key else self.shared_secret(SHARED_KEY_NAME)
+            self._codec = codec_from_settings(self.settings, shared)
+            self._pid = os.getpid()
+        return self._codec

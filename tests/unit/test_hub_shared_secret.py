@@ -1,0 +1,38 @@
+"""Hub.shared_secret: one random secret per name for everyone who shares the hub (Redis: every worker and host)."""
+
+from __future__ import annotations
+
+from mcp_server.config import Settings
+from mcp_server.stateless.request_state import RequestStateCodec, SharedCodec
+
+
+def test_a_secret_is_the_same_on_every_call_and_differs_by_name(make_hub):
+    hub = make_hub()
+    first = hub.shared_secret("request-state")
+    assert len(first) == 32
+    assert hub.shared_secret("request-state") == first
+    assert hub.shared_secret("other") != first
+
+
+def test_redis_workers_share_one_secret_without_operator_work(redis_hubs):
+    one, two = redis_hubs(), redis_hubs()
+    assert one.shared_secret("request-state") == two.shared_secret("request-state")
+
+
+def test_a_state_minted_on_one_redis_worker_opens_on_another(redis_hubs):
+    settings = Settings.from_mapping({})
+    minting = SharedCodec(settings, redis_hubs().shared_secret)()
+    opening = SharedCodec(settings, redis_hubs().shared_secret)()
+    params = {"name": "tool", "arguments": {"a": 1}}
+    token = minting.mint("alice", "tools/call", params, tool_state={"n": 1}, answers={"k": {"action": "cancel"}})
+    state = opening.verify(token, "alice", "tools/call", params)
+    assert state.tool_state == {"n": 1}
+    assert state.answers == {"k": {"action": "cancel"}}
+
+
+def test_a_fixed_key_is_used_without_asking_the_hub():
+    asked = []
+    settings = Settings.from_mapping({"MCP_REQUEST_STATE_KEY": "cd" * 32})
+    codec = SharedCodec(settings, lambda name: asked.append(name) or b"x" * 32)()
+    assert asked == []
+    assert codec.key_id == RequestStateCodec([bytes.fromhex("cd" * 32)]).key_id
