@@ -29,6 +29,7 @@ from mcp_server.metrics import instruments, label_methods
 from mcp_server.protocol.methods import METHODS
 from mcp_server.protocol.request_context import RequestContext, RequestServices, principal_may
 from mcp_server.session import Session
+from mcp_server.subscriptions import ListenRegistry
 from mcp_server.versions import allows_batches
 from mcp_tools import Registry
 
@@ -65,6 +66,10 @@ class Dispatcher:
         self.stopping_since: float | None = None
         self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))
         self.hub.share_registry(self.registry)
+        # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
+        self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
+                                        settings.max_listens_per_principal)
+        self.hub.on_broadcast(self.listeners.deliver)
         # The authentication layer's (None when authentication is off: every session may use everything).
         self.authorizer = authorizer
         self.services = RequestServices(
@@ -76,6 +81,7 @@ class Dispatcher:
             pending=self.hub.pending,
             publish=lambda session_id, message: self.hub.publish(session_id, message),
             resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
+            listeners=self.listeners,
         )
         # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
@@ -258,6 +264,7 @@ class Dispatcher:
     def shutdown(self) -> None:
         """Close every stream promptly; calls in flight get until drain() to finish."""
         self.stopping_since = time.monotonic()
+        self.listeners.shutdown()
         self.hub.shutdown()
 
     def drain(self) -> int:

@@ -93,6 +93,8 @@ class Hub(ABC):
         self.settings = settings
         self.inflight = InflightCalls()
         self.pending = PendingRequests()
+        # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
+        self.broadcast_handler: Callable[[dict[str, Any]], None] | None = None
 
     # sessions
     @abstractmethod
@@ -201,6 +203,25 @@ class Hub(ABC):
     @abstractmethod
     def cancel(self, session_id: str, request_id: Any) -> None:
         """Cancel a running request on whichever worker runs it."""
+
+    # fleet-wide notifications for listen streams (an opaque dict to each worker's handler)
+    def on_broadcast(self, handler: Callable[[dict[str, Any]], None]) -> None:
+        """Name the function that hands a broadcast notification to this worker's listen streams."""
+        self.broadcast_handler = handler
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Hand a notification once to every worker's handler (one worker here: this one)."""
+        self.deliver_broadcast(message)
+
+    def deliver_broadcast(self, message: dict[str, Any]) -> None:
+        """Give a broadcast to this worker's handler; a failing handler is logged, never raised to the sender."""
+        handler = self.broadcast_handler
+        if handler is None:
+            return
+        try:
+            handler(message)
+        except Exception:
+            log.exception("delivering broadcast %s here failed", message.get("method"))
 
     # run-time registry changes
     def share_registry(self, registry: Any) -> None:

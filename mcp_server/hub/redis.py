@@ -274,6 +274,11 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         if not self.inflight.cancel(session_id, request_id):
             self._control({"op": "cancel", "session": session_id, "request": request_id})
 
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Hand a notification to this worker's handler, then to every other worker's through the control channel."""
+        self.deliver_broadcast(message)
+        self._control({"op": "broadcast", "message": message})
+
     def _control(self, command: dict[str, Any]) -> int:
         """Publish a command on the control channel; return how many workers heard it."""
         with self._redis():

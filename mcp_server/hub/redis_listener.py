@@ -104,3 +104,6 @@ class Listener:
             self.pending.resolve(command["session"], command["response"])
         elif op == "cancel":
             self.inflight.cancel(command["session"], command["request"])
+        elif op == "broadcast":
+            # The sender handed it to its own streams already (it skips its own echo above).
+            self.deliver_broadcast(command["message"])

@@ -57,6 +57,8 @@ class RequestServices:
     publish: Callable[[str, dict[str, Any]], Any]
     # Tells every session of the fleet subscribed to a URI that it changed.
     resource_updated: Callable[[str], None]
+    # This worker's subscriptions/listen streams (mcp_server.subscriptions.ListenRegistry).
+    listeners: Any = None
 
 
 @dataclass
