@@ -20,15 +20,30 @@ from jsonrpcserver.response import to_serializable_one
 from mcp_server import notifications
 from mcp_server.auth.permissions import Authorizer
 from mcp_server.config import Settings
-from mcp_server.errors import INVALID_REQUEST, METHOD_NOT_FOUND, SERVER_UNAVAILABLE, error_response
+from mcp_server.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    SERVER_UNAVAILABLE,
+    error_response,
+)
 from mcp_server.hub import Hub, HubUnavailable, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
-from mcp_server.protocol.methods import METHODS
-from mcp_server.protocol.request_context import RequestContext, RequestServices, principal_may
-from mcp_server.session import Session
+from mcp_server.protocol.methods import METHODS, MODERN_METHODS, server_info
+from mcp_server.protocol.request_context import (
+    LEGACY,
+    LOG_LEVELS,
+    MODERN,
+    RequestContext,
+    RequestServices,
+    principal_may,
+)
+from mcp_server.session import STATELESS, Session
+from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.subscriptions import ListenRegistry
 from mcp_server.versions import allows_batches
 from mcp_tools import Registry
@@ -87,6 +102,7 @@ class Dispatcher:
         self.charge_batch: Callable[[int], None] | None = None
         self.session_quota = SessionQuota(self.hub, settings)
         self.call_slots = CallSlots(self.hub, settings.max_concurrent_calls)
+        self.server_info = server_info(settings)
 
     # session lifecycle
     def open_session(self, transport: str, principal: str | None = None, address: str | None = None) -> Session:
@@ -164,21 +180,27 @@ class Dispatcher:
         """Dispatch one request through jsonrpcserver and return its response."""
         started = time.perf_counter()
         slot = refusal = None
+        modern = session.transport == STATELESS
         if not session.negotiated and message.method not in ALLOWED_BEFORE_INIT:
             refusal = error_response(
                 message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
             )
-        elif message.method == "tools/call":
+        elif modern and session.log_level is not None and session.log_level not in LOG_LEVELS:
+            refusal = error_response(message.id, INVALID_PARAMS,
+                                     f"Invalid params: _meta logLevel must be one of {', '.join(LOG_LEVELS)}")
+        elif message.method == "tools/call" and not modern:
+            # The limit is per session: a stateless request has none to count against.
             slot, refusal = self.take_call_slot(session, message)
         if refusal is not None:
             response = refusal
         else:
-            ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta)
+            ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta,
+                                 era=MODERN if modern else LEGACY, params=message.params)
             try:
                 response = dispatch_to_response(
                     message.to_request(),
                     context=ctx,
-                    methods=METHODS,
+                    methods=MODERN_METHODS if modern else METHODS,
                     deserializer=identity,
                     validator=accept_valid,
                     post_process=to_serializable_one,
@@ -191,6 +213,8 @@ class Dispatcher:
                 if slot is not None:
                     self.call_slots.release(session.id, slot)
             response = self.polish(response, message.method)
+        if modern and isinstance(response, dict):
+            response = self.decorate_modern(message, response)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
 
@@ -247,6 +271,21 @@ class Dispatcher:
                 error.pop("data", None)
         return response
 
+    def decorate_modern(self, message: Message, response: dict[str, Any]) -> dict[str, Any]:
+        """The one place a 2026-07-28 response is dressed: resultType, serverInfo, cache hints; this wire's codes."""
+        if "error" in response:
+            return {**response, "error": modern_error(response["error"])}
+        retried = "inputResponses" in message.params or "requestState" in message.params
+        hint = cache_hint(self.authorizer is not None, retried=retried)
+        result = response.get("result")
+        try:
+            decorated = decorate(message.method or "", result if isinstance(result, dict) else {},
+                                 self.server_info, hint)
+        except ValueError:
+            log.exception("handler for %s broke the 2026-07-28 result rules", loggable(message.method))
+            return error_response(message.id, INTERNAL_ERROR, "Internal error")
+        return {**response, "result": decorated}
+
     def log_call(self, session: Session, method: Any, request_id: Any, response: Any, seconds: float) -> None:
         """Write the one log line each request gets."""
         if response is None:
@@ -257,7 +296,8 @@ class Dispatcher:
             status = "ok"
         log.info(
             "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
-            loggable(method), loggable(request_id), session.id[:8], status, seconds * 1000.0,
+            loggable(method), loggable(request_id), "-" if session.transport == STATELESS else session.id[:8],
+            status, seconds * 1000.0,
         )
         instruments().count_request(method, response, seconds)
 

@@ -59,6 +59,11 @@ class Body:
     messages: list[Message]
     is_batch: bool
 
+    @property
+    def request_id(self) -> Any:
+        """The id of a body that is one message with a readable id (for errors answered before dispatch)."""
+        return self.messages[0].id if not self.is_batch and len(self.messages) == 1 else None
+
 
 class ParseFailure(ValueError):
     """The body is not JSON at all; carries the -32700 response."""

@@ -16,6 +16,8 @@ __all__ = ["SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_PATTERN", "Sessio
 SSE = "sse"
 STREAMABLE = "streamable"
 STDIO = "stdio"
+# The 2026-07-28 wire: a Session built from one request's _meta, never stored in the hub.
+STATELESS = "stateless"
 
 
 # What new_session_id returns; anything else is refused before the store is asked.

@@ -30,13 +30,16 @@ from mcp_server.hub import HubUnavailable
 from mcp_server.protocol.completion import complete
 from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
-from mcp_server.protocol.request_context import LOG_LEVELS, RequestContext
+from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestContext
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange
+from mcp_server.stateless.results import cache_hint, discover_result
+from mcp_server.subscriptions import subscriptions_listen
 from mcp_server.versions import at_least, negotiate
 
-__all__ = ["METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info", "tool_definition"]
+__all__ = ["METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info",
+           "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")
 SERVER_VERSION = "1.0.0"
@@ -183,6 +186,8 @@ def ping(ctx: RequestContext, **_: Any) -> Any:
 def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the tools this session's principal may call, one page at a time."""
     tools = ctx.visible("tool", ctx.registry.tools)
+    if ctx.era == MODERN:
+        tools.sort(key=lambda tool: tool.name)  # 2026-07-28: a deterministic order, whatever registered first
     version = ctx.session.protocol_version
     return list_page(ctx, tools, cursor, "tools", lambda t: tool_definition(t, version))
 
@@ -294,6 +299,14 @@ def completion_complete(ctx: RequestContext, ref: Any, argument: Any, context: A
 
 
 @guarded
+def server_discover(ctx: RequestContext, **_: Any) -> Any:
+    """Tell a 2026-07-28 client the versions, capabilities, instructions and identity of this server."""
+    settings = ctx.settings
+    return Success(discover_result(server_capabilities(ctx.session.protocol_version), server_info(settings),
+                                   settings.instructions or "", cache_hint(ctx.checks_permissions)))
+
+
+@guarded
 def roots_list_changed(ctx: RequestContext, **_: Any) -> Any:
     """Nothing caches the client's roots, so a change needs no action."""
     return Success(None)
@@ -316,4 +329,16 @@ METHODS: dict[str, Callable[..., Any]] = {
     "logging/setLevel": logging_set_level,
     "completion/complete": completion_complete,
     "notifications/roots/list_changed": roots_list_changed,
+}
+
+# The 2026-07-28 wire's table: no handshake, ping, setLevel or per-session subscriptions; server/discover instead,
+# and subscriptions/listen (mcp_server.subscriptions) in place of resources/subscribe and the GET stream.
+REMOVED_IN_2026 = frozenset({
+    "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
+    "resources/unsubscribe", "notifications/roots/list_changed",
+})
+MODERN_METHODS: dict[str, Callable[..., Any]] = {
+    **{name: handler for name, handler in METHODS.items() if name not in REMOVED_IN_2026},
+    "server/discover": server_discover,
+    "subscriptions/listen": subscriptions_listen,
 }

@@ -23,11 +23,14 @@ if TYPE_CHECKING:
     from mcp_server.config import Settings
     from mcp_server.hub.base import PendingRequests
 
-__all__ = ["LOG_LEVELS", "RequestContext", "RequestServices", "level_allows", "principal_may"]
+__all__ = ["LEGACY", "LOG_LEVELS", "MODERN", "RequestContext", "RequestServices", "level_allows", "principal_may"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 DEFAULT_CLIENT_LOG_LEVEL = "debug"
+# RequestContext.era: the handshake era's sessions, or the 2026-07-28 stateless wire (an ephemeral session each).
+LEGACY = "legacy"
+MODERN = "modern"
 
 log = logging.getLogger("mcp.context")
 
@@ -72,6 +75,10 @@ class RequestContext:
     request_id: Any = None
     method: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # "modern" on the 2026-07-28 wire, where the session is built from this request's _meta and never stored.
+    era: str = LEGACY
+    # The request's params as sent, _meta aside (multi round-trip requests read inputResponses, requestState here).
+    params: dict[str, Any] = field(default_factory=dict)
     # completion/complete: the arguments the client already resolved (context.arguments).
     arguments: dict[str, Any] = field(default_factory=dict)
     _last_progress: float | None = None
@@ -152,6 +159,8 @@ class RequestContext:
         """Send notifications/message when the session's level lets it through."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if self.era == MODERN and self.session.log_level is None:
+            return  # 2026-07-28: no notifications/message for a request without _meta logLevel
         if not level_allows(self.session.log_level, level):
             return
         params: dict[str, Any] = {"level": level, "data": data}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from mcp_server.session import STATELESS, Session
+
 __all__ = [
     "CLIENT_CAPABILITIES",
     "CLIENT_INFO",
@@ -9,6 +13,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SERVER_INFO",
     "SUBSCRIPTION_ID",
+    "ephemeral_session",
     "request_meta",
 ]
 
@@ -26,3 +31,17 @@ def request_meta(message: object) -> object:
         return None
     params = message.get("params")
     return params.get("_meta") if isinstance(params, dict) else None
+
+
+def ephemeral_session(found: dict[str, Any], principal: str | None) -> Session:
+    """Build the Session one 2026-07-28 request describes in its _meta; it is never stored.
+
+    Without a logLevel the session's log_level stays None, which on this wire means no notifications/message.
+    """
+    level = found.get(LOG_LEVEL)
+    capabilities = found.get(CLIENT_CAPABILITIES)
+    info = found.get(CLIENT_INFO)
+    return Session(transport=STATELESS, principal=principal, protocol_version=found.get(PROTOCOL_VERSION),
+                   client_capabilities=capabilities if isinstance(capabilities, dict) else {},
+                   client_info=info if isinstance(info, dict) else {}, initialized=True,
+                   log_level=level if isinstance(level, str) else None)

@@ -35,18 +35,21 @@ def server_busy(full: CapacityError) -> HttpProblem:
                        headers={"Retry-After": "5"})
 
 
-def lookup_session(core: Dispatcher, session_id: str | None, transport: str, principal: str | None) -> Session:
-    """Load a session for this principal and transport; 400 if malformed, 404 if not found."""
+def lookup_session(core: Dispatcher, session_id: str | None, transport: str, principal: str | None,
+                   request_id: Any = None) -> Session:
+    """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id)."""
     if not session_id or not SESSION_ID_PATTERN.match(session_id):
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
-                          "Malformed session id: expected the 32 hex characters the server gave you")
+                          "Malformed session id: expected the 32 hex characters the server gave you",
+                          request_id=request_id)
     # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
     # before the lookup touches anything, so a foreign probe does not keep the session alive.
     session = core.hub.get_session(
         session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
-                          "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)")
+                          "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",
+                          request_id=request_id)
     return session
 
 

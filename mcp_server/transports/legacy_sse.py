@@ -24,7 +24,7 @@ from mcp_server.hub import CapacityError
 from mcp_server.messages import Body
 from mcp_server.session import SSE, Session, session_id_from
 from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
-from mcp_server.transports.http_io import lookup_session, read_messages, server_busy
+from mcp_server.transports.http_io import lookup_session, server_busy
 from mcp_server.transports.http_responses import HttpProblem, empty_response
 
 __all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
@@ -43,14 +43,15 @@ def legacy_get(core: Dispatcher, environ: Mapping[str, Any], principal: str | No
         raise server_busy(full) from None
 
 
-def legacy_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def legacy_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
     """Accept a legacy message for the session named by ?session_id=; the answer goes to the session's stream."""
     session_id = session_id_from(environ, header=False)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
-                          "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)")
-    session = lookup_session(core, session_id, SSE, principal)
-    return post_message(core, session, read_messages(core, environ))
+                          "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",
+                          request_id=body.request_id)
+    session = lookup_session(core, session_id, SSE, principal, body.request_id)
+    return post_message(core, session, body)
 
 
 def open_stream(core: Dispatcher, environ: Mapping[str, Any], endpoint_path: str, resume: Session | None,

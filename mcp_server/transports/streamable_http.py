@@ -33,7 +33,7 @@ from mcp_server.transports.event_stream import (
     priming_frame,
     stream_events,
 )
-from mcp_server.transports.http_io import lookup_session, read_messages, server_busy, store_unavailable
+from mcp_server.transports.http_io import lookup_session, server_busy, store_unavailable
 from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
 from mcp_server.versions import SUPPORTED, at_least
 
@@ -59,7 +59,7 @@ class AcceptedTypes:
         self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
 
 
-def check_protocol_header(value: str | None) -> None:
+def check_protocol_header(value: str | None, request_id: Any = None) -> None:
     """Reject an MCP-Protocol-Version this server does not speak (400); an absent one means 2025-03-26."""
     # Any supported version is accepted, not only the negotiated one: clients (the conformance suite
     # among them) send 2025-03-26 on sessions that negotiated later versions.
@@ -69,6 +69,7 @@ def check_protocol_header(value: str | None) -> None:
         HTTPStatus.BAD_REQUEST,
         INVALID_REQUEST,
         f"Unsupported MCP-Protocol-Version {value!r}; this server speaks {', '.join(SUPPORTED)}",
+        request_id=request_id,
     )
 
 
@@ -142,21 +143,22 @@ class Exchange:
                 greenlet.link_value(lambda g: self.publish_response(g.value))
 
 
-def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
-    """Handle a Streamable HTTP POST: initialize opens a session, anything else needs Mcp-Session-Id."""
+def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
+    """Handle a Streamable HTTP POST (its body already read): initialize opens a session, the rest need one."""
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
     if not (accepted.json or accepted.sse):
         raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
-                          "Not Acceptable: the Accept header must allow application/json or text/event-stream")
-    body = read_messages(core, environ)
+                          "Not Acceptable: the Accept header must allow application/json or text/event-stream",
+                          request_id=body.request_id)
     session_id = session_id_from(environ, query=False)
     if is_initialize(body) and session_id is None:
         return initialize_session(core, environ, principal, body, accepted)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
-                          "Missing Mcp-Session-Id header: send initialize first and echo the id it returns")
-    session = lookup_session(core, session_id, STREAMABLE, principal)
-    check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+                          "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
+                          request_id=body.request_id)
+    session = lookup_session(core, session_id, STREAMABLE, principal, body.request_id)
+    check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), body.request_id)
     return post_messages(core, session, body, accepted, new_session=False)
 
 

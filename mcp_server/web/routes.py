@@ -16,8 +16,13 @@ from flask import Blueprint, Flask, Response, current_app, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from mcp_server.dispatcher import Dispatcher
+from mcp_server.messages import Body
 from mcp_server.session import SESSION_HEADER_KEY, session_id_from
+from mcp_server.stateless import eras
+from mcp_server.stateless.headers import PROTOCOL_VERSION
+from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
+from mcp_server.transports.stateless_http import method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
 
 __all__ = ["LEGACY_ONLY_PATHS", "MCP_BLUEPRINT", "blueprint", "core_of", "current_core", "handle_post"]
@@ -39,15 +44,41 @@ def current_core() -> Dispatcher:
 
 
 def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
-    """Answer a POST: a legacy message when the query names a session (or the path is /messages), else Streamable."""
-    if session_id_from(environ, header=False) is not None or environ.get("PATH_INFO") in LEGACY_ONLY_PATHS:
-        return legacy_post(core, environ, principal)
-    return streamable_post(core, environ, principal)
+    """Answer a POST: read the body, then serve it on its era's wire.
+
+    On /mcp a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version that
+    is not a handshake one) goes to the stateless wire; otherwise a legacy message when the query names a session
+    (or the path is /messages), else Streamable HTTP.
+    """
+    # The body first, so that every refusal after it (session, version header) carries the request's id.
+    body = read_messages(core, environ)
+    legacy_path = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
+    if not legacy_path and is_modern(environ, body):
+        return stateless_post(core, environ, principal, body)
+    if session_id_from(environ, header=False) is not None or legacy_path:
+        return legacy_post(core, environ, principal, body)
+    return streamable_post(core, environ, principal, body)
+
+
+def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
+    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/eras.http_era decides)."""
+    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    request_headers = {PROTOCOL_VERSION: header} if header is not None else {}
+    first = None if body.is_batch else body.messages[0].raw
+    return eras.http_era("POST", request_headers, first) is eras.Era.MODERN
+
+
+def names_modern_wire(environ: Mapping[str, Any]) -> bool:
+    """Whether a GET or DELETE names a 2026-07-28 version in its header: that wire answers it with 405."""
+    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    return header is not None and eras.names_modern_version(header.strip(" \t"))
 
 
 @blueprint.route("/mcp", methods=["GET", "POST", "DELETE"])
 def mcp_endpoint() -> Response:
     """Serve /mcp for both transports."""
+    if request.method in ("GET", "DELETE") and names_modern_wire(request.environ):
+        return method_not_allowed(request.environ)
     if request.method == "GET":
         if SESSION_HEADER_KEY in request.environ:
             return streamable_get(current_core(), request.environ, g.principal)

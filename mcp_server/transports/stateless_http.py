@@ -1,0 +1,169 @@
+"""The 2026-07-28 stateless wire on `/mcp`: one POST carries one request, with everything it needs in `_meta`.
+
+No session is read, minted or echoed, and Last-Event-ID means nothing: a request is answered as JSON when it
+produces only its result, or as an SSE stream of its own progress and log messages ending with the result.
+Closing that stream cancels the request (MCP 2026-07-28 basic/transports/streamable-http.mdx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from http import HTTPStatus
+from typing import Any
+
+import gevent
+from flask import Response
+from gevent.queue import Empty, Queue
+
+from mcp_server.dispatcher import Dispatcher
+from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
+from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
+from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
+from mcp_server.metrics import instruments
+from mcp_server.protocol.methods import MODERN_METHODS
+from mcp_server.stateless import validation
+from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.validation import Rejection
+from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS
+from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
+from mcp_server.transports.streamable_http import AcceptedTypes
+
+__all__ = ["MODERN_METHOD_NAMES", "environ_headers", "method_not_allowed", "stateless_post"]
+
+MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
+DONE = object()
+ALLOW_POST = {"Allow": "POST"}
+
+
+def environ_headers(environ: Mapping[str, Any]) -> dict[str, str]:
+    """The request's headers by HTTP name (Mcp-Name, ...), read from the WSGI environ."""
+    found = {key[5:].replace("_", "-"): value for key, value in environ.items() if key.startswith("HTTP_")}
+    if "CONTENT_TYPE" in environ:
+        found["CONTENT-TYPE"] = environ["CONTENT_TYPE"]
+    return found
+
+
+def method_not_allowed(environ: Mapping[str, Any]) -> Response:
+    """405 with Allow: POST for a GET or DELETE on this wire: it has no standalone stream and no session."""
+    message = (f"Method {environ.get('REQUEST_METHOD')} is not allowed on the 2026-07-28 wire: send each request "
+               "as its own POST (there are no sessions and no GET stream; use subscriptions/listen)")
+    raise HttpProblem(HTTPStatus.METHOD_NOT_ALLOWED, INVALID_REQUEST, message, headers=ALLOW_POST)
+
+
+def refusal(message: Message | None, code: int, text: str) -> Response:
+    """A 400 with the request's id (when it has one)."""
+    request_id = message.id if message is not None else None
+    return json_response(error_response(request_id, code, text), HTTPStatus.BAD_REQUEST)
+
+
+def stateless_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
+    """Serve one 2026-07-28 POST: validate in the specification's order, dispatch, answer as JSON or SSE."""
+    if body.is_batch:
+        return refusal(None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not part of MCP 2026-07-28; "
+                       "send one request per POST")
+    message = body.messages[0]
+    if message.kind == INVALID:
+        return json_response(message.error, HTTPStatus.BAD_REQUEST)
+    if message.kind == RESPONSE:
+        return refusal(message, INVALID_REQUEST, "Invalid Request: this server sends no requests on the "
+                       "2026-07-28 wire, so there is nothing to answer")
+    if message.kind == NOTIFICATION:
+        # notifications/cancelled included: on HTTP a request is cancelled by closing its stream.
+        return empty_response(HTTPStatus.ACCEPTED)
+    request_headers = environ_headers(environ)
+    rejection = (validation.validate_request(message.raw, request_headers, MODERN_METHOD_NAMES)
+                 or check_param_headers(core, message, request_headers))
+    if rejection is not None:
+        return rejected(core, message, rejection)
+    accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
+    if not (accepted.json and accepted.sse):
+        return json_response(error_response(message.id, INVALID_REQUEST, "Not Acceptable: the Accept header must "
+                                            "allow both application/json and text/event-stream"),
+                             HTTPStatus.NOT_ACCEPTABLE)
+    return answer(core, ephemeral_session(message.meta, principal), message)
+
+
+def check_param_headers(core: Dispatcher, message: Message, request_headers: Mapping[str, str]) -> Rejection | None:
+    """Check a tools/call's Mcp-Param-* headers against the tool's x-mcp-header annotations."""
+    if message.method != "tools/call":
+        return None
+    name = message.params.get("name")
+    tool = core.registry.tools.get(name) if isinstance(name, str) else None
+    if tool is None:
+        return None  # tools/call itself answers an unknown tool
+    try:
+        params = validation.header_params(tool.input_schema)
+    except validation.InvalidHeaderAnnotation:
+        return None  # refused at registration; a tool added at run time with a bad one mirrors nothing
+    return validation.check_param_headers(message.raw, request_headers, params) if params else None
+
+
+def rejected(core: Dispatcher, message: Message, rejection: Rejection) -> Response:
+    """Answer a request refused before dispatch, logged like any other request."""
+    response = rejection.response()
+    core.log_call(ephemeral_session({}, None), message.method, message.id, response, 0.0)
+    return json_response(response, rejection.http_status)
+
+
+class RequestStream:
+    """One request's way back: what it sends before its result, queued for its SSE stream; nothing is kept."""
+
+    def __init__(self) -> None:
+        self.outbox: Queue = Queue()
+        self.ended = False
+
+    def __call__(self, message: dict[str, Any]) -> None:
+        """Send a message that belongs to this request (the `send` handed to the dispatcher)."""
+        if not self.ended:
+            self.outbox.put(message)
+
+    def events(self, first: Any, greenlet: gevent.Greenlet, keepalive_s: float) -> Iterator[bytes]:
+        """Yield the request's messages, keepalive comments while it is quiet, then its response."""
+        metrics = instruments()
+        metrics.stream_opened("request")
+        try:
+            item = first
+            while item is not DONE:
+                yield KEEPALIVE_FRAME if item is None else format_sse_event(dumps(item))
+                try:
+                    item = self.outbox.get(timeout=keepalive_s)
+                except Empty:
+                    item = None  # a write now tells a closed connection from a slow tool
+            if isinstance(greenlet.value, dict):
+                yield format_sse_event(dumps(greenlet.value))
+        finally:
+            metrics.stream_closed("request")
+            self.end(greenlet)
+
+    def end(self, greenlet: gevent.Greenlet) -> None:
+        """The stream is over: a request still running was cancelled by the client closing it."""
+        self.ended = True
+        if not greenlet.dead:
+            greenlet.kill(block=False)
+
+
+def answer(core: Dispatcher, session: Any, message: Message) -> Response:
+    """Run the request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
+    stream = RequestStream()
+    greenlet = core.start_request(session, message, stream)
+    # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
+    greenlet.rawlink(lambda g: stream.outbox.put_nowait(DONE))
+    first = stream.outbox.get()
+    if first is DONE:
+        return json_answer(message, greenlet.value)
+    response = Response(stream.events(first, greenlet, core.settings.keepalive_s), mimetype=EVENT_STREAM,
+                        headers=SSE_HEADERS, direct_passthrough=True)
+    # Also when the client left before the first byte, so the generator never ran.
+    response.call_on_close(lambda: stream.end(greenlet))
+    return response
+
+
+def json_answer(message: Message, value: Any) -> Response:
+    """The response as one JSON body, an error with its code's status on this wire."""
+    if not isinstance(value, dict):
+        # Stopped without an answer (the worker is shutting down): say so rather than send nothing.
+        value = error_response(message.id, INTERNAL_ERROR, "The request was stopped before it finished; send it "
+                               "again")
+    error = value.get("error")
+    status = validation.http_status(error.get("code")) if isinstance(error, dict) else HTTPStatus.OK
+    return json_response(value, status)

@@ -1,0 +1,96 @@
+"""The 2026-07-28 method table and result decoration, through the dispatcher (no HTTP)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from mcp_server.protocol.methods import METHODS, MODERN_METHODS
+from mcp_server.stateless import meta
+from mcp_server.stateless.meta import ephemeral_session
+from tests.protocol.conftest import Rpc
+
+MODERN_META = {meta.PROTOCOL_VERSION: "2026-07-28", meta.CLIENT_CAPABILITIES: {}}
+REMOVED = ("initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
+           "resources/unsubscribe", "notifications/roots/list_changed")
+
+
+@pytest.fixture
+def modern(core) -> Rpc:
+    """A client of core on the stateless wire: every request runs in an ephemeral session."""
+    return Rpc(core, ephemeral_session(MODERN_META, None))
+
+
+def call(client: Rpc, method: str, params: dict[str, Any] | None = None, extra_meta: dict | None = None) -> dict:
+    """Send one modern request with the required _meta."""
+    return client.request(method, {**(params or {}), "_meta": {**MODERN_META, **(extra_meta or {})}})
+
+
+def test_modern_table_is_the_legacy_one_without_the_removed_methods_plus_discover_and_listen():
+    assert set(MODERN_METHODS) == (set(METHODS) - set(REMOVED)) | {"server/discover", "subscriptions/listen"}
+
+
+def test_discover_lists_versions_capabilities_identity_and_cache_hints(modern):
+    result = call(modern, "server/discover")["result"]
+    assert result["resultType"] == "complete"
+    assert "2026-07-28" in result["supportedVersions"]
+    assert {"tools", "resources", "prompts"} <= set(result["capabilities"])
+    assert result["_meta"][meta.SERVER_INFO]["name"]
+    assert result["ttlMs"] >= 0 and result["cacheScope"] == "public"
+
+
+@pytest.mark.parametrize("method", ["tools/list", "prompts/list", "resources/list", "resources/templates/list"])
+def test_cacheable_lists_carry_result_type_server_info_and_hints(modern, method):
+    result = call(modern, method)["result"]
+    assert result["resultType"] == "complete"
+    assert meta.SERVER_INFO in result["_meta"]
+    assert set(result) >= {"ttlMs", "cacheScope"}
+
+
+def test_tool_call_result_has_result_type_and_no_cache_hints(modern):
+    result = call(modern, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"]
+    assert result["resultType"] == "complete"
+    assert "ttlMs" not in result
+
+
+def test_tools_list_is_sorted_by_name_on_the_modern_wire(modern):
+    names = [tool["name"] for tool in call(modern, "tools/list")["result"]["tools"]]
+    assert names == sorted(names)
+
+
+def test_resource_not_found_is_invalid_params_with_the_uri(modern):
+    error = call(modern, "resources/read", {"uri": "test://nowhere"})["error"]
+    assert error["code"] == -32602
+    assert error["data"]["uri"] == "test://nowhere"
+
+
+def test_resource_not_found_stays_32002_on_the_legacy_wire(make_rpc):
+    error = make_rpc("2025-11-25").request("resources/read", {"uri": "test://nowhere"})["error"]
+    assert error["code"] == -32002
+
+
+@pytest.mark.parametrize("method", ["ping", "initialize", "logging/setLevel", "resources/subscribe"])
+def test_removed_methods_are_not_found(modern, method):
+    assert call(modern, method, {"uri": "x", "level": "info", "protocolVersion": "x"})["error"]["code"] == -32601
+
+
+def test_listen_is_reserved_and_refused_until_it_exists(modern):
+    assert call(modern, "subscriptions/listen", {"notifications": {}})["error"]["code"] == -32601
+
+
+def test_logging_needs_a_log_level_in_meta(modern, core):
+    call(modern, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    assert not [m for m in modern.sent if m.get("method") == "notifications/message"]
+
+
+def test_unknown_log_level_is_invalid_params(core):
+    client = Rpc(core, ephemeral_session({**MODERN_META, meta.LOG_LEVEL: "loud"}, None))
+    assert call(client, "tools/list", extra_meta={meta.LOG_LEVEL: "loud"})["error"]["code"] == -32602
+
+
+def test_requests_log_one_line_with_status_ok(modern, mcp_log):
+    mcp_log.set_level(logging.INFO, logger="mcp.rpc")
+    call(modern, "server/discover")
+    assert "rpc method=server/discover id=1 session=- status=ok " in mcp_log.text
