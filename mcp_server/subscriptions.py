@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from jsonrpcserver import Success
+
 from mcp_server.encoding import dumps, loads
 from mcp_server.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
 from mcp_server.hub import StreamClosed
@@ -223,7 +225,7 @@ def listen_messages(stream: ListenStream, keepalive_s: float) -> Iterator[dict[s
         yield None if item is None else loads(item[1])
 
 
-def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> dict[str, Any]:
+def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> Any:
     """Serve one subscriptions/listen until the client goes or the server stops; return the closing result.
 
     Keepalives go out through ctx.send.keepalive when the transport has one (an SSE comment on HTTP).
@@ -233,13 +235,20 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> di
                            lambda uri: ctx.permits("resource", uri))
     stream.on_cut_off = getattr(ctx.send, "close_stream", None)
     keepalive = getattr(ctx.send, "keepalive", None)
+    # The transport's own queue of unwritten messages, if it says: a client that does not read is cut off there too.
+    backlog = getattr(ctx.send, "backlog", None)
     try:
         for message in listen_messages(stream, ctx.settings.keepalive_s):
             if message is None:
                 if keepalive is not None:
                     keepalive()
             elif "id" in message:
-                return message["result"]
+                return Success(message["result"])
+            elif backlog is not None and backlog() >= stream.maxsize:
+                log.warning("closing %s: queue full (slow consumer)", stream.session_id)
+                instruments().queue_dropped()
+                stream.end("slow consumer")
+                break
             else:
                 ctx.send(message)
         raise RpcError(SERVER_UNAVAILABLE, f"Listen stream closed: {stream.reason}; send subscriptions/listen again")
