@@ -5,6 +5,7 @@ A command-line --bind (or -w) still overrides what is set here.
 
 import dataclasses
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -21,6 +22,17 @@ try:
 except ConfigError as refusal:
     sys.exit(f"Error: {refusal}")  # one line that says why, not gunicorn's config-file traceback
 
+def share_request_state_key():
+    """Give every worker of this master one requestState key when nothing else shares one (no key, no Redis).
+
+    Set here, before the workers fork, so a retry that lands on another worker of this host still opens; with
+    Redis the hub shares a key across hosts, and a configured MCP_REQUEST_STATE_KEY always wins.
+    """
+    if not settings.request_state_key and not settings.redis_url:
+        os.environ["MCP_REQUEST_STATE_KEY"] = secrets.token_hex(32)
+
+
+share_request_state_key()
 bind = [settings.bind]
 workers = settings.workers
 # gunicorn's gevent worker, answering the malformed HTTP that gunicorn refuses itself as JSON

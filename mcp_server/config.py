@@ -82,6 +82,8 @@ class Settings:
     files_root: str = ""
     completion_scan_max: int = 10000
     console: bool = True
+    # The handshake-era transports (legacy HTTP+SSE, Streamable HTTP sessions); 0 serves MCP 2026-07-28 only.
+    legacy: bool = True
     # security: authentication, limits, headers (see SECURITY.md)
     api_keys_file: str = ""
     oauth_jwks_url: str = ""
@@ -139,11 +141,11 @@ class Settings:
             raise ConfigError("MCP_WORKERS must be at least 1")
         if self.request_state_ttl_s <= 0 or self.request_state_max_bytes < 1024:
             raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive and MCP_REQUEST_STATE_MAX_BYTES at least 1024")
-        if self.workers > 1 and not self.redis_url:
+        if self.workers > 1 and not self.redis_url and self.legacy:
             raise ConfigError(
                 f"{self.workers} workers (MCP_WORKERS or gunicorn -w) need MCP_REDIS_URL: with in-memory "
                 "sessions a POST that lands on another worker cannot reach its stream. Set MCP_REDIS_URL "
-                "(e.g. redis://127.0.0.1:6379/0) or use one worker."
+                "(e.g. redis://127.0.0.1:6379/0), use one worker, or serve MCP 2026-07-28 only (MCP_LEGACY=0)."
             )
         if self.log_format not in ("text", "json"):
             raise ConfigError("MCP_LOG_FORMAT must be 'text' or 'json'")

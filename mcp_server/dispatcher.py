@@ -44,6 +44,7 @@ from mcp_server.protocol.request_context import (
 )
 from mcp_server.session import STATELESS, Session
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
+from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
 from mcp_server.subscriptions import ListenRegistry
 from mcp_server.versions import allows_batches
 from mcp_tools import Registry
@@ -69,6 +70,15 @@ def accept_valid(value: Any) -> Any:
     return value
 
 
+def check_header_annotations(registry: Registry) -> None:
+    """Refuse to start with a tool whose x-mcp-header annotations break the 2026-07-28 rules (server/tools.mdx)."""
+    for tool in registry.tools.values():
+        try:
+            header_params(tool.input_schema)
+        except InvalidHeaderAnnotation as problem:
+            raise ValueError(f"tool {tool.name!r}: {problem}") from None
+
+
 class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
@@ -77,6 +87,7 @@ class Dispatcher:
         self.settings = settings
         label_methods(METHODS)
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
+        check_header_annotations(self.registry)
         self.hub = hub if hub is not None else create_hub(settings)
         self.stopping_since: float | None = None
         self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))

@@ -34,6 +34,7 @@ from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestConte
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange
+from mcp_server.stateless.eras import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 from mcp_server.subscriptions import subscriptions_listen
 from mcp_server.versions import at_least, negotiate
@@ -303,7 +304,8 @@ def server_discover(ctx: RequestContext, **_: Any) -> Any:
     """Tell a 2026-07-28 client the versions, capabilities, instructions and identity of this server."""
     settings = ctx.settings
     return Success(discover_result(server_capabilities(ctx.session.protocol_version), server_info(settings),
-                                   settings.instructions or "", cache_hint(ctx.checks_permissions)))
+                                   settings.instructions or "", cache_hint(ctx.checks_permissions),
+                                   supported_versions(settings.legacy)))
 
 
 @guarded

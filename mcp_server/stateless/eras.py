@@ -22,6 +22,7 @@ __all__ = [
     "http_era",
     "is_modern_version",
     "names_modern_version",
+    "supported_versions",
 ]
 
 MODERN_VERSIONS = ("2026-07-28",)
@@ -30,6 +31,11 @@ MODERN_VERSIONS = ("2026-07-28",)
 # dual-era client whose modern versions we lack then falls back to initialize instead of giving up.
 SUPPORTED_VERSIONS = MODERN_VERSIONS + tuple(reversed(HANDSHAKE_VERSIONS))
 DISCOVER = "server/discover"
+
+
+def supported_versions(legacy: bool) -> tuple[str, ...]:
+    """The versions server/discover and -32022 name: the handshake ones only while the legacy wire is on."""
+    return SUPPORTED_VERSIONS if legacy else MODERN_VERSIONS
 
 
 class Era(enum.Enum):

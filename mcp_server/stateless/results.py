@@ -100,11 +100,12 @@ def modern_capabilities(capabilities: dict[str, Any]) -> dict[str, Any]:
 
 
 def discover_result(capabilities: dict[str, Any], server_info: dict[str, Any], instructions: str = "",
-                    hint: CacheHint | None = None) -> dict[str, Any]:
+                    hint: CacheHint | None = None,
+                    versions: tuple[str, ...] = SUPPORTED_VERSIONS) -> dict[str, Any]:
     """Build the server/discover result: versions, capabilities, instructions, identity and cache hints."""
     result: dict[str, Any] = {
         "resultType": COMPLETE,
-        "supportedVersions": list(SUPPORTED_VERSIONS),
+        "supportedVersions": list(versions),
         "capabilities": modern_capabilities(capabilities),
     }
     if instructions:

@@ -133,16 +133,17 @@ def quote(value: object) -> str:
 
 
 def validate_request(message: object, request_headers: Mapping[str, str] | None = None,
-                     methods: frozenset[str] = MODERN_METHODS) -> Rejection | None:
+                     methods: frozenset[str] = MODERN_METHODS,
+                     supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> Rejection | None:
     """Run every pre-dispatch check in order; None when the request may be dispatched.
 
-    request_headers is None on stdio, which has no header layer.
+    request_headers is None on stdio, which has no header layer; supported is what -32022 names.
     """
     if not (isinstance(message, dict) and isinstance(message.get("method"), str)):
         return reject(message, INVALID_REQUEST, "Invalid request: expected one JSON-RPC request object")
     return (check_meta(message)
             or (check_standard_headers(message, request_headers) if request_headers is not None else None)
-            or check_version(message)
+            or check_version(message, supported)
             or check_method(message, methods))
 
 
@@ -215,13 +216,13 @@ def check_standard_headers(message: dict, request_headers: Mapping[str, str]) ->
     return None
 
 
-def check_version(message: dict) -> Rejection | None:
+def check_version(message: dict, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> Rejection | None:
     """Refuse a protocol version this wire does not serve (-32022 with the versions it does)."""
     requested = message["params"]["_meta"][meta.PROTOCOL_VERSION]
     if is_modern_version(requested):
         return None
     return reject(message, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                  {"supported": list(SUPPORTED_VERSIONS), "requested": requested})
+                  {"supported": list(supported), "requested": requested})
 
 
 def check_method(message: dict, methods: frozenset[str] = MODERN_METHODS) -> Rejection | None:

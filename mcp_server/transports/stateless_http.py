@@ -17,18 +17,19 @@ from gevent.queue import Empty, Queue
 
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
-from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response
+from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
 from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
 from mcp_server.metrics import instruments
 from mcp_server.protocol.methods import MODERN_METHODS
 from mcp_server.stateless import validation
+from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
 from mcp_server.stateless.meta import ephemeral_session
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS
 from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
 from mcp_server.transports.streamable_http import AcceptedTypes
 
-__all__ = ["MODERN_METHOD_NAMES", "environ_headers", "method_not_allowed", "stateless_post"]
+__all__ = ["MODERN_METHOD_NAMES", "environ_headers", "legacy_refused", "method_not_allowed", "stateless_post"]
 
 MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
 DONE = object()
@@ -48,6 +49,21 @@ def method_not_allowed(environ: Mapping[str, Any]) -> Response:
     message = (f"Method {environ.get('REQUEST_METHOD')} is not allowed on the 2026-07-28 wire: send each request "
                "as its own POST (there are no sessions and no GET stream; use subscriptions/listen)")
     raise HttpProblem(HTTPStatus.METHOD_NOT_ALLOWED, INVALID_REQUEST, message, headers=ALLOW_POST)
+
+
+def legacy_refused(environ: Mapping[str, Any], body: Body) -> Response:
+    """A handshake-era POST to a server serving 2026-07-28 only (MCP_LEGACY=0): -32022 naming what it speaks."""
+    message = None if body.is_batch else body.messages[0]
+    requested = environ.get("HTTP_MCP_PROTOCOL_VERSION") or ""
+    if message is not None and message.method == "initialize":
+        version = message.params.get("protocolVersion")
+        requested = version if isinstance(version, str) else requested
+    error = error_response(
+        message.id if message is not None else None, UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version: this server speaks only MCP 2026-07-28 (no initialize, no sessions); send "
+        "each request with _meta io.modelcontextprotocol/protocolVersion and an MCP-Protocol-Version header",
+        {"supported": list(MODERN_VERSIONS), "requested": requested})
+    return json_response(error, HTTPStatus.BAD_REQUEST)
 
 
 def refusal(message: Message | None, code: int, text: str) -> Response:
@@ -71,7 +87,8 @@ def stateless_post(core: Dispatcher, environ: Mapping[str, Any], principal: str 
         # notifications/cancelled included: on HTTP a request is cancelled by closing its stream.
         return empty_response(HTTPStatus.ACCEPTED)
     request_headers = environ_headers(environ)
-    rejection = (validation.validate_request(message.raw, request_headers, MODERN_METHOD_NAMES)
+    versions = supported_versions(core.settings.legacy)
+    rejection = (validation.validate_request(message.raw, request_headers, MODERN_METHOD_NAMES, versions)
                  or check_param_headers(core, message, request_headers))
     if rejection is not None:
         return rejected(core, message, rejection)

@@ -22,7 +22,7 @@ from mcp_server.stateless import eras
 from mcp_server.stateless.headers import PROTOCOL_VERSION
 from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
-from mcp_server.transports.stateless_http import method_not_allowed, stateless_post
+from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
 
 __all__ = ["LEGACY_ONLY_PATHS", "MCP_BLUEPRINT", "blueprint", "core_of", "current_core", "handle_post"]
@@ -55,6 +55,8 @@ def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | N
     legacy_path = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
     if not legacy_path and is_modern(environ, body):
         return stateless_post(core, environ, principal, body)
+    if not core.settings.legacy:
+        return legacy_refused(environ, body)
     if session_id_from(environ, header=False) is not None or legacy_path:
         return legacy_post(core, environ, principal, body)
     return streamable_post(core, environ, principal, body)
@@ -77,7 +79,8 @@ def names_modern_wire(environ: Mapping[str, Any]) -> bool:
 @blueprint.route("/mcp", methods=["GET", "POST", "DELETE"])
 def mcp_endpoint() -> Response:
     """Serve /mcp for both transports."""
-    if request.method in ("GET", "DELETE") and names_modern_wire(request.environ):
+    if request.method in ("GET", "DELETE") and (not current_core().settings.legacy
+                                                or names_modern_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
         if SESSION_HEADER_KEY in request.environ:
@@ -94,6 +97,8 @@ def mcp_endpoint() -> Response:
 @blueprint.route("/sse", methods=["GET"])
 def sse_alias() -> Response:
     """The official SDKs' default legacy stream path."""
+    if not current_core().settings.legacy:
+        return method_not_allowed(request.environ)
     return legacy_get(current_core(), request.environ, g.principal, "/messages")
 
 

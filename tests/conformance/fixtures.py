@@ -179,16 +179,31 @@ def test_elicitation_sep1330_enums(ctx) -> str:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
-            "address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+            }
         },
-        "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": False,
     },
     description="Tool with JSON Schema 2020-12 features",
 )
-def json_schema_2020_12_tool(name: str = "", address: dict | None = None) -> str:
-    """Accept a schema that uses $defs and $ref."""
-    return f"Received name={name!r}, address={address!r}"
+def json_schema_2020_12_tool(name: str = "", address: dict | None = None, contactMethod: str = "",
+                             phone: str = "", email: str = "") -> str:
+    """Accept a schema that uses $defs, $anchor, $ref, allOf/anyOf and if/then/else (listed untouched)."""
+    return f"Received name={name!r}, address={address!r}, contactMethod={contactMethod!r}"
 
 
 @resource("test://static-text", name="static_text", mime_type="text/plain")

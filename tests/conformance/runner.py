@@ -30,6 +30,8 @@ CLI_0_1 = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dis
 # npm alias "conformance-next" in package.json: the two versions cannot share a package name.
 CLI_NEXT = HERE / "node_modules" / "conformance-next" / "dist" / "index.js"
 PASSING = ("SUCCESS", "INFO")
+# MCP_PLUGINS for a server the suite runs against: the 2025-era fixtures and the 2026-07-28 ones.
+FIXTURE_PLUGINS = "tests.conformance.fixtures,tests.conformance.fixtures_2026"
 SCENARIO_LINE = re.compile(r"^\s+- ([a-z0-9][a-z0-9/_.-]*)(?: \[(server|client)\])?$")
 
 
