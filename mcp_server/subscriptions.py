@@ -244,7 +244,7 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
                     keepalive()
             elif "id" in message:
                 return Success(message["result"])
-            elif backlog is not None and backlog() >= stream.maxsize:
+            elif backlog is not None and message["method"] != ACKNOWLEDGED and backlog() >= stream.maxsize:
                 log.warning("closing %s: queue full (slow consumer)", stream.session_id)
                 instruments().queue_dropped()
                 stream.end("slow consumer")

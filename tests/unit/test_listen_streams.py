@@ -126,3 +126,52 @@ def test_memory_hub_hands_list_changes_and_updates_to_its_listen_streams():
     resource_updated(hub, "file:///x")
     assert [m["method"] for m in drain(stream, 2)] == ["notifications/tools/list_changed",
                                                        "notifications/resources/updated"]
+
+
+class Send:
+    """A transport's send for one request: what it got, and a backlog it reports as unwritten."""
+
+    def __init__(self, backlog: int = 0) -> None:
+        self.sent: list[dict] = []
+        self.unwritten = backlog
+
+    def __call__(self, message: dict) -> None:
+        self.sent.append(message)
+
+    def backlog(self) -> int:
+        return self.unwritten
+
+
+def context(registry: ListenRegistry, send: Send, request_id=3):
+    """The few parts of a RequestContext subscriptions_listen reads."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(services=SimpleNamespace(listeners=registry), request_id=request_id, principal=None,
+                           permits=lambda kind, name: True, settings=SimpleNamespace(keepalive_s=0.05), send=send)
+
+
+def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown():
+    from mcp_server.subscriptions import subscriptions_listen
+
+    registry, send = ListenRegistry(10, 10_000, 5), Send()
+    running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
+    gevent.sleep(0.01)
+    registry.deliver({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    gevent.sleep(0.01)
+    registry.shutdown()
+    result = running.get(timeout=5)
+    assert [m["method"] for m in send.sent] == [ACKNOWLEDGED, "notifications/tools/list_changed"]
+    assert result._value.result == {"resultType": "complete", "_meta": {TAG: 3}}
+    assert len(registry) == 0
+
+
+def test_the_handler_cuts_off_a_client_whose_transport_backlog_is_full():
+    from mcp_server.subscriptions import subscriptions_listen
+
+    registry, send = ListenRegistry(4, 10_000, 5), Send(backlog=4)
+    running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
+    gevent.sleep(0.01)
+    registry.deliver({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    running.join(timeout=5)
+    assert isinstance(running.exception, RpcError) and "slow consumer" in running.exception.message
+    assert [m["method"] for m in send.sent] == [ACKNOWLEDGED] and len(registry) == 0
