@@ -132,3 +132,20 @@ def test_eof_with_a_listen_open_exits_at_once(stdio):
     stdio.proc.stdin.close()
     # Well inside the 10 s a running request gets to finish at EOF: a listen is not waited for.
     assert stdio.proc.wait(5) == 0
+
+
+def test_notifications_cancelled_stops_a_running_modern_call(stdio):
+    waiting = call("wait_until_cancelled", {"key": "stdio-modern", "seconds": 30})
+    waiting["id"] = "w"
+    stdio.send(waiting)
+    state = call("call_state", {"key": "stdio-modern"})
+    for _ in range(100):  # bounded: the call starts within a few polls
+        stdio.send(state)
+        [answer] = stdio.read_until(state["id"])
+        if answer["result"]["structuredContent"].get("state") == "running":
+            break
+    stdio.send(notification("notifications/cancelled", {"requestId": "w"}))
+    stdio.send(state)
+    assert stdio.read_until(state["id"])[-1]["result"]["structuredContent"]["state"] == "cancelled"
+    code, rest, _ = stdio.finish()
+    assert code == 0 and rest == [], "a cancelled call is never answered"
