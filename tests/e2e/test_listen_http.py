@@ -10,6 +10,7 @@ import os
 import queue
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,38 +19,31 @@ import pytest
 
 from tests.e2e.server_process import ServerProcess
 from tests.e2e.sse_client import EventParser
+from tests.e2e.stateless_client import modern_headers, modern_request
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
-from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
 PLUGINS = "tests.e2e.plugins.scale_tools,tests.e2e.plugins.feature_tools"
 TAG = "io.modelcontextprotocol/subscriptionId"
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-sse", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}}
 WAIT_S = 20.0
 KEEPALIVE = object()
 ENDED = object()
 
 
-def headers(method: str, name: str | None = None) -> dict[str, str]:
-    """The headers a 2026-07-28 POST needs."""
-    found = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Content-Type": "application/json",
-             "Accept": "application/json, text/event-stream"}
-    if name is not None:
-        found["Mcp-Name"] = name
-    return found
-
-
 def call(server: ServerProcess, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One modern tools/call; its response (JSON, or the last event of its SSE stream)."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments, "_meta": META}}
-    response = httpx.post(server.url, json=body, headers=headers("tools/call", name), timeout=WAIT_S)
+    body = modern_request("tools/call", {"name": name, "arguments": arguments})
+    response = httpx.post(server.url, json=body, headers=modern_headers(body), timeout=WAIT_S)
     if response.headers["content-type"].startswith("text/event-stream"):
         return json.loads([line for line in response.text.splitlines() if line.startswith("data:")][-1][5:])
     return response.json()
+
+
+def cancelled_line(log: str, listen_id: str) -> bool:
+    """Whether the server logged the listen as cancelled (it ended without an answer)."""
+    return any(f"method=subscriptions/listen id={listen_id} " in line and "status=cancelled" in line
+               for line in log.splitlines())
 
 
 class Listen:
@@ -58,9 +52,8 @@ class Listen:
     def __init__(self, server: ServerProcess, listen_id: Any, notifications: dict[str, Any]) -> None:
         self.items: queue.Queue[Any] = queue.Queue()
         self.client = httpx.Client(timeout=httpx.Timeout(WAIT_S, connect=5.0))
-        body = {"jsonrpc": "2.0", "id": listen_id, "method": "subscriptions/listen",
-                "params": {"_meta": META, "notifications": notifications}}
-        request = self.client.build_request("POST", server.url, json=body, headers=headers("subscriptions/listen"))
+        body = modern_request("subscriptions/listen", {"notifications": notifications}, request_id=listen_id)
+        request = self.client.build_request("POST", server.url, json=body, headers=modern_headers(body))
         self.response = self.client.send(request, stream=True)
         assert self.response.status_code == 200
         assert self.response.headers["content-type"].startswith("text/event-stream")
@@ -130,9 +123,10 @@ def test_closing_the_stream_cancels_the_listen(server):
     assert listen.next()["method"] == "notifications/subscriptions/acknowledged"
     listen.close()
     # The server notices at its next write (a keepalive within a second) and ends the request unanswered.
-    wait_until(lambda: any("method=subscriptions/listen id=gone " in line and "status=cancelled" in line
-                           for line in server.read_log().splitlines()),
-               timeout=WAIT_S, what="the listen's cancelled log line")
+    deadline = time.monotonic() + WAIT_S
+    while not cancelled_line(server.read_log(), "gone"):
+        assert time.monotonic() < deadline, "the listen was never cancelled"
+        time.sleep(0.05)  # a plain sleep: the stream's reader is a thread
 
 
 def test_sigterm_ends_a_listen_with_its_result(server):
