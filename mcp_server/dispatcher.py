@@ -85,7 +85,7 @@ class Dispatcher:
     def __init__(self, settings: Settings, registry: Registry | None = None, hub: Hub | None = None,
                  authorizer: Authorizer | None = None) -> None:
         self.settings = settings
-        label_methods(METHODS)
+        label_methods({**METHODS, **MODERN_METHODS})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         check_header_annotations(self.registry)
         self.hub = hub if hub is not None else create_hub(settings)

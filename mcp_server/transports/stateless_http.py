@@ -26,7 +26,7 @@ from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
 from mcp_server.stateless.meta import ephemeral_session
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS
-from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
+from mcp_server.transports.http_responses import empty_response, json_response
 from mcp_server.transports.streamable_http import AcceptedTypes
 
 __all__ = ["MODERN_METHOD_NAMES", "environ_headers", "legacy_refused", "method_not_allowed", "stateless_post"]
@@ -48,7 +48,7 @@ def method_not_allowed(environ: Mapping[str, Any]) -> Response:
     """405 with Allow: POST for a GET or DELETE on this wire: it has no standalone stream and no session."""
     message = (f"Method {environ.get('REQUEST_METHOD')} is not allowed on the 2026-07-28 wire: send each request "
                "as its own POST (there are no sessions and no GET stream; use subscriptions/listen)")
-    raise HttpProblem(HTTPStatus.METHOD_NOT_ALLOWED, INVALID_REQUEST, message, headers=ALLOW_POST)
+    return json_response(error_response(None, INVALID_REQUEST, message), HTTPStatus.METHOD_NOT_ALLOWED, ALLOW_POST)
 
 
 def legacy_refused(environ: Mapping[str, Any], body: Body) -> Response:

@@ -63,11 +63,18 @@ def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | N
 
 
 def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
-    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/eras.http_era decides)."""
+    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/eras.http_era decides).
+
+    A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
+    sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
+    """
     header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
     request_headers = {PROTOCOL_VERSION: header} if header is not None else {}
     first = None if body.is_batch else body.messages[0].raw
-    return eras.http_era("POST", request_headers, first) is eras.Era.MODERN
+    if eras.http_era("POST", request_headers, first) is not eras.Era.MODERN:
+        return False
+    return SESSION_HEADER_KEY not in environ or eras.is_modern_version((header or "").strip(" \t")) or (
+        eras.is_modern_version(eras.body_version(first)))
 
 
 def names_modern_wire(environ: Mapping[str, Any]) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conformance.runner import CLI_NEXT, NODE, list_scenarios, run_requirements
+from tests.conformance.runner import CLI_NEXT, FIXTURE_PLUGINS, NODE, list_scenarios, run_requirements
 from tests.e2e.server_process import ServerProcess
 
 pytestmark = [
@@ -18,7 +18,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def fixture_server():
     """A gunicorn server with the conformance fixtures loaded as a plugin."""
-    with ServerProcess(env={"MCP_PLUGINS": "tests.conformance.fixtures"}) as process:
+    with ServerProcess(env={"MCP_PLUGINS": FIXTURE_PLUGINS}) as process:
         yield process
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance.runner import FIXTURE_PLUGINS
 from tests.e2e.server_process import ServerProcess
 
 HERE = Path(__file__).resolve().parent
@@ -24,7 +25,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def fixture_server():
     """A gunicorn server with the conformance fixtures loaded as a plugin."""
-    with ServerProcess(env={"MCP_PLUGINS": "tests.conformance.fixtures"}) as process:
+    with ServerProcess(env={"MCP_PLUGINS": FIXTURE_PLUGINS}) as process:
         yield process
 
 

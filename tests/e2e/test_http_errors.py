@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 
@@ -34,15 +35,31 @@ def assert_clean(response: httpx.Response) -> None:
     assert not LEAKS.search(response.text), response.text
 
 
+# Refusals answered before the body is read (screening, method, Content-Type, size) cannot name its id.
+BEFORE_THE_BODY = frozenset({401, 403, 405, 413, 415, 421})
+
+
+def sent_id(response: httpx.Response) -> object:
+    """The id of the request whose refusal response is, when its body was one JSON-RPC request; else None."""
+    if response.status_code in BEFORE_THE_BODY:
+        return None
+    try:
+        sent = json.loads(response.request.content)
+    except (ValueError, RecursionError):
+        return None
+    return sent.get("id") if isinstance(sent, dict) else None
+
+
 def assert_error(response: httpx.Response, status: int, code: int = INVALID_REQUEST) -> dict:
-    """Check an HTTP refusal: its status, a JSON body with a JSON-RPC error and id null; return the error."""
+    """Check an HTTP refusal: its status, a JSON body with a JSON-RPC error and the sent request's id (null when
+    there was no readable one); return the error."""
     assert_clean(response)
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"].startswith("application/json"), response.headers
     assert response.text.endswith("\n"), "JSON bodies end with a newline for curl"
     body = response.json()
     assert body["jsonrpc"] == "2.0"
-    assert body["id"] is None
+    assert body["id"] == sent_id(response), body
     assert body["error"]["code"] == code, body
     assert body["error"]["message"], body
     return body["error"]

@@ -59,14 +59,14 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
     assert jsonrpcserver.methods.global_methods == {}
     assert set(methods.METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
                                     "prompts/get", "completion/complete", "notifications/initialized"}
-    assert "methods=METHODS" in inspect.getsource(Dispatcher.handle_request)
+    assert "methods=MODERN_METHODS if modern else METHODS" in inspect.getsource(Dispatcher.handle_request)
     assert "methods=METHODS" in inspect.getsource(Dispatcher.handle_notification)
 
 
 def test_metrics_label_exactly_the_methods_of_the_table():
     core = Dispatcher(Settings.from_environ({}))
     try:
-        assert metrics.instruments().known_methods == frozenset(methods.METHODS)
+        assert metrics.instruments().known_methods == frozenset(methods.METHODS) | frozenset(methods.MODERN_METHODS)
     finally:
         core.shutdown()
 
