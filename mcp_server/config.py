@@ -98,6 +98,7 @@ class Settings:
     max_batch: int = 100
     max_argument_bytes: int = 1024 * 1024
     max_sessions_per_principal: int = 100
+    max_listens_per_principal: int = 100
     max_concurrent_calls: int = 64
     max_sessions_per_address: int = 1000
     max_connections_per_address: int = 1000
@@ -169,7 +170,8 @@ class Settings:
     def check_security(self) -> None:
         """Reject incomplete OAuth settings, unreadable rate limits and limits below 1."""
         for name in ("max_json_depth", "max_string_bytes", "max_batch", "max_argument_bytes",
-                     "max_sessions_per_principal", "max_concurrent_calls", "max_sessions_per_address",
+                     "max_sessions_per_principal", "max_listens_per_principal", "max_concurrent_calls",
+                     "max_sessions_per_address",
                      "max_connections_per_address"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")

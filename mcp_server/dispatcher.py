@@ -46,6 +46,7 @@ from mcp_server.session import STATELESS, Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
+from mcp_server.subscriptions import ListenRegistry
 from mcp_server.versions import allows_batches
 from mcp_tools import Registry
 
@@ -92,6 +93,10 @@ class Dispatcher:
         self.stopping_since: float | None = None
         self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))
         self.hub.share_registry(self.registry)
+        # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
+        self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
+                                        settings.max_listens_per_principal)
+        self.hub.listen_here(self.listeners.deliver)
         # The authentication layer's (None when authentication is off: every session may use everything).
         self.authorizer = authorizer
         self.services = RequestServices(
@@ -104,6 +109,7 @@ class Dispatcher:
             publish=lambda session_id, message: self.hub.publish(session_id, message),
             resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
             request_state=SharedCodec(settings, lambda name: self.hub.shared_secret(name)),
+            listeners=self.listeners,
         )
         # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
@@ -311,6 +317,7 @@ class Dispatcher:
     def shutdown(self) -> None:
         """Close every stream promptly; calls in flight get until drain() to finish."""
         self.stopping_since = time.monotonic()
+        self.listeners.shutdown()
         self.hub.shutdown()
 
     def drain(self) -> int:

@@ -2,6 +2,7 @@
 
 Each one goes to every live session that wants it, on every worker: the hub names the sessions,
 and its replay log keeps the notification for a session whose stream is not attached right now.
+It also goes, once, to every worker's open subscriptions/listen streams (mcp_server/subscriptions.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from mcp_server.hub import Hub, HubUnavailable
 from mcp_server.session import Session
 
-__all__ = ["LIST_CHANGED", "announce_list_changed", "deliver", "resource_updated", "wants"]
+__all__ = ["LIST_CHANGED", "announce_list_changed", "deliver", "resource_updated", "tell_listeners", "wants"]
 
 log = logging.getLogger("mcp.notifications")
 
@@ -27,13 +28,17 @@ RESOURCE_UPDATED = "notifications/resources/updated"
 
 
 def announce_list_changed(hub: Hub, kind: str) -> None:
-    """Tell every session that a tool, resource or prompt list changed."""
-    deliver(hub, {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]})
+    """Tell every session and listen stream that a tool, resource or prompt list changed."""
+    message = {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
+    deliver(hub, message)
+    tell_listeners(hub, message)
 
 
 def resource_updated(hub: Hub, uri: str) -> None:
-    """Tell every session subscribed to uri, on every worker, that it changed."""
-    deliver(hub, {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}})
+    """Tell every session and listen stream subscribed to uri, on every worker, that it changed."""
+    message = {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}}
+    deliver(hub, message)
+    tell_listeners(hub, message)
 
 
 def deliver(hub: Hub, message: dict[str, Any]) -> None:
@@ -47,6 +52,16 @@ def deliver(hub: Hub, message: dict[str, Any]) -> None:
         log.warning("broadcast %s not delivered: the session store is unreachable", message.get("method"))
     except Exception:
         log.exception("broadcast %s failed", message.get("method"))
+
+
+def tell_listeners(hub: Hub, message: dict[str, Any]) -> None:
+    """Hand a notification once to every worker's listen streams; a store outage loses it for other workers, logged."""
+    try:
+        hub.tell_every_worker(message)
+    except HubUnavailable:
+        log.warning("%s not sent to other workers' listen streams: the hub is unreachable", message.get("method"))
+    except Exception:
+        log.exception("broadcast %s to listen streams failed", message.get("method"))
 
 
 def wants(session: Session, message: dict[str, Any]) -> bool:

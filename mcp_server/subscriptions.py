@@ -1,15 +1,256 @@
-"""subscriptions/listen on the 2026-07-28 wire (a stub until its implementation lands: -32601)."""
+"""subscriptions/listen (MCP 2026-07-28): this worker's open listen streams, their filters and their tags.
+
+A listen request opens a `ListenStream` here. The hub hands every list change and resource update
+made anywhere in the fleet to `ListenRegistry.deliver` on every worker, once; each stream keeps only what
+its filter asked for, tagged with the listen request's id. The handler `subscriptions_listen` runs for the
+stream's whole life and sends each message with the request's own `ctx.send` (an SSE event on HTTP, a line
+on stdio); closing the stream (HTTP) or notifications/cancelled (stdio) kills it, and its `finally` lets go.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from mcp_server.errors import METHOD_NOT_FOUND, RpcError
-from mcp_server.protocol.request_context import RequestContext
+from jsonrpcserver import Success
 
-__all__ = ["subscriptions_listen"]
+from mcp_server.encoding import dumps, loads
+from mcp_server.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
+from mcp_server.hub import StreamClosed
+from mcp_server.hub.mailbox import Mailbox
+from mcp_server.hub.subscription import QueuedSubscription
+from mcp_server.metrics import instruments
+from mcp_server.stateless.meta import SUBSCRIPTION_ID
+
+__all__ = [
+    "ACKNOWLEDGED",
+    "LISTEN",
+    "SHUTTING_DOWN",
+    "ListenRegistry",
+    "ListenStream",
+    "honoured_filter",
+    "listen_messages",
+    "listen_result",
+    "subscriptions_listen",
+]
+
+log = logging.getLogger("mcp.listen")
+
+LISTEN = "subscriptions/listen"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+RESOURCE_UPDATED = "notifications/resources/updated"
+# The filter's flags, each with the one notification it lets through.
+FLAGS = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
+# A filter naming more URIs than this is refused: each is checked against every update.
+MAX_RESOURCE_SUBSCRIPTIONS = 1000
+# The reason a stream ends with when the server stops: the one ending that gets a final result.
+SHUTTING_DOWN = "server shutting down"
 
 
-def subscriptions_listen(ctx: RequestContext, **_: Any) -> Any:
-    """Refuse listen until it is implemented: the method is reserved in the modern table."""
-    raise RpcError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen is not available yet")
+def honoured_filter(requested: object, may_read: Callable[[str], bool]) -> dict[str, Any]:
+    """Return the subset of a SubscriptionFilter this server honours; RpcError(-32602) for a malformed one.
+
+    Flags set to true are kept; resourceSubscriptions keeps only the URIs the principal may read, in order.
+    Members this server does not know (taskIds, say) are left out, which tells the client they are not served.
+    """
+    if requested is None:
+        requested = {}
+    if not isinstance(requested, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: notifications must be an object (a SubscriptionFilter)")
+    honoured: dict[str, Any] = {}
+    for flag in FLAGS:
+        value = requested.get(flag)
+        if value is not None and not isinstance(value, bool):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{flag} must be a boolean")
+        if value:
+            honoured[flag] = True
+    uris = requested.get(RESOURCE_SUBSCRIPTIONS)
+    if uris is not None:
+        if not (isinstance(uris, list) and all(isinstance(uri, str) for uri in uris)):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{RESOURCE_SUBSCRIPTIONS} must be a "
+                           "list of URI strings")
+        if len(uris) > MAX_RESOURCE_SUBSCRIPTIONS:
+            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{RESOURCE_SUBSCRIPTIONS} may name at "
+                           f"most {MAX_RESOURCE_SUBSCRIPTIONS} URIs")
+        honoured[RESOURCE_SUBSCRIPTIONS] = [uri for uri in dict.fromkeys(uris) if may_read(uri)]
+    return honoured
+
+
+def tagged(message: dict[str, Any], listen_id: Any) -> dict[str, Any]:
+    """Return a copy of a notification with the subscription's id in params._meta."""
+    params = dict(message.get("params") or {})
+    found = params.get("_meta")
+    params["_meta"] = {**(found if isinstance(found, dict) else {}), SUBSCRIPTION_ID: listen_id}
+    return {"jsonrpc": "2.0", "method": message["method"], "params": params}
+
+
+def listen_result(listen_id: Any) -> dict[str, Any]:
+    """The SubscriptionsListenResult that ends a subscription the server closes."""
+    return {"jsonrpc": "2.0", "id": listen_id,
+            "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: listen_id}}}
+
+
+class ListenStream(QueuedSubscription):
+    """One open subscriptions/listen: its id, owner and filter, and a bounded queue of tagged notifications."""
+
+    stream = None
+
+    def __init__(self, listen_id: Any, principal: str | None, honoured: dict[str, Any], maxsize: int,
+                 max_bytes: int, registry: ListenRegistry | None = None) -> None:
+        self.listen_id = listen_id
+        self.principal = principal
+        self.honoured = honoured
+        self.methods = frozenset(FLAGS[flag] for flag in FLAGS if honoured.get(flag))
+        self.resources = frozenset(honoured.get(RESOURCE_SUBSCRIPTIONS, ()))
+        self.queue = Mailbox()
+        self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        self.reason = None
+        self.registry = registry
+        # Logs name a stream by its listen id, escaped and cut short (Subscription's logs use session_id).
+        self.session_id = "listen " + repr(listen_id)[:40]
+
+    def wants(self, message: dict[str, Any]) -> bool:
+        """Whether the filter asked for this notification."""
+        method = message.get("method")
+        if method == RESOURCE_UPDATED:
+            return (message.get("params") or {}).get("uri") in self.resources
+        return method in self.methods
+
+    def acknowledgment(self) -> dict[str, Any]:
+        """The first message of the stream: the subscription's id and the filter it honours."""
+        return {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
+                "params": {"_meta": {SUBSCRIPTION_ID: self.listen_id}, "notifications": self.honoured}}
+
+    def offer(self, message: dict[str, Any]) -> None:
+        """Queue a notification the filter wants, tagged; a stream that does not read is cut off."""
+        if self.reason is not None or not self.wants(message):
+            return
+        data = dumps(tagged(message, self.listen_id))
+        if self.is_full(data):
+            log.warning("closing %s: queue full (slow consumer)", self.session_id)
+            instruments().queue_dropped()
+            self.end("slow consumer")
+            self.cut_connection()
+            return
+        self.enqueue(("", data))
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """The next (empty event id, tagged JSON), None after timeout; raise StreamClosed once ended."""
+        return self.next_item(timeout)
+
+    def close(self, reason: str = "client gone") -> None:
+        """Stop receiving: leave the registry (a cancelled or finished stream)."""
+        if self.reason is None:
+            self.reason = reason
+        if self.registry is not None:
+            self.registry.forget(self)
+
+
+class ListenRegistry:
+    """This worker's open listen streams, bounded per principal; fed by the hub's broadcast handler."""
+
+    def __init__(self, queue_max: int, queue_max_bytes: int, per_principal: int) -> None:
+        self.queue_max = queue_max
+        self.queue_max_bytes = queue_max_bytes
+        self.per_principal = per_principal
+        self.streams: dict[int, ListenStream] = {}
+        self.counts: dict[str | None, int] = {}
+        self.stopping = False
+
+    def open(self, listen_id: Any, principal: str | None, requested: object,
+             may_read: Callable[[str], bool]) -> ListenStream:
+        """Open a listen stream; RpcError -32602 for a bad filter, -32004 past the limit or when stopping."""
+        honoured = honoured_filter(requested, may_read)
+        if self.stopping:
+            raise RpcError(SERVER_UNAVAILABLE, "Server shutting down: send subscriptions/listen again to another "
+                           "server")
+        if self.counts.get(principal, 0) >= self.per_principal:
+            raise RpcError(SERVER_UNAVAILABLE, f"Too many subscriptions/listen streams open for this principal on "
+                           f"this worker: the limit is {self.per_principal} (MCP_MAX_LISTENS_PER_PRINCIPAL); "
+                           "close one first")
+        stream = ListenStream(listen_id, principal, honoured, self.queue_max, self.queue_max_bytes, self)
+        self.streams[id(stream)] = stream
+        self.counts[principal] = self.counts.get(principal, 0) + 1
+        return stream
+
+    def forget(self, stream: ListenStream) -> None:
+        """Remove a stream (idempotent)."""
+        if self.streams.pop(id(stream), None) is None:
+            return
+        left = self.counts.get(stream.principal, 1) - 1
+        if left > 0:
+            self.counts[stream.principal] = left
+        else:
+            self.counts.pop(stream.principal, None)
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """Hand a notification to every open stream here whose filter wants it (never blocks)."""
+        for stream in list(self.streams.values()):
+            stream.offer(message)
+
+    def shutdown(self) -> None:
+        """End every stream gracefully: each sends its final result, then closes."""
+        self.stopping = True
+        for stream in list(self.streams.values()):
+            stream.end(SHUTTING_DOWN)
+
+    def __len__(self) -> int:
+        """How many listen streams are open here."""
+        return len(self.streams)
+
+
+def listen_messages(stream: ListenStream, keepalive_s: float) -> Iterator[dict[str, Any] | None]:
+    """Yield the stream's messages: the acknowledgment, then tagged notifications, None when idle keepalive_s.
+
+    On a graceful end (the server stopping) the last message is the SubscriptionsListenResult; any other end
+    (slow consumer) just stops. The caller closes the stream (a finally around its loop).
+    """
+    yield stream.acknowledgment()
+    while True:
+        try:
+            item = stream.get(keepalive_s)
+        except StreamClosed as closed:
+            log.info("%s closed: %s", stream.session_id, closed.reason)
+            if closed.reason == SHUTTING_DOWN:
+                yield listen_result(stream.listen_id)
+            return
+        yield None if item is None else loads(item[1])
+
+
+def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> Any:
+    """Serve one subscriptions/listen until the client goes or the server stops; return the closing result.
+
+    Keepalives go out through ctx.send.keepalive when the transport has one (an SSE comment on HTTP).
+    """
+    registry: ListenRegistry = ctx.services.listeners
+    stream = registry.open(ctx.request_id, ctx.principal, notifications,
+                           lambda uri: ctx.permits("resource", uri))
+    stream.on_cut_off = getattr(ctx.send, "close_stream", None)
+    keepalive = getattr(ctx.send, "keepalive", None)
+    # The transport's own queue of unwritten messages, if it says: a client that does not read is cut off there too.
+    backlog = getattr(ctx.send, "backlog", None)
+    try:
+        for message in listen_messages(stream, ctx.settings.keepalive_s):
+            if message is None:
+                if keepalive is not None:
+                    keepalive()
+            elif "id" in message:
+                return Success(message["result"])
+            elif backlog is not None and message["method"] != ACKNOWLEDGED and backlog() >= stream.maxsize:
+                log.warning("closing %s: queue full (slow consumer)", stream.session_id)
+                instruments().queue_dropped()
+                stream.end("slow consumer")
+                break
+            else:
+                ctx.send(message)
+        raise RpcError(SERVER_UNAVAILABLE, f"Listen stream closed: {stream.reason}; send subscriptions/listen again")
+    finally:
+        stream.close()

@@ -96,6 +96,8 @@ class Hub(ABC):
         self.inflight = InflightCalls()
         self.pending = PendingRequests()
         self._secrets: dict[str, bytes] = {}
+        # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
+        self.worker_listener: Callable[[dict[str, Any]], None] | None = None
 
     # sessions
     @abstractmethod
@@ -204,6 +206,25 @@ class Hub(ABC):
     @abstractmethod
     def cancel(self, session_id: str, request_id: Any) -> None:
         """Cancel a running request on whichever worker runs it."""
+
+    # notifications for every worker's listen streams (an opaque dict to each worker's listener)
+    def listen_here(self, handler: Callable[[dict[str, Any]], None]) -> None:
+        """Name the function that hands a notification told to every worker to this worker's listen streams."""
+        self.worker_listener = handler
+
+    def tell_every_worker(self, message: dict[str, Any]) -> None:
+        """Hand a notification once to every worker's handler (one worker here: this one)."""
+        self.hand_to_this_worker(message)
+
+    def hand_to_this_worker(self, message: dict[str, Any]) -> None:
+        """Give a notification to this worker's listener; a failing listener is logged, never raised to the sender."""
+        handler = self.worker_listener
+        if handler is None:
+            return
+        try:
+            handler(message)
+        except Exception:
+            log.exception("handing notification %s to this worker failed", message.get("method"))
 
     # run-time registry changes
     def share_registry(self, registry: Any) -> None:

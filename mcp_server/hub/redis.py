@@ -277,6 +277,11 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         if not self.inflight.cancel(session_id, request_id):
             self._control({"op": "cancel", "session": session_id, "request": request_id})
 
+    def tell_every_worker(self, message: dict[str, Any]) -> None:
+        """Hand a notification to this worker's handler, then to every other worker's through the control channel."""
+        self.hand_to_this_worker(message)
+        self._control({"op": "tell", "message": message})
+
     def _control(self, command: dict[str, Any]) -> int:
         """Publish a command on the control channel; return how many workers heard it."""
         with self._redis():

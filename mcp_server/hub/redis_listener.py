@@ -104,3 +104,6 @@ class Listener:
             self.pending.resolve(command["session"], command["response"])
         elif op == "cancel":
             self.inflight.cancel(command["session"], command["request"])
+        elif op == "tell":
+            # The sender handed it to its own streams already (it skips its own echo above).
+            self.hand_to_this_worker(command["message"])

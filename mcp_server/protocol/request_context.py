@@ -64,6 +64,8 @@ class RequestServices:
     resource_updated: Callable[[str], None]
     # The requestState codec (stateless/request_state.SharedCodec: built on first use, its key fleet-wide).
     request_state: Callable[[], RequestStateCodec] | None = None
+    # This worker's subscriptions/listen streams (mcp_server.subscriptions.ListenRegistry).
+    listeners: Any = None
 
 
 @dataclass

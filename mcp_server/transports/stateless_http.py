@@ -134,6 +134,10 @@ class RequestStream:
         if not self.ended:
             self.outbox.put(message)
 
+    def backlog(self) -> int:
+        """How many messages wait to be written (subscriptions/listen cuts off a client that does not read)."""
+        return self.outbox.qsize()
+
     def events(self, first: Any, greenlet: gevent.Greenlet, keepalive_s: float) -> Iterator[bytes]:
         """Yield the request's messages, keepalive comments while it is quiet, then its response."""
         metrics = instruments()

@@ -3,6 +3,11 @@
 Only JSON-RPC lines reach stdout, one per message, flushed each time. File
 descriptor 1 is pointed at stderr for everything else, so a stray print in a
 tool (or a C library) cannot corrupt the protocol stream.
+
+The connection's era follows its first request (stateless/eras.StdioEra): `initialize` makes it a legacy
+session, exactly as before; a request with 2026-07-28 `_meta` makes it modern, and then each request runs
+like one on the stateless HTTP wire (its own ephemeral session, the modern table, no headers to check).
+`server/discover` is answered the modern way in either era and decides nothing.
 """
 
 from __future__ import annotations
@@ -21,13 +26,21 @@ from mcp_server.dispatcher import Dispatcher
 from mcp_server.hub import StreamClosed
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.logs import configure_logging
-from mcp_server.messages import ParseFailure, parse_body
+from mcp_server.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
+from mcp_server.protocol.methods import MODERN_METHODS
 from mcp_server.session import STDIO
+from mcp_server.stateless.eras import Era, StdioEra
+from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.validation import validate_request
+from mcp_server.subscriptions import LISTEN
 
 __all__ = ["StdioServer", "run_stdio"]
 
 log = logging.getLogger("mcp.stdio")
 DRAIN_TIMEOUT_S = 10.0
+# How long open listens get to send their closing result on SIGTERM.
+LISTEN_CLOSE_TIMEOUT_S = 2.0
+MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
 
 
 def claim_stdout() -> BinaryIO:
@@ -48,6 +61,10 @@ class StdioServer:
         self.writer = writer
         self.session = core.open_session(STDIO)
         self.running: set[gevent.Greenlet] = set()
+        self.era = StdioEra()
+        # Modern requests by id, for notifications/cancelled (they run in sessions of their own, not this one).
+        self.modern: dict[Any, gevent.Greenlet] = {}
+        self.listens: dict[Any, gevent.Greenlet] = {}
 
     def publish(self, message: Any) -> None:
         """Queue a message for stdout through the session's stream."""
@@ -77,6 +94,9 @@ class StdioServer:
         except ParseFailure as failure:
             self.publish(failure.response)
             return
+        if not body.is_batch and self.era.classify(body.messages[0].raw) is Era.MODERN:
+            self.handle_modern(body.messages[0])
+            return
         rejected = self.core.batch_error(self.session, body)
         if rejected is not None:
             self.publish(rejected)
@@ -88,16 +108,69 @@ class StdioServer:
             self.running.add(greenlet)
             greenlet.rawlink(self.running.discard)
 
+    def handle_modern(self, message: Message) -> None:
+        """Serve one 2026-07-28 message: validate and start a request, or act on notifications/cancelled."""
+        if message.kind == INVALID:
+            self.publish(message.error)
+        elif message.kind == NOTIFICATION:
+            if message.method == "notifications/cancelled":
+                self.cancel(message.params.get("requestId"))
+        elif message.kind == REQUEST:
+            rejection = validate_request(message.raw, None, MODERN_METHOD_NAMES)
+            if rejection is not None:
+                self.publish(rejection.response())
+                return
+            session = ephemeral_session(message.meta, None)
+            greenlet = self.core.start_request(session, message, self.publish, on_done=self.publish)
+            self.track(message, greenlet)
+        # A client response has nothing to answer here: this wire sends no requests.
+
+    def track(self, message: Message, greenlet: gevent.Greenlet) -> None:
+        """Remember a running modern request until it ends, for cancellation, EOF and SIGTERM."""
+        table = self.listens if message.method == LISTEN else self.modern
+        table[message.id] = greenlet
+        self.running.add(greenlet)
+
+        def done(finished: gevent.Greenlet) -> None:
+            self.running.discard(finished)
+            if table.get(message.id) is finished:
+                del table[message.id]
+
+        greenlet.rawlink(done)
+
+    def cancel(self, request_id: Any) -> None:
+        """Stop a running modern request or end a listen; it sends nothing more (unknown ids are ignored)."""
+        greenlet = self.modern.get(request_id) or self.listens.get(request_id)
+        if greenlet is not None:
+            greenlet.kill(block=False)
+
+    def end_listens(self, graceful: bool) -> None:
+        """End open listens: on SIGTERM each sends its closing result, then notifications/cancelled naming it."""
+        if not self.listens:
+            return
+        ids = list(self.listens)
+        if graceful:
+            self.core.listeners.shutdown()
+            gevent.joinall(list(self.listens.values()), timeout=LISTEN_CLOSE_TIMEOUT_S)
+            for listen_id in ids:
+                self.publish({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": listen_id, "reason": "server shutting down"}})
+        gevent.killall(list(self.listens.values()), timeout=1.0)
+
     def serve(self) -> None:
         """Read until EOF, then let running requests finish and their answers flush; on SIGTERM stop at once."""
         writer = gevent.spawn(self.write_forever)
+        graceful = True
         try:
             for line in self.reader:
                 self.handle_line(line)
-            # EOF: the client has sent everything, but the answers to what it sent are still owed.
+            # EOF: nobody reads a listen any more; the answers to what the client sent are still owed.
+            graceful = False
+            self.end_listens(graceful=False)
             gevent.joinall(list(self.running), timeout=DRAIN_TIMEOUT_S)
             gevent.sleep(0)
         finally:
+            self.end_listens(graceful)
             # Closing first lets the writer flush what is queued, and drops answers of calls killed below.
             self.core.hub.close_session(self.session.id)
             # After SIGTERM (the client gave up waiting) or the drain timeout, calls in flight are cancelled.

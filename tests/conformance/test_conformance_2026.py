@@ -1,6 +1,6 @@
 """Conformance 0.2.0-alpha.12 `--requirements 2026-07-28` against a real gunicorn: the stateless wire's scenarios.
 
-Multi round-trip requests (input-required-*, -32021) and subscriptions/listen are built on their own; the checks
+Multi round-trip requests (input-required-*, -32021) are built on their own; the checks
 that need them are listed here and left out of the assertion until they land. The tasks extension is aside.
 """
 
@@ -20,16 +20,11 @@ pytestmark = [
 
 # Scenarios that need multi round-trip requests, or the tasks extension (not scored: "the tasks extension aside").
 ELSEWHERE_PREFIXES = ("input-required-result-", "tasks-")
-# server-stateless checks that need -32021 and input_required (multi round-trip) or subscriptions/listen.
+# server-stateless checks that need -32021 and input_required (multi round-trip); the listen checks count here.
 ELSEWHERE_CHECKS = frozenset({
     "sep-2575-server-rejects-undeclared-capability",
     "sep-2575-missing-capability-http-400",
     "sep-2575-http-server-no-independent-requests-on-stream",
-    "sep-2575-server-sends-subscription-ack",
-    "sep-2575-server-tags-subscription-id",
-    "sep-2575-server-honors-notification-filter",
-    "sep-2575-server-sends-tools-list-changed-on-subscription",
-    "sep-2575-server-sends-prompts-list-changed-on-subscription",
 })
 
 

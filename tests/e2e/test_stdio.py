@@ -27,8 +27,8 @@ NOISE = "stray-print-from-a-tool"
 class StdioProcess:
     """The stdio server as a child process, its stdout read line by line on a thread."""
 
-    def __init__(self) -> None:
-        env = {**os.environ, "MCP_PLUGINS": E2E_PLUGINS, "MCP_LOG_LEVEL": "INFO"}
+    def __init__(self, plugins: str = E2E_PLUGINS) -> None:
+        env = {**os.environ, "MCP_PLUGINS": plugins, "MCP_LOG_LEVEL": "INFO"}
         self.proc = subprocess.Popen(
             [sys.executable, "app.py", "--stdio"], cwd=ROOT, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -77,8 +77,9 @@ def test_removed_methods_are_not_found(modern, method):
     assert call(modern, method, {"uri": "x", "level": "info", "protocolVersion": "x"})["error"]["code"] == -32601
 
 
-def test_listen_is_reserved_and_refused_until_it_exists(modern):
-    assert call(modern, "subscriptions/listen", {"notifications": {}})["error"]["code"] == -32601
+def test_listen_with_a_malformed_filter_is_invalid_params(modern):
+    assert call(modern, "subscriptions/listen", {"notifications": {"toolsListChanged": "yes"}})["error"]["code"] \
+        == -32602
 
 
 def test_logging_needs_a_log_level_in_meta(modern, core):
