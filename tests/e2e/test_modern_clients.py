@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.subscriptions import ToolsListChanged
 
 from tests.e2e.server_process import ROOT, ServerProcess
+from tests.support.waiting import wait_until_async
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -36,6 +37,8 @@ WAIT_S = 15.0
 REQUEST_TIMEOUT_S = 30.0
 # A request log line that did not succeed: a JSON-RPC error or an HTTP 4xx/5xx.
 FAILED = re.compile(r"status=(error|[45]\d\d)")
+# A POST to /mcp refused before dispatch (such a line names no method), or a version the server refused.
+REFUSED = re.compile(r"http method=POST path=/mcp\b.*status=[45]\d\d|-32022")
 
 
 # scenarios: client code only, no knowledge of which server answers
@@ -166,14 +169,21 @@ async def our_client(transport: str, mode: str, server: ServerProcess, **callbac
             yield client, lambda: Path(errlog.name).read_text(errors="replace")
 
 
-def assert_settled_modern(client: Client, mode: str, log: str) -> None:
+def discover_lines(log: str) -> list[str]:
+    """The server's log lines about server/discover."""
+    return [line for line in log.splitlines() if "server/discover" in line]
+
+
+async def assert_settled_modern(client: Client, mode: str, log: Callable[[], str]) -> None:
     """The client speaks 2026-07-28; in auto mode its discover probe was answered, never refused."""
     assert client.protocol_version == MODERN
     if mode != "auto":
         return
-    discovers = [line for line in log.splitlines() if "server/discover" in line]
+    # The request's log line may be written just after its response: wait for it, bounded.
+    discovers = await wait_until_async(lambda: discover_lines(log()), "the server/discover log line")
     assert discovers, "auto mode sent no server/discover the server logged"
     assert not [line for line in discovers if FAILED.search(line)]
+    assert not [line for line in log().splitlines() if REFUSED.search(line)]
 
 
 Scenario = Callable[[Client], Awaitable[None]]
@@ -192,7 +202,7 @@ SCENARIOS: dict[str, Scenario] = {
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 async def test_sdk_client_on_the_modern_wire(http_server, transport, mode, scenario):
     async with our_client(transport, mode, http_server) as (client, log):
-        assert_settled_modern(client, mode, log())
+        await assert_settled_modern(client, mode, log)
         await SCENARIOS[scenario](client)
 
 
@@ -201,7 +211,7 @@ async def test_sdk_client_on_the_modern_wire(http_server, transport, mode, scena
 async def test_sdk_client_answers_a_two_round_elicitation(http_server, transport, mode):
     answers = Answers()
     async with our_client(transport, mode, http_server, elicitation_callback=answers) as (client, log):
-        assert_settled_modern(client, mode, log())
+        await assert_settled_modern(client, mode, log)
         await answers_two_elicitations(client, answers)
 
 
@@ -209,6 +219,6 @@ async def test_sdk_client_answers_a_two_round_elicitation(http_server, transport
 async def test_auto_mode_every_discover_is_answered(http_server, transport):
     async with our_client(transport, "auto", http_server) as (client, log):
         await client.list_tools()
-        assert_settled_modern(client, "auto", log())
+        await assert_settled_modern(client, "auto", log)
         assert client.server_info is not None
         assert client.server_capabilities.tools is not None
