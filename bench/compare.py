@@ -23,13 +23,19 @@ from bench.servers import ServerUnderTest, floor_server, our_server, redis_serve
 
 __all__ = ["run_compare", "run_idle"]
 
-# What issue 7 asks of us, as (ratio name, comparison, bound).
+# What issues 7 and 12 ask of us, as (ratio name, comparison, bound).
 TARGETS = (
     ("sse_throughput_vs_sdk", ">=", 2.0),
     ("sse_p99_vs_sdk", "<=", 0.5),
     ("sse_cpu_per_call_vs_sdk", "<=", 0.5),
     ("streamable_throughput_vs_sdk", ">=", 3.0),
+    ("modern_throughput_vs_sdk", ">=", 3.0),
+    ("modern_cpu_per_call_vs_sdk", "<=", 0.333),
+    ("modern_throughput_vs_ours_streamable", ">=", 1.0),
 )
+TRANSPORTS = ("sse", "streamable", "modern")
+# The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare.
+FLOOR_TRANSPORTS = ("sse", "streamable")
 IDLE_TARGET_KIB = 25.0
 
 
@@ -52,7 +58,8 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
         elif name == "sdk":
             yield "sdk", lambda: sdk_server(transport)
         elif name == "floor":
-            yield "floor", floor_server
+            if transport in FLOOR_TRANSPORTS:
+                yield "floor", floor_server
         else:
             raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor")
 
@@ -112,9 +119,9 @@ def ratio(ours: float | None, theirs: float | None) -> float | None:
 
 
 def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
-    """Ours against the SDK and the floor, per transport."""
+    """Ours against the SDK and the floor, per transport; our modern wire against our legacy Streamable HTTP."""
     ratios: dict[str, float | None] = {}
-    for transport in ("sse", "streamable"):
+    for transport in TRANSPORTS:
         ours = summary.get(f"ours/{transport}")
         if ours is None:
             continue
@@ -125,6 +132,10 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             ratios[f"{transport}_throughput_vs_{peer}"] = ratio(ours["req_per_s"], theirs["req_per_s"])
             ratios[f"{transport}_p99_vs_{peer}"] = ratio(ours["p99_ms"], theirs["p99_ms"])
             ratios[f"{transport}_cpu_per_call_vs_{peer}"] = ratio(ours["cpu_us_per_call"], theirs["cpu_us_per_call"])
+    modern, legacy = summary.get("ours/modern"), summary.get("ours/streamable")
+    if modern and legacy:
+        ratios["modern_throughput_vs_ours_streamable"] = ratio(modern["req_per_s"], legacy["req_per_s"])
+        ratios["modern_cpu_per_call_vs_ours_streamable"] = ratio(modern["cpu_us_per_call"], legacy["cpu_us_per_call"])
     for transport in ("sse", "streamable"):
         one, two = summary.get(f"ours-redis-1w/{transport}"), summary.get(f"ours-redis-2w/{transport}")
         if one and two:

@@ -2,6 +2,7 @@
 
     python -m bench.load --url http://127.0.0.1:8000/mcp --transport sse -c 32 -d 10
     python -m bench.load --compare --duration 10 --concurrency 32     # ours vs the SDK vs the floor
+    python -m bench.load --compare --servers ours,sdk --transports streamable,modern   # the 2026-07-28 row
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
 
 A plain run prints one JSON line: req/s, p50/p90/p99 latency and errors by kind.
@@ -47,7 +48,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--compare", action="store_true", help="start each server in turn and compare them")
     mode.add_argument("--idle", type=int, metavar="N", help="measure server memory per idle SSE session over N")
     parser.add_argument("--url", help="server to load (plain mode), e.g. http://127.0.0.1:8000/mcp")
-    parser.add_argument("--transport", choices=("sse", "streamable"), default="sse")
+    parser.add_argument("--transport", choices=("sse", "streamable", "modern"), default="sse",
+                        help="modern: stateless 2026-07-28 POSTs (headers and _meta on every call, no session)")
     parser.add_argument("-c", "--concurrency", type=int, default=32, help="sessions, each with one call in flight")
     parser.add_argument("-d", "--duration", type=float, default=10.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each run")
@@ -55,7 +57,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--server-pid", type=int, action="append", default=[],
                         help="plain mode: PIDs whose CPU time to charge per call (children included)")
     parser.add_argument("--servers", default="ours,sdk,floor", help="compare/idle: which servers, comma-separated")
-    parser.add_argument("--transports", default="sse,streamable", help="compare: which transports")
+    parser.add_argument("--transports", default="sse,streamable",
+                        help="compare: which transports (sse, streamable, modern)")
     parser.add_argument("--rounds", type=int, default=1, help="compare: repeat and report medians")
     parser.add_argument("--redis", action="store_true",
                         help="compare: add ours on the Redis hub with 1 and 2 workers (needs redis-server)")

@@ -169,15 +169,16 @@ def our_server(workers: int = 1, env: Mapping[str, str] | None = None) -> Server
     port = free_port()
     argv = [str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "-w", str(workers),
             "wsgi:app"]
-    return ServerUnderTest(f"ours-{workers}w", argv, port, {"sse": "/mcp", "streamable": "/mcp"},
+    return ServerUnderTest(f"ours-{workers}w", argv, port, {"sse": "/mcp", "streamable": "/mcp", "modern": "/mcp"},
                            {"MCP_WORKERS": str(workers), **(env or {})}, ready_path="/healthz")
 
 
 def sdk_server(transport: str) -> ServerUnderTest:
-    """The official SDK's MCPServer on uvicorn, serving one transport."""
+    """The official SDK's MCPServer on uvicorn, serving one transport (modern: its Streamable HTTP app)."""
     port = free_port()
-    argv = [sys.executable, "-m", "bench.peers.sdk_server", "--transport", transport, "--port", str(port)]
-    return ServerUnderTest(f"sdk-{transport}", argv, port, {"sse": "/sse", "streamable": "/mcp"})
+    app = "streamable" if transport == "modern" else transport
+    argv = [sys.executable, "-m", "bench.peers.sdk_server", "--transport", app, "--port", str(port)]
+    return ServerUnderTest(f"sdk-{transport}", argv, port, {"sse": "/sse", "streamable": "/mcp", "modern": "/mcp"})
 
 
 def floor_server() -> ServerUnderTest:
