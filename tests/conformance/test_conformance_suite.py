@@ -13,7 +13,8 @@ from tests.e2e.server_process import ServerProcess
 
 HERE = Path(__file__).resolve().parent
 NODE = HERE / "node_modules" / ".bin" / "node"
-CLI = HERE / "node_modules" / ".bin" / "conformance"
+# The 0.1.16 package itself: node_modules/.bin/conformance may name alpha.12, which installs the same command.
+CLI = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 
 pytestmark = [
     pytest.mark.e2e,

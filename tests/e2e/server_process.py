@@ -27,6 +27,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Wait until a process that was sent SIGSTOP is in the stopped state ("T" in /proc/PID/stat)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("T", "t"):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"worker {pid} did not stop within {timeout} s")
+
+
 class ServerProcess:
     """A gunicorn serving wsgi:app with the given MCP_* environment."""
 
@@ -94,6 +108,10 @@ class ServerProcess:
         others = [pid for pid in live if pid != worker_pid]
         for pid in others:
             os.kill(pid, signal.SIGSTOP)
+        # kill() returns before a worker running on another core has stopped; one that still accepts the next
+        # connection would then hold it frozen. Go on only once every other worker is really stopped.
+        for pid in others:
+            wait_stopped(pid)
         try:
             yield
         finally:
