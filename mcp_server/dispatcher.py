@@ -42,11 +42,11 @@ from mcp_server.protocol.request_context import (
     RequestServices,
     principal_may,
 )
+from mcp_server.protocol.subscriptions import ListenRegistry
 from mcp_server.session import STATELESS, Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
-from mcp_server.subscriptions import ListenRegistry
 from mcp_server.versions import allows_batches
 from mcp_tools import Registry
 

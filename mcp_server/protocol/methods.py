@@ -33,11 +33,11 @@ from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
 from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestContext
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
+from mcp_server.protocol.subscriptions import subscriptions_listen
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange
 from mcp_server.stateless.eras import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
-from mcp_server.subscriptions import subscriptions_listen
 from mcp_server.versions import at_least, negotiate
 
 __all__ = ["METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info",
@@ -335,7 +335,7 @@ METHODS: dict[str, Callable[..., Any]] = {
 }
 
 # The 2026-07-28 wire's table: no handshake, ping, setLevel or per-session subscriptions; server/discover instead,
-# and subscriptions/listen (mcp_server.subscriptions) in place of resources/subscribe and the GET stream.
+# and subscriptions/listen (mcp_server.protocol.subscriptions) in place of resources/subscribe and the GET stream.
 REMOVED_IN_2026 = frozenset({
     "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
     "resources/unsubscribe", "notifications/roots/list_changed",

@@ -64,7 +64,7 @@ class RequestServices:
     resource_updated: Callable[[str], None]
     # The requestState codec (stateless/request_state.SharedCodec: built on first use, its key fleet-wide).
     request_state: Callable[[], RequestStateCodec] | None = None
-    # This worker's subscriptions/listen streams (mcp_server.subscriptions.ListenRegistry).
+    # This worker's subscriptions/listen streams (mcp_server.protocol.subscriptions.ListenRegistry).
     listeners: Any = None
 
 

@@ -28,11 +28,11 @@ from mcp_server.hub.memory import MemoryHub
 from mcp_server.logs import configure_logging
 from mcp_server.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
 from mcp_server.protocol.methods import MODERN_METHODS
+from mcp_server.protocol.subscriptions import LISTEN
 from mcp_server.session import STDIO
 from mcp_server.stateless.eras import Era, StdioEra
 from mcp_server.stateless.meta import ephemeral_session
 from mcp_server.stateless.validation import validate_request
-from mcp_server.subscriptions import LISTEN
 
 __all__ = ["StdioServer", "run_stdio"]
 

@@ -21,7 +21,7 @@ LAYERS = (
     ("web", ("mcp_server.web",)),
     ("transports", ("mcp_server.transports",)),
     ("dispatcher", ("mcp_server.dispatcher", "mcp_server.notifications")),
-    ("protocol", ("mcp_server.protocol", "mcp_server.subscriptions")),
+    ("protocol", ("mcp_server.protocol",)),
     ("leaves", ("mcp_server.hub", "mcp_server.auth", "mcp_server.config", "mcp_server.session",
                 "mcp_server.encoding", "mcp_server.errors", "mcp_server.versions", "mcp_server.messages",
                 "mcp_server.limits", "mcp_server.logs", "mcp_server.metrics", "mcp_server.stateless")),

@@ -9,7 +9,7 @@ from mcp_server.config import Settings
 from mcp_server.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.notifications import announce_list_changed, resource_updated
-from mcp_server.subscriptions import (
+from mcp_server.protocol.subscriptions import (
     ACKNOWLEDGED,
     SHUTTING_DOWN,
     ListenRegistry,
@@ -151,7 +151,7 @@ def context(registry: ListenRegistry, send: Send, request_id=3):
 
 
 def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown():
-    from mcp_server.subscriptions import subscriptions_listen
+    from mcp_server.protocol.subscriptions import subscriptions_listen
 
     registry, send = ListenRegistry(10, 10_000, 5), Send()
     running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
@@ -166,7 +166,7 @@ def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown
 
 
 def test_the_handler_cuts_off_a_client_whose_transport_backlog_is_full():
-    from mcp_server.subscriptions import subscriptions_listen
+    from mcp_server.protocol.subscriptions import subscriptions_listen
 
     registry, send = ListenRegistry(4, 10_000, 5), Send(backlog=4)
     running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
