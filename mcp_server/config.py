@@ -16,6 +16,8 @@ from typing import Any
 __all__ = ["ConfigError", "Settings"]
 
 PREFIX = "MCP_"
+# Settings whose values are secrets: never shown to tools through Settings.extra.
+SECRET_SETTINGS = frozenset({"MCP_REQUEST_STATE_KEY"})
 LOCALHOST_ORIGINS = (
     "http://localhost:*",
     "https://localhost:*",
@@ -122,7 +124,8 @@ class Settings:
             if key in environ:
                 values[spec.name] = cast_setting(key, environ[key], spec.type)
         values.update(overrides)
-        values["extra"] = {k: v for k, v in environ.items() if k.startswith(PREFIX)}
+        # Tools read their own MCP_* settings here; the server's secrets are not theirs to read.
+        values["extra"] = {k: v for k, v in environ.items() if k.startswith(PREFIX) and k not in SECRET_SETTINGS}
         settings = cls(**values)
         settings.check()
         return settings

@@ -127,3 +127,11 @@ def test_overrides_are_checked_too():
 )
 def test_loopback_host_detection(host, loopback):
     assert is_loopback_host(host) is loopback
+
+
+def test_tools_see_their_own_settings_in_extra_but_not_the_servers_secrets():
+    settings = Settings.from_environ({"MCP_WEATHER_API_URL": "https://weather.example",
+                                      "MCP_REQUEST_STATE_KEY": "ab" * 32})
+    assert settings.extra["MCP_WEATHER_API_URL"] == "https://weather.example"
+    assert "MCP_REQUEST_STATE_KEY" not in settings.extra
+    assert settings.request_state_key == "ab" * 32
