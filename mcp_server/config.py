@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -219,6 +220,8 @@ def is_local_bind(address: str) -> bool:
     return is_loopback_host(host)
 
 
+# Asked twice per request (the Host header and the listener's name): parsing an address costs more than the cache.
+@functools.lru_cache(maxsize=256)
 def is_loopback_host(host: str) -> bool:
     """True for localhost and loopback addresses (127.0.0.0/8, ::1), with or without IPv6 brackets."""
     host = host.strip().strip("[]").lower()
