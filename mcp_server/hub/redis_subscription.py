@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from gevent.event import Event
 
@@ -14,16 +14,22 @@ from mcp_server.hub.redis_codec import event_order
 from mcp_server.hub.subscription import QueuedSubscription
 from mcp_server.metrics import instruments
 
-if TYPE_CHECKING:
-    from mcp_server.hub.redis import RedisHub
-
 log = logging.getLogger("mcp.hub")
+
+
+class StreamOwner(Protocol):
+    """What a subscription needs of the hub that made it (RedisHub): whose worker it is, and how to let go."""
+
+    worker_id: str
+
+    def forget(self, subscription: RedisSubscription, detach: bool) -> None:
+        """Stop routing to a subscription and, once, give up its claim."""
 
 
 class RedisSubscription(QueuedSubscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
-    def __init__(self, hub: RedisHub, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
+    def __init__(self, hub: StreamOwner, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
         self.hub = hub
         self.session_id = session_id
         self.stream = stream

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gevent
 from gevent.event import Event
@@ -21,12 +21,25 @@ from mcp_server.encoding import dumps, loads
 from mcp_server.hub.base import HubUnavailable
 from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
 
-if TYPE_CHECKING:
-    from mcp_server.hub.redis import RedisHub
-
 __all__ = ["ACK_TIMEOUT_S", "RegistrySync"]
 
 log = logging.getLogger("mcp.hub")
+
+
+class RegistryStore(Protocol):
+    """What the replication needs of the Redis hub: its worker id, a client, scripts, the control channel."""
+
+    worker_id: str
+    client: Any
+
+    def store(self) -> Any:
+        """A context in which Redis failures become HubUnavailable."""
+
+    def run_script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the hub's Lua scripts."""
+
+    def control(self, command: dict[str, Any]) -> int:
+        """Publish a command to every worker; return how many heard it."""
 
 # A worker that changed the registry waits this long for every worker to apply the change before it announces
 # list_changed; one that does not answer in time (stopped, or gone) catches up when it next subscribes.
@@ -60,7 +73,7 @@ class Acknowledgments:
 class RegistrySync:
     """One worker's side of the fleet's run-time registry changes."""
 
-    def __init__(self, hub: RedisHub) -> None:
+    def __init__(self, hub: RegistryStore) -> None:
         self.hub = hub
         self.registry: Any = None
         self.reset()

@@ -12,19 +12,35 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mcp_server.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 from mcp_server.stateless.results import INPUT_REQUIRED_METHODS, input_required
 from mcp_tools import InputRequest, ToolError
 
-if TYPE_CHECKING:
-    from mcp_server.protocol.request_context import RequestContext
-
 __all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "ask_modern",
            "required_capabilities", "run_rounds"]
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
+
+
+class RoundsContext(Protocol):
+    """What the rounds read and set on a request's context (RequestContext is the one that runs them)."""
+
+    params: dict[str, Any]
+    method: str | None
+    session: Any
+    services: Any
+    round_state: Any
+    rounds: Rounds | None
+
+    @property
+    def principal(self) -> str | None:
+        """Who the request speaks for."""
+
+    @property
+    def modern(self) -> bool:
+        """True on the 2026-07-28 wire."""
 # The capability each question needs, as -32021's data.requiredCapabilities names it.
 CAPABILITY_OF = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
@@ -134,7 +150,7 @@ def input_responses(params: dict[str, Any]) -> dict[str, Any]:
     return responses
 
 
-def begin(ctx: RequestContext) -> Rounds:
+def begin(ctx: RoundsContext) -> Rounds:
     """Open this round: verify the echoed requestState, take this round's answers and the tool's state."""
     params = ctx.params
     responses = input_responses(params)
@@ -148,7 +164,7 @@ def begin(ctx: RequestContext) -> Rounds:
     return Rounds(known={**responses, **sealed})
 
 
-def run_rounds(ctx: RequestContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def run_rounds(ctx: RoundsContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run a handler's work; on the modern wire, turn an open question into an input_required result."""
     if not ctx.modern:
         return work()
@@ -163,7 +179,7 @@ def run_rounds(ctx: RequestContext, work: Callable[[], dict[str, Any]]) -> dict[
         ctx.rounds = None
 
 
-def ask_modern(ctx: RequestContext, requests: list[InputRequest]) -> list[Any]:
+def ask_modern(ctx: RoundsContext, requests: list[InputRequest]) -> list[Any]:
     """Answer these questions from this round's known answers, or stop the run to ask the client."""
     if ctx.rounds is None or ctx.method not in INPUT_REQUIRED_METHODS:
         raise ToolError("Asking the client is possible only within tools/call, prompts/get and resources/read")
