@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flask import Blueprint, Flask, Response, request, send_from_directory
 
-from mcp_server import versions
+from mcp_server.stateless.eras import supported_versions
 from mcp_server.web.routes import current_core
 from mcp_server.web.screen import check_host
 
@@ -41,7 +41,7 @@ def screen_console_request() -> None:
 def index() -> Response:
     """The console page, naming the protocol versions this server speaks."""
     html = (STATIC_DIR / INDEX).read_text(encoding="utf-8")
-    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(versions.SUPPORTED))
+    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_core().settings.legacy)))
     return Response(html, content_type="text/html; charset=utf-8")
 
 
