@@ -12,6 +12,7 @@ __all__ = [
     "MCP_NAME",
     "MCP_PARAM_PREFIX",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSION_KEY",
     "InvalidHeaderValue",
     "decode_value",
     "encode_value",
@@ -20,6 +21,8 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = "MCP-Protocol-Version"
+# The same header as the WSGI environ names it: read in one place by every wire.
+PROTOCOL_VERSION_KEY = "HTTP_MCP_PROTOCOL_VERSION"
 MCP_METHOD = "Mcp-Method"
 MCP_NAME = "Mcp-Name"
 MCP_PARAM_PREFIX = "Mcp-Param-"

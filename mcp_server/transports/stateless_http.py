@@ -23,6 +23,7 @@ from mcp_server.metrics import instruments
 from mcp_server.protocol.methods import MODERN_METHODS
 from mcp_server.stateless import validation
 from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
+from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
 from mcp_server.stateless.meta import ephemeral_session
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS
@@ -54,7 +55,7 @@ def method_not_allowed(environ: Mapping[str, Any]) -> Response:
 def legacy_refused(environ: Mapping[str, Any], body: Body) -> Response:
     """A handshake-era POST to a server serving 2026-07-28 only (MCP_LEGACY=0): -32022 naming what it speaks."""
     message = None if body.is_batch else body.messages[0]
-    requested = environ.get("HTTP_MCP_PROTOCOL_VERSION") or ""
+    requested = environ.get(PROTOCOL_VERSION_KEY) or ""
     if message is not None and message.method == "initialize":
         version = message.params.get("protocolVersion")
         requested = version if isinstance(version, str) else requested

@@ -26,6 +26,7 @@ from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
 from mcp_server.metrics import instruments
 from mcp_server.session import SESSION_HEADER, STREAMABLE, Session, session_id_from
+from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
 from mcp_server.transports.event_stream import (
     EVENT_STREAM,
     SSE_HEADERS,
@@ -158,7 +159,7 @@ def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
     session = lookup_session(core, session_id, STREAMABLE, principal, body.request_id)
-    check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"), body.request_id)
+    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     return post_messages(core, session, body, accepted, new_session=False)
 
 
@@ -192,7 +193,7 @@ def streamable_get(core: Dispatcher, environ: Mapping[str, Any], principal: str 
         raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the stream needs 'Accept: text/event-stream'")
     session = lookup_session(core, session_id_from(environ, query=False), STREAMABLE, principal)
-    check_protocol_header(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY))
     return open_stream(core, environ, session)
 
 

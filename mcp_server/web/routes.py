@@ -19,7 +19,7 @@ from mcp_server.dispatcher import Dispatcher
 from mcp_server.messages import Body
 from mcp_server.session import SESSION_HEADER_KEY, session_id_from
 from mcp_server.stateless import eras
-from mcp_server.stateless.headers import PROTOCOL_VERSION
+from mcp_server.stateless.headers import PROTOCOL_VERSION, PROTOCOL_VERSION_KEY
 from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
@@ -68,7 +68,7 @@ def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
     A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
     sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
     """
-    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    header = environ.get(PROTOCOL_VERSION_KEY)
     request_headers = {PROTOCOL_VERSION: header} if header is not None else {}
     first = None if body.is_batch else body.messages[0].raw
     if eras.http_era("POST", request_headers, first) is not eras.Era.MODERN:
@@ -79,7 +79,7 @@ def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
 
 def names_modern_wire(environ: Mapping[str, Any]) -> bool:
     """Whether a GET or DELETE names a 2026-07-28 version in its header: that wire answers it with 405."""
-    header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+    header = environ.get(PROTOCOL_VERSION_KEY)
     return header is not None and eras.names_modern_version(header.strip(" \t"))
 
 
