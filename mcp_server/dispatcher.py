@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
-from jsonrpcserver.dispatcher import dispatch_request, to_response
+from jsonrpcserver.dispatcher import call, dispatch_request, to_response
 from jsonrpcserver.request import Request as JsonRpcRequest
 from jsonrpcserver.response import ServerErrorResponse, to_serializable_one
 from jsonrpcserver.sentinels import NOID
@@ -36,7 +36,7 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
-from mcp_server.protocol.methods import METHODS, MODERN_METHODS, server_info
+from mcp_server.protocol.methods import ANY_PARAMS, METHODS, MODERN_METHODS, server_info
 from mcp_server.protocol.request_context import (
     LEGACY,
     LOG_LEVELS,
@@ -75,14 +75,17 @@ def jsonrpc_dispatch(methods: dict[str, Any], ctx: Any, message: Message) -> dic
     """One message through jsonrpcserver's dispatch (lookup, binding, call, Success/Error); its response, or None.
 
     jsonrpcserver's own entry point would parse, validate and batch-split again what messages.py has already
-    done; this calls the step after those, as that entry point does for each request it has split out.
+    done; this calls the steps after those, as that entry point does for each request it has split out.
     """
-    if message.kind != REQUEST:
-        dispatch_request(methods, ctx, JsonRpcRequest(message.method, message.params, NOID))
-        return None
+    request = JsonRpcRequest(message.method, message.params, message.id if message.kind == REQUEST else NOID)
+    handler = methods.get(message.method)
     try:
-        request, result = dispatch_request(methods, ctx, JsonRpcRequest(message.method, message.params, message.id))
-        return to_serializable_one(to_response(request, result))
+        if handler is not None and getattr(handler, "__signature__", None) is ANY_PARAMS:
+            # A guarded handler binds any params and checks them itself, so jsonrpcserver's binding has nothing to do.
+            result = call(request, ctx, handler)
+        else:
+            _, result = dispatch_request(methods, ctx, request)
+        return None if request.id is NOID else to_serializable_one(to_response(request, result))
     except Exception:
         # As jsonrpcserver's entry point does: a failure of the library itself is a server error.
         log.exception("jsonrpcserver failed on %s", loggable(message.method))

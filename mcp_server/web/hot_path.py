@@ -20,6 +20,9 @@ from mcp_server.web.routes import LEGACY_ONLY_PATHS, core_of, handle_post
 __all__ = ["HOT_PATHS", "HotPath", "emit"]
 
 HOT_PATHS = frozenset({"/mcp", *LEGACY_ONLY_PATHS})
+# What werkzeug's get_wsgi_headers would change: these go its way (1xx, 204, 304, Location, Content-Location).
+BODILESS_STATUSES = frozenset({*range(100, 200), 204, 304})
+REWRITTEN_HEADERS = frozenset({"location", "content-location"})
 
 
 class HotPath:
@@ -56,9 +59,10 @@ def emit(response: Response, environ: dict[str, Any], start_response: Callable[.
     every response; the JSON answers of a POST need none of that, and they are most of the traffic.
     """
     body = response.response
-    if (type(body) is list and not response._on_close and 200 <= response.status_code != 204
-            and response.status_code != 304 and "Content-Length" in response.headers
-            and "Location" not in response.headers and "Content-Location" not in response.headers):
-        start_response(response.status, response.headers.to_wsgi_list())
-        return body
+    if type(body) is list and not response._on_close and response.status_code not in BODILESS_STATUSES:
+        headers = response.headers.to_wsgi_list()
+        names = {name.lower() for name, _ in headers}
+        if "content-length" in names and not names & REWRITTEN_HEADERS:
+            start_response(response.status, headers)
+            return body
     return response(environ, start_response)
