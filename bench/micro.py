@@ -19,12 +19,10 @@ from collections.abc import Callable
 
 import gevent
 from flask import Flask, Response
-from jsonrpcserver import dispatch_to_response
-from jsonrpcserver.response import to_serializable_one
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
-from mcp_server.dispatcher import accept_valid, identity
+from mcp_server.dispatcher import jsonrpc_dispatch
 from mcp_server.encoding import dumps, format_sse_event
 from mcp_server.messages import parse_body
 from mcp_server.protocol.methods import METHODS
@@ -34,6 +32,11 @@ from mcp_server.protocol.tools import run_tool, schema_errors
 __all__ = ["main"]
 
 ECHO = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
+MODERN_ECHO = (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},'
+               b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":'
+               b'{"name":"micro","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}')
+MODERN_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+                  "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
 INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"%s",'
         b'"capabilities":{},"clientInfo":{"name":"micro","version":"1"}}}')
 
@@ -117,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                                                          "MCP-Protocol-Version": "2025-06-18"})
     assert b'"hello"' in streamable()[1], streamable()
 
+    modern = wsgi_caller(app, "POST", "/mcp", MODERN_ECHO, MODERN_HEADERS)
+    assert b'"resultType":"complete"' in modern()[1], modern()
+
     session = core.hub.get_session(session_id)
     body = parse_body(ECHO)
     message = body.messages[0]
@@ -128,18 +134,16 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = RequestContext(core.services, session, lambda m: None, 7, "tools/call", {})
     tool = core.registry.tools["echo"]
-    request = message.to_request()
     handler = METHODS["tools/call"]
 
     stages = [
         ("legacy POST, whole (Flask + core + hub + SSE frame)", legacy_round_trip),
         ("streamable POST, whole (Flask + core, JSON answer)", streamable),
+        ("2026-07-28 POST, whole (core, JSON answer)", modern),
         ("  bare Flask route answering 202 (floor)", flask_floor),
         ("  parse_body", lambda: parse_body(ECHO)),
         ("  core.handle_request (dispatch + tool + log line)", lambda: core.handle_request(session, message, None)),
-        ("    jsonrpcserver dispatch_to_response", lambda: dispatch_to_response(
-            request, context=ctx, methods=METHODS, deserializer=identity, validator=accept_valid,
-            post_process=to_serializable_one)),
+        ("    jsonrpcserver dispatch (jsonrpc_dispatch)", lambda: jsonrpc_dispatch(METHODS, ctx, message)),
         ("      inspect.signature(tools/call handler)", lambda: inspect.signature(handler)),
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),

@@ -14,8 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
-from jsonrpcserver import dispatch_to_response
-from jsonrpcserver.response import to_serializable_one
+from jsonrpcserver.dispatcher import call, dispatch_request, to_response
+from jsonrpcserver.request import Request as JsonRpcRequest
+from jsonrpcserver.response import ServerErrorResponse, to_serializable_one
+from jsonrpcserver.sentinels import NOID
+from oslash.either import Left
 
 from mcp_server import notifications
 from mcp_server.auth.permissions import Authorizer
@@ -33,7 +36,7 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
-from mcp_server.protocol.methods import METHODS, MODERN_METHODS, server_info
+from mcp_server.protocol.methods import ANY_PARAMS, METHODS, MODERN_METHODS, server_info
 from mcp_server.protocol.request_context import (
     LEGACY,
     LOG_LEVELS,
@@ -55,20 +58,38 @@ __all__ = ["Dispatcher"]
 log = logging.getLogger("mcp.rpc")
 # Requests a client may send before initialize has been answered.
 ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
+# How long a shutdown waits for the calls it stopped to end.
+KILL_WAIT_S = 1.0
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
 UNCANCELLABLE = frozenset({"initialize"})
 
 Send = Callable[[dict[str, Any]], Any]
 
 
-def identity(value: Any) -> Any:
-    """Pass an already-decoded request through jsonrpcserver untouched."""
-    return value
+def discard(message: dict[str, Any]) -> None:
+    """The send of a request that has no stream: the client asked for nothing it could carry."""
+    log.debug("dropped %s: the request asked for no stream", loggable(message.get("method")))
 
 
-def accept_valid(value: Any) -> Any:
-    """messages.classify has validated the envelope, so jsonrpcserver need not again."""
-    return value
+def jsonrpc_dispatch(methods: dict[str, Any], ctx: Any, message: Message) -> dict[str, Any] | None:
+    """One message through jsonrpcserver's dispatch (lookup, binding, call, Success/Error); its response, or None.
+
+    jsonrpcserver's own entry point would parse, validate and batch-split again what messages.py has already
+    done; this calls the steps after those, as that entry point does for each request it has split out.
+    """
+    request = JsonRpcRequest(message.method, message.params, message.id if message.kind == REQUEST else NOID)
+    handler = methods.get(message.method)
+    try:
+        if handler is not None and getattr(handler, "__signature__", None) is ANY_PARAMS:
+            # A guarded handler binds any params and checks them itself, so jsonrpcserver's binding has nothing to do.
+            result = call(request, ctx, handler)
+        else:
+            _, result = dispatch_request(methods, ctx, request)
+        return None if request.id is NOID else to_serializable_one(to_response(request, result))
+    except Exception:
+        # As jsonrpcserver's entry point does: a failure of the library itself is a server error.
+        log.exception("jsonrpcserver failed on %s", loggable(message.method))
+        return to_serializable_one(Left(ServerErrorResponse("Server error", message.id)))
 
 
 def check_header_annotations(registry: Registry) -> None:
@@ -177,6 +198,18 @@ class Dispatcher:
         greenlet.start()
         return greenlet
 
+    def run_here(self, session: Session, message: Message) -> dict[str, Any] | None:
+        """Run a request that has no stream in the caller's own greenlet (no spawn, no queue); its response.
+
+        Tracked as in flight like a spawned one, so a shutdown's drain can stop it.
+        """
+        current = gevent.getcurrent()
+        self.hub.inflight.add(session.id, message.id, current)
+        try:
+            return self.handle_request(session, message, discard)
+        finally:
+            self.hub.inflight.discard(session.id, message.id, current)
+
     def run_request(self, session: Session, message: Message, send: Send,
                     on_done: Send | None) -> dict[str, Any] | None:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
@@ -210,14 +243,7 @@ class Dispatcher:
             ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta,
                                  era=MODERN if modern else LEGACY, params=message.params)
             try:
-                response = dispatch_to_response(
-                    message.to_request(),
-                    context=ctx,
-                    methods=MODERN_METHODS if modern else METHODS,
-                    deserializer=identity,
-                    validator=accept_valid,
-                    post_process=to_serializable_one,
-                )
+                response = jsonrpc_dispatch(MODERN_METHODS if modern else METHODS, ctx, message)
             except gevent.GreenletExit:
                 # Cancelled: the request ends here and, as the spec says, gets no response.
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
@@ -258,14 +284,7 @@ class Dispatcher:
                       session.id[:8])
             return
         ctx = RequestContext(self.services, session, send, None, message.method, message.meta)
-        dispatch_to_response(
-            message.to_request(),
-            context=ctx,
-            methods=METHODS,
-            deserializer=identity,
-            validator=accept_valid,
-            post_process=to_serializable_one,
-        )
+        jsonrpc_dispatch(METHODS, ctx, message)
         if ctx.store_unavailable:
             # Not acknowledged: the POST gets 503, so the client sends the notification again.
             raise HubUnavailable("session store unreachable")
@@ -330,11 +349,14 @@ class Dispatcher:
         if not running or not self.hub.outlives_worker:
             return 0
         since = self.stopping_since if self.stopping_since is not None else time.monotonic()
-        gevent.joinall([greenlet for *_, greenlet in running],
-                       timeout=max(0.0, since + self.settings.graceful_timeout_s / 2 - time.monotonic()))
-        stopped = [(session_id, request_id, g) for session_id, request_id, g in running if not g.dead]
-        for session_id, request_id, greenlet in stopped:
-            greenlet.kill(block=True, timeout=1)
+        inflight = self.hub.inflight
+        # Not joinall: a request run in its POST's own greenlet is over while that greenlet lives on.
+        inflight.wait_finished(running, max(0.0, since + self.settings.graceful_timeout_s / 2 - time.monotonic()))
+        stopped = [call for call in running if inflight.holds(*call)]
+        for _session_id, _request_id, greenlet in stopped:
+            greenlet.kill(block=False)
+        inflight.wait_finished(stopped, KILL_WAIT_S)
+        for session_id, request_id, _greenlet in stopped:
             try:
                 self.hub.publish(session_id, error_response(
                     request_id, SERVER_UNAVAILABLE,

@@ -16,7 +16,7 @@ from typing import Any
 
 import gevent
 
-__all__ = ["JsonFormatter", "TextFormatter", "configure_logging", "loggable", "shorten_session_ids"]
+__all__ = ["TEXT_FORMAT", "JsonFormatter", "TextFormatter", "configure_logging", "loggable", "shorten_session_ids"]
 
 HANDLER_NAME = "mcp-stderr"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -44,9 +44,22 @@ def shorten_session_ids(text: str) -> str:
 class TextFormatter(logging.Formatter):
     """The text line, with session ids cut short."""
 
+    _second: int | None = None
+    _second_text = ""
+
     def format(self, record: logging.LogRecord) -> str:
         """Render a record as text."""
         return shorten_session_ids(super().format(record))
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging's name)
+        """logging's own time stamp, with the date and time worked out once a second rather than once a line."""
+        if datefmt is not None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._second_text = time.strftime(self.default_time_format, self.converter(record.created))
+            self._second = second
+        return self.default_msec_format % (self._second_text, record.msecs)
 
 
 class JsonFormatter(logging.Formatter):

@@ -44,13 +44,6 @@ class Message:
     meta: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
 
-    def to_request(self) -> dict[str, Any]:
-        """Return the request as jsonrpcserver should see it: params without _meta."""
-        request: dict[str, Any] = {"jsonrpc": "2.0", "method": self.method, "params": self.params}
-        if self.kind == REQUEST:
-            request["id"] = self.id
-        return request
-
 
 @dataclass
 class Body:

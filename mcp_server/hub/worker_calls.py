@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
 import gevent
 from gevent.event import AsyncResult
 
 __all__ = ["InflightCalls", "PendingRequests"]
+
+# How often a shutdown looks whether the calls it waits for have finished.
+FINISH_POLL_S = 0.05
 
 
 class InflightCalls:
@@ -34,6 +38,16 @@ class InflightCalls:
             return False
         greenlet.kill(block=False)
         return True
+
+    def holds(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> bool:
+        """Whether that request is still running in that greenlet (a POST's own greenlet outlives its request)."""
+        return self._calls.get((session_id, request_id)) is greenlet and not greenlet.dead
+
+    def wait_finished(self, calls: list[tuple[str, Any, gevent.Greenlet]], timeout: float) -> None:
+        """Wait up to timeout seconds until none of calls is still running."""
+        deadline = time.monotonic() + timeout
+        while any(self.holds(*call) for call in calls) and time.monotonic() < deadline:
+            gevent.sleep(min(FINISH_POLL_S, max(0.0, deadline - time.monotonic())))
 
     def running(self) -> list[tuple[str, Any, gevent.Greenlet]]:
         """Every request running here, as (session id, request id, greenlet)."""

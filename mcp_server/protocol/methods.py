@@ -40,7 +40,7 @@ from mcp_server.stateless.eras import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 from mcp_server.versions import at_least, negotiate
 
-__all__ = ["METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info",
+__all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info",
            "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")

@@ -56,6 +56,8 @@ def error_result(message: str) -> dict[str, Any]:
 
 def schema_errors(tool: Tool, arguments: dict[str, Any]) -> list[dict[str, str]]:
     """Return the argument's schema violations as path/message pairs, most relevant first."""
+    if tool.input_validator.is_valid(arguments):
+        return []  # the common case, without collecting and sorting errors
     errors = sorted(tool.input_validator.iter_errors(arguments), key=lambda e: list(e.path))
     return [
         {

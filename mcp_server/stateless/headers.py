@@ -43,6 +43,9 @@ def get_header(headers: Mapping[str, str], name: str) -> str | None:
     if value is not None:
         return value
     wanted = name.lower()
+    value = headers.get(wanted)
+    if value is not None:
+        return value  # the lower-case keys stateless_http.environ_headers makes, without a scan
     for key, found in headers.items():
         if key.lower() == wanted:
             return found

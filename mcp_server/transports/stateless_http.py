@@ -34,14 +34,17 @@ __all__ = ["MODERN_METHOD_NAMES", "environ_headers", "legacy_refused", "method_n
 
 MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
 DONE = object()
+# x-mcp-header parameters by input schema: (schema, parameters), keyed by the schema's id().
+HEADER_PARAMS: dict[int, tuple[dict[str, Any], Any]] = {}
+MAX_CACHED_SCHEMAS = 4096
 ALLOW_POST = {"Allow": "POST"}
 
 
 def environ_headers(environ: Mapping[str, Any]) -> dict[str, str]:
-    """The request's headers by HTTP name (Mcp-Name, ...), read from the WSGI environ."""
-    found = {key[5:].replace("_", "-"): value for key, value in environ.items() if key.startswith("HTTP_")}
+    """The request's headers by lower-case HTTP name (mcp-name, ...), read from the WSGI environ."""
+    found = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
     if "CONTENT_TYPE" in environ:
-        found["CONTENT-TYPE"] = environ["CONTENT_TYPE"]
+        found["content-type"] = environ["CONTENT_TYPE"]
     return found
 
 
@@ -109,11 +112,24 @@ def check_param_headers(core: Dispatcher, message: Message, request_headers: Map
     tool = core.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         return None  # tools/call itself answers an unknown tool
-    try:
-        params = validation.header_params(tool.input_schema)
-    except validation.InvalidHeaderAnnotation:
-        return None  # refused at registration; a tool added at run time with a bad one mirrors nothing
+    params = header_params_of(tool.input_schema)
     return validation.check_param_headers(message.raw, request_headers, params) if params else None
+
+
+def header_params_of(schema: dict[str, Any]) -> Any:
+    """The schema's x-mcp-header parameters, worked out once per schema (a tool's schema does not change)."""
+    cached = HEADER_PARAMS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    try:
+        params = validation.header_params(schema)
+    except validation.InvalidHeaderAnnotation:
+        params = None  # refused at registration; a tool added at run time with a bad one mirrors nothing
+    if len(HEADER_PARAMS) >= MAX_CACHED_SCHEMAS:
+        HEADER_PARAMS.clear()  # tools come and go at run time; the live ones are found again on their next call
+    # The schema itself is kept beside its answer, so a new schema at a reused id() is never mistaken for it.
+    HEADER_PARAMS[id(schema)] = (schema, params)
+    return params
 
 
 def rejected(core: Dispatcher, message: Message, rejection: Rejection) -> Response:
@@ -164,8 +180,21 @@ class RequestStream:
             greenlet.kill(block=False)
 
 
+def has_stream(session: Any, message: Message) -> bool:
+    """Whether the request may send anything before its result: progress asked for, log messages, or listen.
+
+    On this wire a request's stream carries only its own progress (with a progressToken) and log messages
+    (with a logLevel); anything else reaches the client through subscriptions/listen.
+    """
+    return ("progressToken" in message.meta or session.log_level is not None
+            or message.method == "subscriptions/listen")
+
+
 def answer(core: Dispatcher, session: Any, message: Message) -> Response:
     """Run the request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
+    if not has_stream(session, message):
+        # Nothing can come before the result: run it here, without a greenlet and a queue to wait on.
+        return json_answer(message, core.run_here(session, message))
     stream = RequestStream()
     greenlet = core.start_request(session, message, stream)
     # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.

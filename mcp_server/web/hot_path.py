@@ -17,9 +17,12 @@ from flask import Flask, Response
 from mcp_server.web.pipeline import Pipeline
 from mcp_server.web.routes import LEGACY_ONLY_PATHS, core_of, handle_post
 
-__all__ = ["HOT_PATHS", "HotPath"]
+__all__ = ["HOT_PATHS", "HotPath", "emit"]
 
 HOT_PATHS = frozenset({"/mcp", *LEGACY_ONLY_PATHS})
+# What werkzeug's get_wsgi_headers would change: these go its way (1xx, 204, 304, Location, Content-Location).
+BODILESS_STATUSES = frozenset({*range(100, 200), 204, 304})
+REWRITTEN_HEADERS = frozenset({"location", "content-location"})
 
 
 class HotPath:
@@ -38,7 +41,7 @@ class HotPath:
         if not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS:
             return self.flask_wsgi(environ, start_response)
         response = self.pipeline.finish(environ, self.answer(environ))
-        return response(environ, start_response)
+        return emit(response, environ, start_response)
 
     def answer(self, environ: Mapping[str, Any]) -> Response:
         """The response to one POST; refusals and failures become their JSON-RPC error bodies."""
@@ -47,3 +50,19 @@ class HotPath:
             return handle_post(self.core, environ, principal)
         except Exception as exc:
             return self.pipeline.render_failure(exc, environ)
+
+
+def emit(response: Response, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Start a response; a buffered body with its length set goes out as it is, without werkzeug's fixes.
+
+    werkzeug copies the headers and looks for Location, Content-Length and statuses without a body on
+    every response; the JSON answers of a POST need none of that, and they are most of the traffic.
+    """
+    body = response.response
+    if type(body) is list and not response._on_close and response.status_code not in BODILESS_STATUSES:
+        headers = response.headers.to_wsgi_list()
+        names = {name.lower() for name, _ in headers}
+        if "content-length" in names and not names & REWRITTEN_HEADERS:
+            start_response(response.status, headers)
+            return body
+    return response(environ, start_response)

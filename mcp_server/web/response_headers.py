@@ -46,6 +46,7 @@ def add_cors_headers(response: Response) -> Response:
 def add_security_headers(response: Response) -> Response:
     """Put the security headers on every response, and forbid caching unless the route said otherwise."""
     present = {name.lower() for name in response.headers.keys()}
-    response.headers.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
-                             if name.lower() not in present])
+    # Appended to werkzeug's own list: Headers.extend would check each of these constants for line breaks.
+    response.headers._list.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
+                                   if name.lower() not in present])
     return response

@@ -11,10 +11,8 @@ from typing import Any
 
 import gevent
 import pytest
-from jsonrpcserver import dispatch_to_response
-from jsonrpcserver.response import to_serializable_one
 
-from mcp_server.dispatcher import accept_valid, identity
+from mcp_server.dispatcher import jsonrpc_dispatch
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
 from mcp_server.protocol.methods import METHODS
@@ -50,9 +48,9 @@ class Modern:
                           initialized=True)
         ctx = RequestContext(self.core.services, session, self.sent.append, request_id, method, {}, era=MODERN,
                              params=params)
-        response = dispatch_to_response({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params},
-                                        context=ctx, methods=METHODS, deserializer=identity,
-                                        validator=accept_valid, post_process=to_serializable_one)
+        request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        message = parse_body(dumps(request)).messages[0]
+        response = jsonrpc_dispatch(METHODS, ctx, message)
         return loads(dumps(response))
 
     def call(self, name: str, request_id: Any = 1, capabilities: dict[str, Any] | None = None,

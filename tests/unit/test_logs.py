@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mcp_server.logs import HANDLER_NAME, JsonFormatter, configure_logging
+from mcp_server.logs import HANDLER_NAME, TEXT_FORMAT, JsonFormatter, TextFormatter, configure_logging
 
 
 def record(message: str, *args, exc_info=None) -> logging.LogRecord:
@@ -79,3 +79,12 @@ def test_configure_logging_text_is_not_json(restore_mcp_logger, monkeypatch):
     configure_logging("INFO", "text")
     logging.getLogger("mcp.rpc").info("plain line")
     assert stream.getvalue().rstrip().endswith("INFO mcp.rpc plain line")
+
+
+def test_the_text_time_stamp_is_loggings_own_across_second_boundaries():
+    ours, standard = TextFormatter(TEXT_FORMAT), logging.Formatter(TEXT_FORMAT)
+    for created in (1700000000.123, 1700000000.999, 1700000001.0005, 1700000000.5, 1800000000.25):
+        record = logging.LogRecord("mcp.rpc", logging.INFO, "", 0, "line", (), None)
+        record.created, record.msecs = created, int((created - int(created)) * 1000)
+        assert ours.formatTime(record) == standard.formatTime(record)
+        assert ours.formatTime(record, "%H:%M") == standard.formatTime(record, "%H:%M")

@@ -104,13 +104,6 @@ def test_invalid_requests_carry_minus_32600_and_the_id_when_readable(raw, expect
     assert message.error["error"]["message"].startswith("Invalid Request")
 
 
-def test_to_request_rebuilds_what_jsonrpcserver_sees():
-    request = classify({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"_meta": {}, "a": 1}}).to_request()
-    assert request == {"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"a": 1}}
-    notification = classify({"jsonrpc": "2.0", "method": "notifications/x"}).to_request()
-    assert "id" not in notification
-
-
 def test_parse_body_reads_a_single_message():
     body = parse_body(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
     assert body.is_batch is False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import pathlib
 import re
 
@@ -14,9 +13,12 @@ from mcp_server import metrics
 from mcp_server.auth.permissions import Authorizer, Grants
 from mcp_server.config import Settings
 from mcp_server.dispatcher import Dispatcher
+from mcp_server.encoding import dumps
 from mcp_server.hub import Hub
+from mcp_server.messages import Message, parse_body
 from mcp_server.protocol import methods
 from mcp_server.protocol.request_context import RequestContext
+from mcp_server.session import STATELESS, Session
 from mcp_tools import Context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -59,8 +61,23 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
     assert jsonrpcserver.methods.global_methods == {}
     assert set(methods.METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
                                     "prompts/get", "completion/complete", "notifications/initialized"}
-    assert "methods=MODERN_METHODS if modern else METHODS" in inspect.getsource(Dispatcher.handle_request)
-    assert "methods=METHODS" in inspect.getsource(Dispatcher.handle_notification)
+    core = Dispatcher(Settings.from_environ({}))
+    try:
+        # Each era finds only its own table's methods: ping is legacy-only, subscriptions/listen modern-only.
+        legacy = Session(transport="streamable", protocol_version="2025-11-25", initialized=True)
+        modern = Session(transport=STATELESS, protocol_version="2026-07-28", client_capabilities={},
+                         initialized=True)
+        assert core.handle_request(legacy, request("ping"), None)["result"] == {}
+        assert core.handle_request(legacy, request("subscriptions/listen"), None)["error"]["code"] == -32601
+        assert core.handle_request(modern, request("ping"), None)["error"]["code"] == -32601
+        assert core.handle_request(modern, request("server/discover"), None)["result"]["resultType"] == "complete"
+    finally:
+        core.hub.shutdown()
+
+
+def request(method: str) -> Message:
+    """One request for method, with no params, as messages.py classifies it."""
+    return parse_body(dumps({"jsonrpc": "2.0", "id": 5, "method": method})).messages[0]
 
 
 def test_metrics_label_exactly_the_methods_of_the_table():
