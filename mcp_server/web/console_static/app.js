@@ -66,6 +66,7 @@ async function loadLists() {
     caps.resources ? listAll(session.client, "resources/templates/list", "resourceTemplates") : [],
     caps.prompts ? listAll(session.client, "prompts/list", "prompts") : [],
   ]);
+  session.client.setTools(tools);
   fillList($("tool-list"), tools, (t) => t.name, (t) => t.title || t.annotations?.title, showTool);
   fillList($("resource-list"), resources, (r) => r.uri, (r) => r.name, showResource);
   fillList($("template-list"), templates, (t) => t.uriTemplate, (t) => t.name, showTemplate);

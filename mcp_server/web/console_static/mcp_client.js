@@ -1,10 +1,16 @@
-// The MCP client: Streamable HTTP (protocol 2025-11-25) over fetch.
+// The MCP client: Streamable HTTP (protocol 2025-11-25) over fetch, or 2026-07-28 when the server speaks only it.
 // initialize opens a session (Mcp-Session-Id); every later POST accepts JSON or an SSE stream, so progress,
 // log messages and server requests (elicitation) arrive on the POST's own stream before its result.
+// A server that refuses initialize with -32022 (MCP_LEGACY=0) is spoken to statelessly (modern_wire.js).
 // Every exchange is reported to onExchange with the exact headers and bodies, for the traffic pane and curl.
+
+import {
+  MAX_INPUT_ROUNDS, MODERN_VERSION, answerInputRequests, asServerDescription, modernHeaders, withMeta,
+} from "./modern_wire.js";
 
 export const PROTOCOL_VERSION = "2025-11-25";
 const ACCEPT = "application/json, text/event-stream";
+const UNSUPPORTED_PROTOCOL_VERSION = -32022;
 
 const EXCHANGES = new WeakMap(); // response message -> the exchange that carried it
 
@@ -22,6 +28,8 @@ export class McpClient {
     this.handlers = handlers; // {onNotification(msg), onRequest(msg) -> Promise<result>, onExchange(exchange)}
     this.sessionId = null;
     this.protocolVersion = PROTOCOL_VERSION;
+    this.modern = false;
+    this.toolSchemas = new Map(); // name -> inputSchema, for the 2026-07-28 Mcp-Param-* headers
     this.nextId = 1;
   }
 
@@ -33,16 +41,48 @@ export class McpClient {
       clientInfo: { name: "mcp-console", version: "1" },
     };
     const answer = await this.request("initialize", params);
+    const refused = answer.error && answer.error.code === UNSUPPORTED_PROTOCOL_VERSION;
+    if (refused && ((answer.error.data || {}).supported || []).includes(MODERN_VERSION)) return this.discover();
     if (answer.error) throw new Error(answer.error.message);
     this.protocolVersion = answer.result.protocolVersion;
     await this.notify("notifications/initialized");
     return answer.result;
   }
 
+  // Speak 2026-07-28 from now on: server/discover says what the server is and offers.
+  async discover() {
+    this.modern = true;
+    this.protocolVersion = MODERN_VERSION;
+    const answer = await this.request("server/discover");
+    if (answer.error) throw new Error(answer.error.message);
+    return asServerDescription(answer.result);
+  }
+
+  // Remember the tools' input schemas: their x-mcp-header arguments travel in headers too (2026-07-28).
+  setTools(tools) {
+    this.toolSchemas = new Map(tools.map((tool) => [tool.name, tool.inputSchema]));
+  }
+
   // Send a request; resolves with the JSON-RPC response message (result or error).
-  async request(method, params, { onMessage } = {}) {
+  // On 2026-07-28 an input_required result is answered (onRequest) and retried, round after round.
+  async request(method, params, options = {}) {
+    let answer = await this.send(method, params, options);
+    for (let round = 0; this.modern && round < MAX_INPUT_ROUNDS; round++) {
+      const result = answer.result;
+      if (!result || result.resultType !== "input_required") break;
+      const inputResponses = await answerInputRequests(result.inputRequests, this.handlers.onRequest);
+      const retry = { ...(params || {}), inputResponses };
+      if (result.requestState !== undefined) retry.requestState = result.requestState;
+      answer = await this.send(method, retry, options);
+    }
+    return answer;
+  }
+
+  // One request and its response message.
+  async send(method, params, { onMessage } = {}) {
     const message = { jsonrpc: "2.0", id: this.nextId++, method };
-    if (params !== undefined) message.params = params;
+    if (this.modern) message.params = withMeta(method, params);
+    else if (params !== undefined) message.params = params;
     const exchange = this.newExchange(message);
     const response = await this.post(message, exchange);
     const answer = await this.readAnswer(response, message.id, exchange, onMessage);
@@ -62,9 +102,12 @@ export class McpClient {
   }
 
   // The headers every POST carries; the token is left out when there is none.
-  headers() {
+  headers(message) {
     const headers = { "Content-Type": "application/json", Accept: ACCEPT };
-    if (this.sessionId) {
+    if (this.modern && message.method) {
+      const name = message.params && message.params.name;
+      Object.assign(headers, modernHeaders(message, this.toolSchemas.get(name)));
+    } else if (this.sessionId) {
       headers["Mcp-Session-Id"] = this.sessionId;
       headers["MCP-Protocol-Version"] = this.protocolVersion;
     }
@@ -73,7 +116,7 @@ export class McpClient {
   }
 
   newExchange(message) {
-    return { url: new URL(this.endpoint, location.href).href, headers: this.headers(), request: message,
+    return { url: new URL(this.endpoint, location.href).href, headers: this.headers(message), request: message,
              status: null, events: [], response: null };
   }
 
@@ -132,9 +175,9 @@ export class McpClient {
     this.handlers.onExchange(exchange);
   }
 
-  // End the session (DELETE), best effort.
+  // End the session (DELETE), best effort; 2026-07-28 has none to end.
   async close() {
-    if (!this.sessionId) return;
+    if (!this.sessionId || this.modern) return;
     const headers = { "Mcp-Session-Id": this.sessionId };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     await fetch(this.endpoint, { method: "DELETE", headers, credentials: "omit", keepalive: true }).catch(() => {});
