@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.generator import http_client, open_sessions, run_load
-from bench.servers import ServerUnderTest, floor_server, our_server, redis_server, sdk_server
+from bench.servers import ServerUnderTest, floor_server, our_server, redis_server, sdk_server, wsgi_floor_server
 
 __all__ = ["run_compare", "run_idle"]
 
@@ -34,7 +34,8 @@ TARGETS = (
     ("modern_throughput_vs_ours_streamable", ">=", 1.0),
 )
 TRANSPORTS = ("sse", "streamable", "modern")
-# The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare.
+# The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare. The WSGI floor (wsgi) is
+# only that: a plain WSGI function answering 2026-07-28 calls under the same gunicorn + gevent worker.
 FLOOR_TRANSPORTS = ("sse", "streamable")
 IDLE_TARGET_KIB = 25.0
 
@@ -60,8 +61,11 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
         elif name == "floor":
             if transport in FLOOR_TRANSPORTS:
                 yield "floor", floor_server
+        elif name == "wsgi":
+            if transport == "modern":
+                yield "wsgi", wsgi_floor_server
         else:
-            raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor")
+            raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor, wsgi")
 
 
 @contextmanager
@@ -125,13 +129,17 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         ours = summary.get(f"ours/{transport}")
         if ours is None:
             continue
-        for peer in ("sdk", "floor"):
+        for peer in ("sdk", "floor", "wsgi"):
             theirs = summary.get(f"{peer}/{transport}")
             if theirs is None:
                 continue
             ratios[f"{transport}_throughput_vs_{peer}"] = ratio(ours["req_per_s"], theirs["req_per_s"])
             ratios[f"{transport}_p99_vs_{peer}"] = ratio(ours["p99_ms"], theirs["p99_ms"])
             ratios[f"{transport}_cpu_per_call_vs_{peer}"] = ratio(ours["cpu_us_per_call"], theirs["cpu_us_per_call"])
+    stack, sdk = summary.get("wsgi/modern"), summary.get("sdk/modern")
+    if stack and sdk:
+        # gunicorn + gevent alone, against the SDK: how much of a third of its CPU the stack leaves for the rest.
+        ratios["wsgi_floor_cpu_per_call_vs_sdk"] = ratio(stack["cpu_us_per_call"], sdk["cpu_us_per_call"])
     modern, legacy = summary.get("ours/modern"), summary.get("ours/streamable")
     if modern and legacy:
         ratios["modern_throughput_vs_ours_streamable"] = ratio(modern["req_per_s"], legacy["req_per_s"])

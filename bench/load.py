@@ -3,6 +3,7 @@
     python -m bench.load --url http://127.0.0.1:8000/mcp --transport sse -c 32 -d 10
     python -m bench.load --compare --duration 10 --concurrency 32     # ours vs the SDK vs the floor
     python -m bench.load --compare --servers ours,sdk --transports streamable,modern   # the 2026-07-28 row
+    python -m bench.load --compare --servers ours,sdk,wsgi --transports modern       # ... and the stack alone
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
 
 A plain run prints one JSON line: req/s, p50/p90/p99 latency and errors by kind.
@@ -56,7 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds before a call counts as timed out")
     parser.add_argument("--server-pid", type=int, action="append", default=[],
                         help="plain mode: PIDs whose CPU time to charge per call (children included)")
-    parser.add_argument("--servers", default="ours,sdk,floor", help="compare/idle: which servers, comma-separated")
+    parser.add_argument("--servers", default="ours,sdk,floor",
+                        help="compare/idle: which servers, comma-separated (ours, sdk, floor; "
+                             "wsgi: gunicorn + gevent alone, modern only)")
     parser.add_argument("--transports", default="sse,streamable",
                         help="compare: which transports (sse, streamable, modern)")
     parser.add_argument("--rounds", type=int, default=1, help="compare: repeat and report medians")

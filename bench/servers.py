@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 __all__ = ["ROOT", "ServerUnderTest", "cpu_seconds_of", "floor_server", "our_server", "redis_server",
-           "rss_bytes_of", "sdk_server"]
+           "rss_bytes_of", "sdk_server", "wsgi_floor_server"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -188,6 +188,15 @@ def floor_server() -> ServerUnderTest:
             "--worker-connections", "12000", "--no-control-socket", "--graceful-timeout", "2",
             "bench.peers.floor_server:app"]
     return ServerUnderTest("floor", argv, port, {"sse": "/sse", "streamable": "/mcp"})
+
+
+def wsgi_floor_server() -> ServerUnderTest:
+    """A plain WSGI function under the same gunicorn + gevent worker: the cost of the server stack alone."""
+    port = free_port()
+    argv = [str(BIN / "gunicorn"), "-k", "gevent", "--bind", f"127.0.0.1:{port}", "-w", "1",
+            "--worker-connections", "12000", "--no-control-socket", "--graceful-timeout", "2",
+            "bench.peers.wsgi_floor:app"]
+    return ServerUnderTest("wsgi", argv, port, {"modern": "/mcp"}, ready_path="/mcp")
 
 
 class RedisProcess:

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from bench.servers import sdk_server
+from bench.servers import sdk_server, wsgi_floor_server
 from tests.e2e.server_process import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -49,3 +49,9 @@ def test_modern_load_runs_against_the_sdk_mcpserver():
 def test_modern_load_runs_against_our_server(server):
     [worker] = server.worker_pids()
     assert_clean_run(run_modern_load(server.url, worker), server.url)
+
+
+def test_modern_load_runs_against_the_wsgi_floor():
+    with wsgi_floor_server() as floor:
+        url = floor.base_url + floor.paths["modern"]
+        assert_clean_run(run_modern_load(url, floor.pids[0]), url)

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("aiohttp", reason="bench/ needs requirements-dev.txt (the other Pythons' runs install less)")
 
+from bench.compare import ratios_of  # noqa: E402
 from bench.generator import percentile, summarize  # noqa: E402
 from bench.load import split_url  # noqa: E402
 from bench.profile import summarize_stacks  # noqa: E402
@@ -41,3 +42,13 @@ def test_profile_summary_counts_self_and_inclusive_samples():
     assert total == 4
     assert own == Counter({"work (core.py)": 3, "log (logs.py)": 1})
     assert inclusive["main (app.py)"] == 4
+
+
+def test_the_wsgi_floor_is_compared_with_ours_and_with_the_sdk():
+    summary = {"ours/modern": {"req_per_s": 1500.0, "p99_ms": 40.0, "cpu_us_per_call": 600.0},
+               "sdk/modern": {"req_per_s": 700.0, "p99_ms": 100.0, "cpu_us_per_call": 1500.0},
+               "wsgi/modern": {"req_per_s": 2000.0, "p99_ms": 30.0, "cpu_us_per_call": 300.0}}
+    ratios = ratios_of(summary)
+    assert ratios["modern_cpu_per_call_vs_wsgi"] == 2.0
+    assert ratios["wsgi_floor_cpu_per_call_vs_sdk"] == 0.2
+    assert ratios["modern_cpu_per_call_vs_sdk"] == 0.4
