@@ -137,10 +137,11 @@ class MemoryTaskStore(TaskStore):
         return record
 
     def create(self, record: TaskRecord, limit: int) -> bool:
-        """Store a new task unless its principal holds limit unexpired ones (expired ones are dropped first)."""
+        """Store a new task unless its principal holds limit unexpired ones (every expired one is dropped first)."""
         with self.lock:
-            mine = [task_id for principal, task_id in list(self.tasks) if principal == record.principal]
-            held = sum(1 for task_id in mine if self._live(record.principal, task_id) is not None)
+            for principal, task_id in list(self.tasks):
+                self._live(principal, task_id)
+            held = sum(1 for principal, _ in self.tasks if principal == record.principal)
             if held >= limit:
                 return False
             self.tasks[(record.principal, record.task_id)] = replace(record, asks=dict(record.asks),
