@@ -104,3 +104,19 @@ def test_a_graceful_stop_finishes_short_tasks_and_fails_the_rest(hosts):
     assert poll(second, short, TIMEOUT_S)["status"] == "completed"
     stopped = poll(second, long, TIMEOUT_S)
     assert (stopped["status"], stopped["statusMessage"]) == ("failed", SHUTDOWN_MESSAGE)
+
+
+def test_a_task_answered_on_the_other_host_resumes_there_to_completion(hosts):
+    first, second = hosts
+    created = send(first, "tools/call", "confirm_delete", name="confirm_delete", arguments={"filename": "a.txt"})
+    task_id = created["taskId"]
+    deadline = time.monotonic() + TIMEOUT_S
+    while (task := send(second, "tasks/get", task_id, taskId=task_id))["status"] != "input_required":
+        assert time.monotonic() < deadline, task
+        time.sleep(0.1)
+    assert list(task["inputRequests"]) == ["confirm"]
+    ack = send(second, "tasks/update", task_id, taskId=task_id,
+               inputResponses={"confirm": {"action": "accept", "content": {"confirm": True}}})
+    assert ack["resultType"] == "complete"
+    done = poll(first, task_id, TIMEOUT_S)
+    assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "Deleted a.txt")
