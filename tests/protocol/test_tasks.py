@@ -314,3 +314,26 @@ def test_registration_refuses_an_unknown_task_support():
         tool(input_schema=NO_ARGUMENTS, task="sometimes")
     with pytest.raises(RegistryError):
         tool(input_schema=NO_ARGUMENTS, ask_before_task=True)
+
+
+def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, core):
+    task_id = client.call("sleepy", seconds=30)["taskId"]
+    [greenlet] = core.tasks.running.values()
+    # Another worker took the tasks/cancel: only the store knows.
+    assert core.hub.tasks.cancel("alice", task_id, "Cancelled by the client", core.hub.tasks.now()) is True
+    core.tasks.renew_once()
+    wait_until(lambda: greenlet.dead, timeout=WAIT_S)
+    assert core.tasks.running == {}
+    assert client.get(task_id)["status"] == "cancelled"
+
+
+def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_core, registry):
+    core = make_core({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
+    alice = Client(core, "alice")
+    task_id = alice.call("asker")["taskId"]
+    alice.until(task_id, ("input_required",))
+    huge = {"name": {"action": "accept", "content": {"name": "x" * 2000}}}
+    refused = alice("tasks/update", taskId=task_id, inputResponses=huge)
+    assert code_of(refused) == -32602
+    assert "MCP_TASK_MAX_RESULT_BYTES" in refused["error"]["message"]
+    assert sorted(alice.get(task_id)["inputRequests"]) == ["name"]
