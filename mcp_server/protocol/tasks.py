@@ -47,6 +47,8 @@ def call_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]
         if tool.task == REQUIRED:
             raise missing_extension(f"Tool '{tool.name}' runs only as a task, which")
         return run_rounds(ctx, work)
+    if not isinstance(arguments, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object", {"tool": tool.name})
     answers: dict[str, Any] = {}
     state = None
     if tool.ask_before_task:

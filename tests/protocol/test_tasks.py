@@ -337,3 +337,9 @@ def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_
     assert code_of(refused) == -32602
     assert "MCP_TASK_MAX_RESULT_BYTES" in refused["error"]["message"]
     assert sorted(alice.get(task_id)["inputRequests"]) == ["name"]
+
+
+def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, core):
+    refused = client("tools/call", name="sleepy", arguments=[1])
+    assert code_of(refused) == -32602
+    assert core.hub.tasks.tasks == {}
