@@ -51,6 +51,7 @@ FLAGS = {
 RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
 # The tasks extension's filter member: notifications/tasks for these tasks (of the stream's own principal).
 TASK_IDS = "taskIds"
+ENDED = frozenset({"completed", "failed", "cancelled"})
 # A filter naming more URIs than this is refused: each is checked against every update.
 MAX_RESOURCE_SUBSCRIPTIONS = 1000
 # The reason a stream ends with when the server stops: the one ending that gets a final result.
@@ -124,6 +125,8 @@ class ListenStream(QueuedSubscription):
         self.methods = frozenset(FLAGS[flag] for flag in FLAGS if honoured.get(flag))
         self.resources = frozenset(honoured.get(RESOURCE_SUBSCRIPTIONS, ()))
         self.task_ids = frozenset(honoured.get(TASK_IDS, ()))
+        # Tasks of task_ids seen ending: no longer worth a look at keepalive time (see subscriptions_listen).
+        self.ended_tasks: set[str] = set()
         self.queue = Mailbox()
         self.maxsize = maxsize
         self.max_bytes = max_bytes
@@ -139,8 +142,12 @@ class ListenStream(QueuedSubscription):
         if method == RESOURCE_UPDATED:
             return (message.get("params") or {}).get("uri") in self.resources
         if method == TASK_NOTIFICATION:
-            return ((message.get("params") or {}).get("taskId") in self.task_ids
-                    and message.get("principal") == self.principal)
+            params = message.get("params") or {}
+            if params.get("taskId") not in self.task_ids or message.get("principal") != self.principal:
+                return False
+            if params.get("status") in ENDED:
+                self.ended_tasks.add(params["taskId"])
+            return True
         return method in self.methods
 
     def acknowledgment(self) -> dict[str, Any]:
@@ -244,6 +251,14 @@ def listen_messages(stream: ListenStream, keepalive_s: float) -> Iterator[dict[s
         yield None if item is None else loads(item[1])
 
 
+def look_at_tasks(ctx: Any, stream: ListenStream) -> None:
+    """Read the stream's tasks not seen ending: one whose worker died fails on that read, and is announced then."""
+    runner = getattr(ctx.services, "tasks", None)
+    waiting = stream.task_ids - stream.ended_tasks
+    if runner is not None and waiting:
+        runner.look_at(stream.principal, sorted(waiting))
+
+
 def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> Any:
     """Serve one subscriptions/listen until the client goes or the server stops; return the closing result.
 
@@ -261,6 +276,7 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
             if message is None:
                 if keepalive is not None:
                     keepalive()
+                look_at_tasks(ctx, stream)
             elif "id" in message:
                 return Success(message["result"])
             elif backlog is not None and message["method"] != ACKNOWLEDGED and backlog() >= stream.maxsize:

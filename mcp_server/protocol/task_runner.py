@@ -186,6 +186,16 @@ class TaskRunner:
         except HubUnavailable:
             log.info("could not announce task %s: Redis unreachable", record.task_id[:8])
 
+    def look_at(self, principal: str | None, task_ids: list[str]) -> None:
+        """Read these tasks (a listen stream waits on them): a lapsed one fails on the read and is announced."""
+        try:
+            for task_id in task_ids:
+                record, failed_now = self.store.get(principal, task_id, self.store.now(), lapsed())
+                if record is not None and failed_now:
+                    self.tell(notification(record, self.settings.task_poll_interval_ms))
+        except HubUnavailable:
+            log.info("could not look at the tasks of a listen stream: Redis unreachable")
+
     def stop_here(self, principal: str | None, task_id: str) -> None:
         """Kill the task's greenlet if it runs on this worker (it was cancelled)."""
         greenlet = self.running.pop((principal, task_id), None)

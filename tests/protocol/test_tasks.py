@@ -9,11 +9,13 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.encoding import loads
+from mcp_server.encoding import dumps, loads
+from mcp_server.messages import parse_body
 from mcp_server.protocol.task_runner import SHUTDOWN_MESSAGE
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
+from mcp_server.stateless.meta import ephemeral_session
 from mcp_tools import ProtocolError, Registry, RegistryError, tool
-from tests.support.tasks_client import WAIT_S, WITHOUT_TASKS, Client, code_of
+from tests.support.tasks_client import WAIT_S, WITH_TASKS, WITHOUT_TASKS, Client, code_of
 from tests.support.waiting import wait_until
 
 NO_ARGUMENTS = {"type": "object", "properties": {}}
@@ -288,3 +290,27 @@ def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, cor
     refused = client("tools/call", name="sleepy", arguments=[1])
     assert code_of(refused) == -32602
     assert core.hub.tasks.tasks == {}
+
+
+def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_core, registry):
+    core = make_core({"MCP_TASK_LEASE_S": "0.3", "MCP_KEEPALIVE_S": "0.2"}, registry=registry)
+    alice = Client(core, "alice")
+    task_id = alice.call("sleepy", seconds=30)["taskId"]
+    heard: list[dict] = []
+    listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
+        "notifications": {"taskIds": [task_id]},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": WITH_TASKS}}}
+    message = parse_body(dumps(listen)).messages[0]
+    listener = gevent.spawn(core.handle_request, ephemeral_session(message.meta, "alice"), message, heard.append)
+    try:
+        wait_until(lambda: heard, timeout=WAIT_S)  # the acknowledgment
+        core.tasks._renewer.kill()
+        for greenlet in list(core.tasks.running.values()):
+            greenlet.kill()
+        wait_until(lambda: any(m.get("method") == "notifications/tasks" for m in heard), timeout=WAIT_S)
+        [note] = [m for m in heard if m.get("method") == "notifications/tasks"]
+        assert (note["params"]["taskId"], note["params"]["status"]) == (task_id, "failed")
+        assert "lease expired" in note["params"]["statusMessage"]
+    finally:
+        listener.kill()
