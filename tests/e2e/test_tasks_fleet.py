@@ -120,3 +120,17 @@ def test_a_task_answered_on_the_other_host_resumes_there_to_completion(hosts):
     assert ack["resultType"] == "complete"
     done = poll(first, task_id, TIMEOUT_S)
     assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "Deleted a.txt")
+
+
+def test_a_reload_with_hup_fails_the_old_workers_long_task_and_the_new_worker_serves(hosts):
+    first, second = hosts
+    [old_worker] = first.worker_pids()
+    long = start_task(first, 60)
+    os.kill(first.proc.pid, signal.SIGHUP)
+    stopped = poll(second, long, TIMEOUT_S)
+    assert (stopped["status"], stopped["statusMessage"]) == ("failed", SHUTDOWN_MESSAGE)
+    deadline = time.monotonic() + TIMEOUT_S
+    while first.worker_pids() in ([], [old_worker]):
+        assert time.monotonic() < deadline, "no new worker after HUP"
+        time.sleep(0.1)
+    assert poll(first, start_task(first, 0), TIMEOUT_S)["status"] == "completed"
