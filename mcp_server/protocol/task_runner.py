@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
@@ -26,6 +27,9 @@ from mcp_server.protocol.request_context import MODERN, TASK_RUNNING, RequestCon
 from mcp_server.protocol.task_shapes import lapsed, notification
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import STATELESS, Session
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
 
 __all__ = ["SHUTDOWN_MESSAGE", "TaskRunner", "rpc_error"]
 
@@ -50,12 +54,13 @@ def discard(message: dict[str, Any]) -> None:
 class TaskRunner:
     """This worker's running tasks and the greenlet that renews their leases."""
 
-    def __init__(self, store_of: Any, settings: Any, tell: Any) -> None:
+    def __init__(self, store_of: Callable[[], TaskStore], settings: Settings,
+                 tell: Callable[[dict[str, Any]], None]) -> None:
         # Looked up on each use, like the hub itself, so a test may swap the hub.
         self.store_of = store_of
         self.settings = settings
         self.tell = tell
-        # Set by the dispatcher once it has built the services every request shares.
+        # Set by the dispatcher once it has built the services every request shares (RequestServices).
         self.services: Any = None
         self.running: dict[tuple[str | None, str], gevent.Greenlet] = {}
         self._pid: int | None = None
