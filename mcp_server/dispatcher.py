@@ -46,6 +46,7 @@ from mcp_server.protocol.request_context import (
     principal_may,
 )
 from mcp_server.protocol.subscriptions import ListenRegistry
+from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import STATELESS, Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
@@ -120,6 +121,8 @@ class Dispatcher:
         self.hub.listen_here(self.listeners.deliver)
         # The authentication layer's (None when authentication is off: every session may use everything).
         self.authorizer = authorizer
+        # The tasks extension's tasks running on this worker; the tasks themselves live in the hub.
+        self.tasks = TaskRunner(lambda: self.hub.tasks, settings, lambda message: self.hub.tell_every_worker(message))
         self.services = RequestServices(
             registry=self.registry,
             settings=settings,
@@ -131,7 +134,9 @@ class Dispatcher:
             resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
             request_state=SharedCodec(settings, lambda name: self.hub.shared_secret(name)),
             listeners=self.listeners,
+            tasks=self.tasks,
         )
+        self.tasks.services = self.services
         # Set by mcp_server.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
         self.session_quota = SessionQuota(self.hub, settings)
@@ -345,10 +350,13 @@ class Dispatcher:
         Only worth the wait when answers outlive this worker (the Redis hub): the client resumes
         its stream on another worker and finds them there. Returns how many calls were stopped.
         """
+        since = self.stopping_since if self.stopping_since is not None else time.monotonic()
+        if self.hub.outlives_worker:
+            # Tasks too: those still running at the deadline are failed, so no client polls them for ever.
+            self.tasks.drain(since + self.settings.graceful_timeout_s / 2 - time.monotonic())
         running = self.hub.inflight.running()
         if not running or not self.hub.outlives_worker:
             return 0
-        since = self.stopping_since if self.stopping_since is not None else time.monotonic()
         inflight = self.hub.inflight
         # Not joinall: a request run in its POST's own greenlet is over while that greenlet lives on.
         inflight.wait_finished(running, max(0.0, since + self.settings.graceful_timeout_s / 2 - time.monotonic()))

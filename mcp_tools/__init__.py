@@ -7,7 +7,7 @@ start with an underscore are not. Nothing here imports Flask or the server.
 
 from mcp_tools._checks import RegistryError
 from mcp_tools._content import ToolResult, audio, embedded_resource, image, resource_link, text
-from mcp_tools._context import Completion, Context, InputRequest, ResourceNotFound, ToolError
+from mcp_tools._context import Completion, Context, InputRequest, ProtocolError, ResourceNotFound, ToolError
 from mcp_tools._registry import Registry
 from mcp_tools._specs import (
     Prompt,
@@ -27,6 +27,7 @@ __all__ = [
     "InputRequest",
     "Prompt",
     "PromptArgument",
+    "ProtocolError",
     "Registry",
     "RegistryError",
     "Resource",

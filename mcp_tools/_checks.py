@@ -85,3 +85,15 @@ def first_doc_line(fn: Callable[..., Any]) -> str:
     """Return the first line of fn's docstring, or an empty string."""
     doc = inspect.getdoc(fn) or ""
     return doc.splitlines()[0] if doc else ""
+
+
+# What @tool(task=...) accepts (the tasks extension's task support).
+TASK_SUPPORT = (None, "optional", "required")
+
+
+def check_task_support(task: object, ask_before_task: object) -> None:
+    """Refuse a task support other than None, "optional" or "required", or ask_before_task without one."""
+    if task not in TASK_SUPPORT:
+        raise RegistryError(f"@tool(task=...) must be None, 'optional' or 'required', not {task!r}")
+    if ask_before_task and task is None:
+        raise RegistryError("@tool(ask_before_task=True) needs task='optional' or task='required'")

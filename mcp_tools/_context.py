@@ -12,11 +12,25 @@ from typing import Any, Protocol
 
 from mcp_tools._registry import Registry
 
-__all__ = ["Completion", "Context", "InputRequest", "ResourceNotFound", "ToolError"]
+__all__ = ["Completion", "Context", "InputRequest", "ProtocolError", "ResourceNotFound", "ToolError"]
 
 
 class ToolError(Exception):
     """Raise to fail a tool call with a message that is safe to show the client."""
+
+
+class ProtocolError(Exception):
+    """Raise to answer a tool call with a JSON-RPC error (a task: `failed`) instead of a tool result.
+
+    ToolError is a result the model reads and may correct; this is for a request the server cannot serve at
+    all. The message is shown to the client as it is, so it must be safe to show.
+    """
+
+    def __init__(self, message: str, code: int = -32603, data: Any = None) -> None:
+        """Keep the JSON-RPC error's code, message and data."""
+        super().__init__(message)
+        self.code = code
+        self.data = data
 
 
 class ResourceNotFound(LookupError):
@@ -104,6 +118,12 @@ class Context(Protocol):
 
     def client_supports(self, capability: str) -> bool:
         """Whether the client declared a capability (sampling, elicitation, roots) for this request."""
+
+    def start_task(self) -> None:
+        """Become a task here (a tool declared with ask_before_task=True); a no-op everywhere else.
+
+        The task runs the tool AGAIN FROM THE TOP with the answers given so far, so work before this is repeated.
+        """
 
     def close_stream(self) -> None:
         """End this request's event stream early (Streamable HTTP); the client resumes it later."""

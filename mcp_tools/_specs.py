@@ -17,6 +17,7 @@ from mcp_tools._checks import (
     check_name,
     check_parameters,
     check_synchronous,
+    check_task_support,
     compile_schema,
     first_doc_line,
     takes_context,
@@ -53,6 +54,12 @@ class Tool:
     input_validator: Draft202012Validator = field(repr=False, compare=False, default=None)
     output_validator: Draft202012Validator | None = field(repr=False, compare=False, default=None)
     wants_context: bool = False
+    # The tasks extension (MCP 2026-07-28): None runs every call at once; "optional" lets a request that declared
+    # io.modelcontextprotocol/tasks get a task; "required" refuses (-32021) a 2026-07-28 request that did not.
+    task: str | None = None
+    # With a task: the call becomes a task when the tool calls ctx.start_task() (its asks before are rounds of the
+    # original request), not before the tool starts.
+    ask_before_task: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,12 +153,15 @@ def tool(
     output_schema: dict[str, Any] | None = None,
     title: str | None = None,
     annotations: dict[str, Any] | None = None,
+    task: str | None = None,
+    ask_before_task: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a tool with an explicit JSON Schema for its arguments."""
+    """Mark a function as a tool with an explicit JSON Schema for its arguments (task: None, optional, required)."""
     if callable(name):
         raise RegistryError("use @tool(input_schema={...}), not bare @tool")
     if input_schema is None:
         raise RegistryError("@tool needs input_schema={...}: an explicit JSON Schema for the arguments")
+    check_task_support(task, ask_before_task)
 
     def build(fn: Callable[..., Any]) -> Tool:
         fields = common_fields(fn, name, "tool", description)
@@ -161,7 +171,8 @@ def tool(
         check_parameters(fn, label, set(input_schema.get("properties", {})), set(input_schema.get("required", [])),
                          "property")
         return Tool(input_schema=input_schema, output_schema=output_schema, title=title, annotations=annotations,
-                    input_validator=input_validator, output_validator=output_validator, **fields)
+                    input_validator=input_validator, output_validator=output_validator, task=task,
+                    ask_before_task=ask_before_task, **fields)
 
     return marking(build)
 

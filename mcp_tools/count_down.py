@@ -1,4 +1,4 @@
-"""A tool that reports progress and logs through `ctx` while it works."""
+"""A tool that reports progress and logs through `ctx` while it works; on MCP 2026-07-28 it may run as a task."""
 
 import gevent
 
@@ -20,7 +20,9 @@ INPUT_SCHEMA = {
 }
 
 
-@tool(input_schema=INPUT_SCHEMA, annotations={"readOnlyHint": True})
+# task="optional": a 2026-07-28 request that declares the io.modelcontextprotocol/tasks extension gets a task it
+# polls with tasks/get; every other request (and every 2025-era session) runs it at once, as before.
+@tool(input_schema=INPUT_SCHEMA, annotations={"readOnlyHint": True}, task="optional")
 def count_down(steps: int, ctx: Context, delay_ms: int = 0) -> str:
     """Count down from steps to zero, reporting progress and a log line per step."""
     for done in range(1, steps + 1):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from mcp_server.hub.subscription import Subscription
+from mcp_server.hub.tasks import MemoryTaskStore, TaskStore
 from mcp_server.hub.worker_calls import InflightCalls, PendingRequests
 from mcp_server.session import Session, SessionChange, SessionUpdate
 
@@ -98,6 +99,8 @@ class Hub(ABC):
         self._secrets: dict[str, bytes] = {}
         # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
         self.worker_listener: Callable[[dict[str, Any]], None] | None = None
+        # The tasks extension's tasks (hub/tasks.py; the Redis hub's are in Redis, hub/redis_tasks.py).
+        self.tasks: TaskStore = MemoryTaskStore()
 
     # sessions
     @abstractmethod

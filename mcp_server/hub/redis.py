@@ -53,6 +53,7 @@ from mcp_server.hub.redis_scripts import (
 )
 from mcp_server.hub.redis_sessions import REFRESH_TTL_EVERY_S, Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
+from mcp_server.hub.redis_tasks import RedisTaskStore
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.hub.subscription import Subscription
 
@@ -86,6 +87,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._down_since: float | None = None
         self._ttl_refreshed: dict[str, float] = {}
         self.registry_sync = RegistrySync(self)
+        self.tasks = RedisTaskStore(self, int(settings.task_max_ttl_s * 1000))
         # The call slots this worker holds, token -> session id, renewed while their calls run.
         self._call_leases: dict[str, str] = {}
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,

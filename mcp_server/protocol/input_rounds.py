@@ -18,8 +18,8 @@ from mcp_server.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_server.stateless.results import INPUT_REQUIRED_METHODS, input_required
 from mcp_tools import InputRequest, ToolError
 
-__all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "ask_modern",
-           "required_capabilities", "run_rounds"]
+__all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "StartTask",
+           "answer_problem", "ask_modern", "required_capabilities", "run_rounds"]
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
@@ -55,6 +55,16 @@ class InputRequired(BaseException):  # noqa: N818 - control flow, like Generator
         """Keep the open questions: key -> {method, params}."""
         super().__init__(", ".join(requests))
         self.requests = requests
+
+
+class StartTask(BaseException):  # noqa: N818 - control flow, like InputRequired
+    """ctx.start_task() in a tool that asks before it becomes a task: stop here, the task reruns it from the top."""
+
+    def __init__(self, answers: dict[str, Any], state: Any) -> None:
+        """Keep the answers the run used and the tool's round state, for the task's run."""
+        super().__init__("start task")
+        self.answers = answers
+        self.state = state
 
 
 class RoundRefusal(RpcError):

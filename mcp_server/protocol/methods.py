@@ -34,7 +34,8 @@ from mcp_server.protocol.prompts import describe_prompt, render_prompt
 from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestContext
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
 from mcp_server.protocol.subscriptions import subscriptions_listen
-from mcp_server.protocol.tools import run_tool
+from mcp_server.protocol.task_shapes import TASKS_EXTENSION
+from mcp_server.protocol.tasks import call_tool, tasks_cancel, tasks_get, tasks_update
 from mcp_server.session import SessionChange
 from mcp_server.stateless.eras import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
@@ -46,6 +47,8 @@ __all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded
 log = logging.getLogger("mcp.protocol")
 SERVER_VERSION = "1.0.0"
 MAX_SUBSCRIPTIONS = 1000
+# The revision whose server/discover announces extensions (the tasks extension).
+MODERN_SINCE = "2026-07-28"
 
 
 # What jsonrpcserver binds params against: anything goes, so that guarded checks them and says what is wrong.
@@ -114,6 +117,8 @@ def server_capabilities(version: str | None = None) -> dict[str, Any]:
     }
     if at_least(version, "2025-03-26"):
         implemented["completions"] = {}
+    if at_least(version, MODERN_SINCE):
+        implemented["extensions"] = {TASKS_EXTENSION: {}}
     return implemented
 
 
@@ -203,7 +208,7 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
     tool = ctx.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
-    return Success(run_rounds(ctx, lambda: run_tool(ctx, tool, {} if arguments is None else arguments)))
+    return Success(call_tool(ctx, tool, {} if arguments is None else arguments))
 
 
 def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
@@ -344,4 +349,8 @@ MODERN_METHODS: dict[str, Callable[..., Any]] = {
     **{name: handler for name, handler in METHODS.items() if name not in REMOVED_IN_2026},
     "server/discover": server_discover,
     "subscriptions/listen": subscriptions_listen,
+    # The tasks extension (mcp_server.protocol.tasks).
+    "tasks/get": guarded(tasks_get),
+    "tasks/update": guarded(tasks_update),
+    "tasks/cancel": guarded(tasks_cancel),
 }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
-from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, ask_modern
+from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_modern
 from mcp_server.session import Session, SessionChange, SessionUpdate
 from mcp_tools import InputRequest, Registry, ToolError
 
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from mcp_server.hub.base import PendingRequests
     from mcp_server.stateless.request_state import RequestStateCodec
 
-__all__ = ["LEGACY", "LOG_LEVELS", "MODERN", "RequestContext", "RequestServices", "level_allows", "principal_may"]
+__all__ = ["LEGACY", "LOG_LEVELS", "MODERN", "TASK_BEFORE", "TASK_RUNNING", "RequestContext", "RequestServices",
+           "level_allows", "principal_may"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -33,6 +34,9 @@ DEFAULT_CLIENT_LOG_LEVEL = "debug"
 # RequestContext.era: the handshake era's sessions, or the 2026-07-28 stateless wire (an ephemeral session each).
 LEGACY = "legacy"
 MODERN = "modern"
+# RequestContext.task_phase: a tool declared ask_before_task, before its ctx.start_task(); a task's own run.
+TASK_BEFORE = "before"
+TASK_RUNNING = "running"
 
 log = logging.getLogger("mcp.context")
 
@@ -66,6 +70,8 @@ class RequestServices:
     request_state: Callable[[], RequestStateCodec] | None = None
     # This worker's subscriptions/listen streams (mcp_server.protocol.subscriptions.ListenRegistry).
     listeners: Any = None
+    # The tasks extension: this worker's task runner (mcp_server.protocol.task_runner.TaskRunner).
+    tasks: Any = None
 
 
 @dataclass
@@ -92,6 +98,8 @@ class RequestContext:
     round_state: Any = None
     # This run's answers on the modern wire, while a tools/call, prompts/get or resources/read runs.
     rounds: Rounds | None = None
+    # The tasks extension: TASK_BEFORE or TASK_RUNNING while a task-capable tool runs as (or towards) a task.
+    task_phase: str | None = None
 
     @property
     def session_id(self) -> str:
@@ -209,6 +217,11 @@ class RequestContext:
     def client_supports(self, capability: str) -> bool:
         """Whether the client declared a capability (for the session, or on the modern wire for this request)."""
         return isinstance((self.session.client_capabilities or {}).get(capability), dict)
+
+    def start_task(self) -> None:
+        """Become a task here, in a tool declared ask_before_task that runs towards one; elsewhere a no-op."""
+        if self.task_phase == TASK_BEFORE:
+            raise StartTask(dict(self.rounds.used) if self.rounds is not None else {}, self.round_state)
 
     def close_stream(self) -> None:
         """End this request's SSE stream now (Streamable HTTP); the client resumes it with Last-Event-ID."""

@@ -21,6 +21,8 @@ from mcp_server.hub import StreamClosed
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.hub.subscription import QueuedSubscription
 from mcp_server.metrics import instruments
+from mcp_server.protocol.task_shapes import NOTIFICATION as TASK_NOTIFICATION
+from mcp_server.protocol.task_shapes import declares_tasks, missing_extension
 from mcp_server.stateless.meta import SUBSCRIPTION_ID
 
 __all__ = [
@@ -47,17 +49,21 @@ FLAGS = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
+# The tasks extension's filter member: notifications/tasks for these tasks (of the stream's own principal).
+TASK_IDS = "taskIds"
+ENDED = frozenset({"completed", "failed", "cancelled"})
 # A filter naming more URIs than this is refused: each is checked against every update.
 MAX_RESOURCE_SUBSCRIPTIONS = 1000
 # The reason a stream ends with when the server stops: the one ending that gets a final result.
 SHUTTING_DOWN = "server shutting down"
 
 
-def honoured_filter(requested: object, may_read: Callable[[str], bool]) -> dict[str, Any]:
+def honoured_filter(requested: object, may_read: Callable[[str], bool], tasks: bool = False) -> dict[str, Any]:
     """Return the subset of a SubscriptionFilter this server honours; RpcError(-32602) for a malformed one.
 
-    Flags set to true are kept; resourceSubscriptions keeps only the URIs the principal may read, in order.
-    Members this server does not know (taskIds, say) are left out, which tells the client they are not served.
+    Flags set to true are kept; resourceSubscriptions keeps only the URIs the principal may read, in order;
+    taskIds needs the tasks extension declared (tasks; else -32021). Members this server does not know are
+    left out, which tells the client they are not served.
     """
     if requested is None:
         requested = {}
@@ -79,6 +85,16 @@ def honoured_filter(requested: object, may_read: Callable[[str], bool]) -> dict[
             raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{RESOURCE_SUBSCRIPTIONS} may name at "
                            f"most {MAX_RESOURCE_SUBSCRIPTIONS} URIs")
         honoured[RESOURCE_SUBSCRIPTIONS] = [uri for uri in dict.fromkeys(uris) if may_read(uri)]
+    task_ids = requested.get(TASK_IDS)
+    if task_ids is not None:
+        if not (isinstance(task_ids, list) and all(isinstance(task_id, str) for task_id in task_ids)
+                and len(task_ids) <= MAX_RESOURCE_SUBSCRIPTIONS):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{TASK_IDS} must be a list of at most "
+                           f"{MAX_RESOURCE_SUBSCRIPTIONS} task id strings")
+        if not tasks:
+            raise missing_extension(f"notifications.{TASK_IDS}")
+        # Kept as asked: a stream only ever gets its own principal's tasks, so a foreign id just never fires.
+        honoured[TASK_IDS] = list(dict.fromkeys(task_ids))
     return honoured
 
 
@@ -108,6 +124,9 @@ class ListenStream(QueuedSubscription):
         self.honoured = honoured
         self.methods = frozenset(FLAGS[flag] for flag in FLAGS if honoured.get(flag))
         self.resources = frozenset(honoured.get(RESOURCE_SUBSCRIPTIONS, ()))
+        self.task_ids = frozenset(honoured.get(TASK_IDS, ()))
+        # Tasks of task_ids seen ending: no longer worth a look at keepalive time (see subscriptions_listen).
+        self.ended_tasks: set[str] = set()
         self.queue = Mailbox()
         self.maxsize = maxsize
         self.max_bytes = max_bytes
@@ -122,6 +141,13 @@ class ListenStream(QueuedSubscription):
         method = message.get("method")
         if method == RESOURCE_UPDATED:
             return (message.get("params") or {}).get("uri") in self.resources
+        if method == TASK_NOTIFICATION:
+            params = message.get("params") or {}
+            if params.get("taskId") not in self.task_ids or message.get("principal") != self.principal:
+                return False
+            if params.get("status") in ENDED:
+                self.ended_tasks.add(params["taskId"])
+            return True
         return method in self.methods
 
     def acknowledgment(self) -> dict[str, Any]:
@@ -166,9 +192,9 @@ class ListenRegistry:
         self.stopping = False
 
     def open(self, listen_id: Any, principal: str | None, requested: object,
-             may_read: Callable[[str], bool]) -> ListenStream:
+             may_read: Callable[[str], bool], tasks: bool = False) -> ListenStream:
         """Open a listen stream; RpcError -32602 for a bad filter, -32004 past the limit or when stopping."""
-        honoured = honoured_filter(requested, may_read)
+        honoured = honoured_filter(requested, may_read, tasks)
         if self.stopping:
             raise RpcError(SERVER_UNAVAILABLE, "Server shutting down: send subscriptions/listen again to another "
                            "server")
@@ -225,6 +251,14 @@ def listen_messages(stream: ListenStream, keepalive_s: float) -> Iterator[dict[s
         yield None if item is None else loads(item[1])
 
 
+def look_at_tasks(ctx: Any, stream: ListenStream) -> None:
+    """Read the stream's tasks not seen ending: one whose worker died fails on that read, and is announced then."""
+    runner = getattr(ctx.services, "tasks", None)
+    waiting = stream.task_ids - stream.ended_tasks
+    if runner is not None and waiting:
+        runner.look_at(stream.principal, sorted(waiting))
+
+
 def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> Any:
     """Serve one subscriptions/listen until the client goes or the server stops; return the closing result.
 
@@ -232,7 +266,7 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
     """
     registry: ListenRegistry = ctx.services.listeners
     stream = registry.open(ctx.request_id, ctx.principal, notifications,
-                           lambda uri: ctx.permits("resource", uri))
+                           lambda uri: ctx.permits("resource", uri), declares_tasks(ctx.session.client_capabilities))
     stream.on_cut_off = getattr(ctx.send, "close_stream", None)
     keepalive = getattr(ctx.send, "keepalive", None)
     # The transport's own queue of unwritten messages, if it says: a client that does not read is cut off there too.
@@ -242,6 +276,7 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
             if message is None:
                 if keepalive is not None:
                     keepalive()
+                look_at_tasks(ctx, stream)
             elif "id" in message:
                 return Success(message["result"])
             elif backlog is not None and message["method"] != ACKNOWLEDGED and backlog() >= stream.maxsize:

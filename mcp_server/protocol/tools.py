@@ -6,11 +6,11 @@ import logging
 from typing import Any
 
 from mcp_server.encoding import dumps
-from mcp_server.errors import INVALID_PARAMS, RpcError, new_correlation_id
+from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
 from mcp_server.protocol.input_rounds import RoundRefusal
 from mcp_server.protocol.request_context import RequestContext
 from mcp_server.versions import at_least
-from mcp_tools import Tool, ToolError, ToolResult
+from mcp_tools import ProtocolError, Tool, ToolError, ToolResult
 
 __all__ = ["error_result", "run_tool", "schema_errors", "shape_tool_result", "to_text"]
 
@@ -90,6 +90,9 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
         value = tool.fn(**kwargs)
     except RoundRefusal:
         raise  # -32021 or a malformed answer on the modern wire: a protocol error, not the tool's failure
+    except ProtocolError as exc:
+        code = exc.code if type(exc.code) is int else INTERNAL_ERROR
+        raise RpcError(code, str(exc) or f"Tool '{tool.name}' failed", exc.data) from None
     except ToolError as exc:
         return error_result(str(exc) or f"Tool '{tool.name}' failed")
     except Exception:

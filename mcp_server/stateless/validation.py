@@ -51,6 +51,7 @@ __all__ = [
 MODERN_METHODS = frozenset({
     "server/discover", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
     "resources/read", "resources/templates/list", "completion/complete", "subscriptions/listen",
+    "tasks/get", "tasks/update", "tasks/cancel",
 })
 # Methods 2026-07-28 removed, with what replaced each: the -32601 message says so.
 REMOVED_METHODS = {
@@ -63,7 +64,8 @@ REMOVED_METHODS = {
     "tasks/list": "tasks moved to the io.modelcontextprotocol/tasks extension",
 }
 # Which method's Mcp-Name mirrors which params member.
-NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_SOURCES = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 STATUS_BY_CODE = {
     PARSE_ERROR: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, HEADER_MISMATCH: 400,
     MISSING_REQUIRED_CLIENT_CAPABILITY: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, METHOD_NOT_FOUND: 404,

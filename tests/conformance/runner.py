@@ -32,7 +32,7 @@ CLI_NEXT = HERE / "node_modules" / "conformance-next" / "dist" / "index.js"
 PASSING = ("SUCCESS", "INFO")
 # MCP_PLUGINS for a server the suite runs against: the 2025-era fixtures and the 2026-07-28 ones.
 FIXTURE_PLUGINS = ",".join(f"tests.conformance.{name}"
-                           for name in ("fixtures", "fixtures_2026", "input_required_fixtures"))
+                           for name in ("fixtures", "fixtures_2026", "input_required_fixtures", "tasks_fixtures"))
 # The timestamp a run appends to each scenario's directory (its milliseconds may hold "-20" too).
 RUN_STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[0-9T:.Z-]*$")
 SCENARIO_LINE = re.compile(r"^\s+- ([a-z0-9][a-z0-9/_.-]*)(?: \[(server|client)\])?$")

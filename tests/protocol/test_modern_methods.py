@@ -29,8 +29,9 @@ def call(client: Rpc, method: str, params: dict[str, Any] | None = None, extra_m
     return client.request(method, {**(params or {}), "_meta": {**MODERN_META, **(extra_meta or {})}})
 
 
-def test_modern_table_is_the_legacy_one_without_the_removed_methods_plus_discover_and_listen():
-    assert set(MODERN_METHODS) == (set(METHODS) - set(REMOVED)) | {"server/discover", "subscriptions/listen"}
+def test_modern_table_is_the_legacy_one_without_the_removed_methods_plus_discover_listen_and_tasks():
+    assert set(MODERN_METHODS) == (set(METHODS) - set(REMOVED)) | {
+        "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"}
 
 
 def test_discover_lists_versions_capabilities_identity_and_cache_hints(modern):

@@ -40,11 +40,21 @@ def drain(stream, count):
 
 
 def test_filter_keeps_true_flags_and_readable_uris_only():
-    requested = {"toolsListChanged": True, "promptsListChanged": False, "taskIds": ["t"],
+    requested = {"toolsListChanged": True, "promptsListChanged": False, "unknownMember": ["t"],
                  "resourceSubscriptions": ["file:///a", "secret://b", "file:///a"]}
     assert honoured_filter(requested, lambda uri: not uri.startswith("secret:")) == {
         "toolsListChanged": True, "resourceSubscriptions": ["file:///a"]}
     assert honoured_filter(None, everyone) == {}
+
+
+def test_task_ids_are_kept_with_the_tasks_extension_and_refused_without_it():
+    assert honoured_filter({"taskIds": ["a", "b", "a"]}, everyone, tasks=True) == {"taskIds": ["a", "b"]}
+    with pytest.raises(RpcError) as raised:
+        honoured_filter({"taskIds": ["a"]}, everyone)
+    assert raised.value.code == -32021
+    with pytest.raises(RpcError) as raised:
+        honoured_filter({"taskIds": "a"}, everyone, tasks=True)
+    assert raised.value.code == INVALID_PARAMS
 
 
 @pytest.mark.parametrize("bad", [[], {"toolsListChanged": "yes"}, {"resourceSubscriptions": "file:///a"},
@@ -147,7 +157,8 @@ def context(registry: ListenRegistry, send: Send, request_id=3):
     from types import SimpleNamespace
 
     return SimpleNamespace(services=SimpleNamespace(listeners=registry), request_id=request_id, principal=None,
-                           permits=lambda kind, name: True, settings=SimpleNamespace(keepalive_s=0.05), send=send)
+                           permits=lambda kind, name: True, settings=SimpleNamespace(keepalive_s=0.05), send=send,
+                           session=SimpleNamespace(client_capabilities={}))
 
 
 def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown():

@@ -107,6 +107,14 @@ def test_mcp_name_may_be_base64_and_surrounded_by_whitespace():
     assert validate_request(body, sent) is None
 
 
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_tasks_methods_carry_their_task_id_in_mcp_name(method):
+    body, sent = call(method, taskId="t-1")
+    assert rejected(body, sent) == (HEADER_MISMATCH, 400, 7)
+    assert validate_request(body, {**sent, "Mcp-Name": "t-1"}) is None
+    assert rejected(body, {**sent, "Mcp-Name": "t-2"}) == (HEADER_MISMATCH, 400, 7)
+
+
 def test_mcp_name_is_not_expected_when_the_body_has_no_name():
     body, sent = call()
     assert "Mcp-Name" not in sent

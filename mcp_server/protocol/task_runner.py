@@ -1,0 +1,252 @@
+"""Running tasks (the tasks extension) on this worker: create, run, park on a question, finish, renew leases.
+
+A task is stored before its id is sent, then runs in a greenlet of its own that no POST owns. While it runs,
+this worker holds its lease and renews it every third of MCP_TASK_LEASE_S; a worker that dies stops renewing,
+and the next read of the task fails it (hub/tasks.py). Renewing also tells this worker when a task was
+cancelled (or failed) elsewhere: its greenlet is then killed. An ask without an answer parks the task
+(input_required); when tasks/update answers the last question, the worker that took the answer reruns the
+tool from the top with every answer so far, as the multi round-trip rounds do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import gevent
+
+from mcp_server.encoding import dumps, loads
+from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError, new_correlation_id
+from mcp_server.hub import HubUnavailable
+from mcp_server.hub.tasks import COMPLETED, FAILED, WORKING, TaskRecord, TaskStore
+from mcp_server.protocol.input_rounds import InputRequired, Rounds
+from mcp_server.protocol.request_context import MODERN, TASK_RUNNING, RequestContext
+from mcp_server.protocol.task_shapes import lapsed, notification
+from mcp_server.protocol.tools import run_tool
+from mcp_server.session import STATELESS, Session
+
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
+
+__all__ = ["SHUTDOWN_MESSAGE", "TaskRunner", "rpc_error"]
+
+log = logging.getLogger("mcp.tasks")
+
+SHUTDOWN_MESSAGE = "The server stopped before this task finished; call the tool again to start over"
+TASK_ID_BYTES = 24
+
+
+def rpc_error(code: int, message: str, data: Any = None) -> str:
+    """A JSON-RPC error object, as the JSON text a task keeps."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return dumps(error).decode()
+
+
+def discard(message: dict[str, Any]) -> None:
+    """Where a task's progress and log messages go: nowhere (the extension sends none for tasks)."""
+
+
+class TaskRunner:
+    """This worker's running tasks and the greenlet that renews their leases."""
+
+    def __init__(self, store_of: Callable[[], TaskStore], settings: Settings,
+                 tell: Callable[[dict[str, Any]], None]) -> None:
+        # Looked up on each use, like the hub itself, so a test may swap the hub.
+        self.store_of = store_of
+        self.settings = settings
+        self.tell = tell
+        # Set by the dispatcher once it has built the services every request shares (RequestServices).
+        self.services: Any = None
+        self.running: dict[tuple[str | None, str], gevent.Greenlet] = {}
+        self._pid: int | None = None
+        self._worker = ""
+        self._renewer: gevent.Greenlet | None = None
+
+    @property
+    def store(self) -> TaskStore:
+        """The hub's task store."""
+        return self.store_of()
+
+    @property
+    def worker(self) -> str:
+        """This process's lease owner name (a new one after a fork)."""
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._worker = f"{self._pid}-{secrets.token_hex(6)}"
+            self.running = {}
+            self._renewer = None
+        return self._worker
+
+    @property
+    def lease_ms(self) -> int:
+        """How long a lease holds without renewal."""
+        return int(self.settings.task_lease_s * 1000)
+
+    def ttl_ms(self, params: dict[str, Any]) -> int:
+        """The task's TTL: MCP_TASK_TTL_S, or the one a client asked for (a 2025-style task.ttl), at most the max."""
+        hint = params.get("task")
+        asked = hint.get("ttl") if isinstance(hint, dict) else None
+        if type(asked) is int and asked > 0:
+            return min(asked, int(self.settings.task_max_ttl_s * 1000))
+        return int(self.settings.task_ttl_s * 1000)
+
+    def create(self, ctx: RequestContext, name: str, arguments: Any, answers: dict[str, Any],
+               state: Any) -> TaskRecord:
+        """Store a new task for this tools/call and start running it; -32004 past the principal's limit."""
+        now = self.store.now()
+        request = {"name": name, "arguments": arguments, "capabilities": ctx.session.client_capabilities or {},
+                   "version": ctx.session.protocol_version, "state": state}
+        record = TaskRecord(task_id=secrets.token_urlsafe(TASK_ID_BYTES), principal=ctx.principal, status=WORKING,
+                            created_ms=now, updated_ms=now, ttl_ms=self.ttl_ms(ctx.params),
+                            request=dumps(request).decode(), lease_owner=self.worker,
+                            lease_until_ms=now + self.lease_ms,
+                            answers={key: dumps(value).decode() for key, value in answers.items()})
+        if not self.store.create(record, self.settings.task_max_per_principal):
+            raise RpcError(SERVER_UNAVAILABLE, "Too many tasks kept for this principal: the limit is "
+                           f"{self.settings.task_max_per_principal} (MCP_TASK_MAX_PER_PRINCIPAL), counting finished "
+                           "tasks until their TTL ends; try again later")
+        self.start(record)
+        return record
+
+    def start(self, record: TaskRecord) -> None:
+        """Run a task this worker holds the lease of, in a greenlet of its own."""
+        key = (record.principal, record.task_id)
+        self.running[key] = gevent.spawn(self.run, record)
+        if self._renewer is None or self._renewer.dead:
+            self._renewer = gevent.spawn(self.renew_forever)
+
+    def context(self, record: TaskRecord, request: dict[str, Any]) -> RequestContext:
+        """The context a task's run gets: the creating request's capabilities, every answer so far, no stream."""
+        session = Session(transport=STATELESS, principal=record.principal, protocol_version=request.get("version"),
+                          client_capabilities=request.get("capabilities") or {}, initialized=True)
+        ctx = RequestContext(self.services, session, discard, None, "tools/call", era=MODERN,
+                             params={"name": request.get("name"), "arguments": request.get("arguments")})
+        ctx.rounds = Rounds(known={key: loads(value) for key, value in record.answers.items()})
+        ctx.round_state = request.get("state")
+        ctx.task_phase = TASK_RUNNING
+        return ctx
+
+    def run(self, record: TaskRecord) -> None:
+        """A task's greenlet: run the tool, then park, complete or fail the task (unless it is no longer ours)."""
+        try:
+            self.run_once(record)
+        except HubUnavailable:
+            log.warning("task %s: Redis unreachable; its lease will lapse", record.task_id[:8])
+        finally:
+            if self.running.get((record.principal, record.task_id)) is gevent.getcurrent():
+                del self.running[(record.principal, record.task_id)]
+
+    def run_once(self, record: TaskRecord) -> None:
+        """Run the tool once and store what came of it."""
+        request = loads(record.request)
+        tool = self.services.registry.tools.get(request.get("name"))
+        if tool is None:
+            self.finish(record, FAILED, error=rpc_error(INVALID_PARAMS, "The task's tool no longer exists"),
+                        message="The task's tool no longer exists")
+            return
+        try:
+            result = run_tool(self.context(record, request), tool, request.get("arguments"))
+        except InputRequired as asked:
+            asks = {key: dumps(question).decode() for key, question in asked.requests.items()}
+            if self.store.park(record.principal, record.task_id, self.worker, asks, self.store.now()):
+                self.notify(record)
+            return
+        except RpcError as exc:
+            self.finish(record, FAILED, error=dumps(exc.to_dict()).decode(), message=exc.message)
+            return
+        except Exception:  # a bug outside the tool (run_tool answers the tool's own): the task fails, said plainly
+            correlation_id = new_correlation_id()
+            log.exception("task %s failed (correlation id %s)", record.task_id[:8], correlation_id)
+            self.finish(record, FAILED, error=rpc_error(INTERNAL_ERROR, "Internal error",
+                                                        {"correlationId": correlation_id}),
+                        message=f"Internal error (correlation id {correlation_id})")
+            return
+        data = dumps(result).decode()
+        limit = self.settings.task_max_result_bytes
+        if len(data) > limit:
+            message = (f"The tool's result ({len(data)} bytes) is larger than a task may keep ({limit} bytes, "
+                       "MCP_TASK_MAX_RESULT_BYTES)")
+            self.finish(record, FAILED, error=rpc_error(INTERNAL_ERROR, message), message=message)
+            return
+        self.finish(record, COMPLETED, result=data)
+
+    def finish(self, record: TaskRecord, status: str, *, result: str = "", error: str = "",
+               message: str = "") -> None:
+        """End the task if it is still ours, and tell its listeners."""
+        if self.store.finish(record.principal, record.task_id, self.worker, status, self.store.now(), result=result,
+                             error=error, message=message):
+            self.notify(record)
+
+    def notify(self, record: TaskRecord) -> None:
+        """Send notifications/tasks with the task's stored state to the listen streams of the fleet."""
+        try:
+            current, _ = self.store.get(record.principal, record.task_id, self.store.now(), lapsed())
+            if current is not None:
+                self.tell(notification(current, self.settings.task_poll_interval_ms))
+        except HubUnavailable:
+            log.info("could not announce task %s: Redis unreachable", record.task_id[:8])
+
+    def look_at(self, principal: str | None, task_ids: list[str]) -> None:
+        """Read these tasks (a listen stream waits on them): a lapsed one fails on the read and is announced."""
+        try:
+            for task_id in task_ids:
+                record, failed_now = self.store.get(principal, task_id, self.store.now(), lapsed())
+                if record is not None and failed_now:
+                    self.tell(notification(record, self.settings.task_poll_interval_ms))
+        except HubUnavailable:
+            log.info("could not look at the tasks of a listen stream: Redis unreachable")
+
+    def stop_here(self, principal: str | None, task_id: str) -> None:
+        """Kill the task's greenlet if it runs on this worker (it was cancelled)."""
+        greenlet = self.running.pop((principal, task_id), None)
+        if greenlet is not None:
+            greenlet.kill(block=False)
+
+    def renew_forever(self) -> None:
+        """Renew the lease of every task running here, every third of the lease, until none runs."""
+        while self.running:
+            gevent.sleep(self.settings.task_lease_s / 3)
+            self.renew_once()
+
+    def renew_once(self) -> None:
+        """One round of renewals; a task no longer ours (cancelled, failed) is stopped."""
+        for (principal, task_id), greenlet in list(self.running.items()):
+            if greenlet.dead:
+                continue
+            try:
+                ours = self.store.renew(principal, task_id, self.worker, self.store.now() + self.lease_ms)
+            except HubUnavailable:
+                log.info("could not renew the lease of task %s: Redis unreachable", task_id[:8])
+                continue
+            if not ours:
+                self.stop_here(principal, task_id)
+
+    def drain(self, timeout: float) -> int:
+        """Let running tasks finish within timeout, then stop the rest as failed; returns how many were stopped."""
+        running = dict(self.running)
+        if not running:
+            return 0
+        gevent.joinall(list(running.values()), timeout=max(0.0, timeout))
+        stopped = 0
+        for (principal, task_id), greenlet in running.items():
+            if greenlet.dead:
+                continue
+            greenlet.kill(block=True, timeout=1)
+            stopped += 1
+            try:
+                if self.store.finish(principal, task_id, self.worker, FAILED, self.store.now(),
+                                     error=rpc_error(INTERNAL_ERROR, SHUTDOWN_MESSAGE), message=SHUTDOWN_MESSAGE):
+                    record, _ = self.store.get(principal, task_id, self.store.now(), lapsed())
+                    if record is not None:
+                        self.tell(notification(record, self.settings.task_poll_interval_ms))
+            except HubUnavailable:
+                log.warning("could not fail task %s at shutdown: Redis unreachable; its lease will lapse",
+                            task_id[:8])
+        if stopped:
+            log.info("stopped %d task(s) still running at shutdown", stopped)
+        return stopped

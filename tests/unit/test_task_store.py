@@ -1,0 +1,134 @@
+"""The task store's contract, on both backends: MemoryTaskStore, and RedisTaskStore on a real redis-server.
+
+Every step checks the state it starts from; a task is found only under its own principal; TTL and leases end.
+TTLs are made to end soon by back-dating a task's creation, so both stores see it on their own clocks.
+"""
+
+from __future__ import annotations
+
+import gevent
+
+from mcp_server.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
+
+LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')
+HOUR_MS = 3_600_000
+
+
+def new_task(task_id: str = "t1", principal: str | None = "alice", ttl_ms: int = HOUR_MS, created_ms: int | None = None,
+             owner: str = "w1", lease_ms: int = 60_000) -> TaskRecord:
+    """A working task held by owner."""
+    created = now_ms() if created_ms is None else created_ms
+    return TaskRecord(task_id=task_id, principal=principal, status=WORKING, created_ms=created, updated_ms=created,
+                      ttl_ms=ttl_ms, request='{"name": "slow"}', lease_owner=owner,
+                      lease_until_ms=now_ms() + lease_ms)
+
+
+def get(store, task_id: str = "t1", principal: str | None = "alice", now: int | None = None):
+    """The task as a reader sees it now."""
+    return store.get(principal, task_id, now_ms() if now is None else now, LAPSED)
+
+
+def test_a_created_task_loads_with_its_fields(hub):
+    store = hub.tasks
+    assert store.create(new_task(), limit=10) is True
+    record, failed_now = get(store)
+    assert (record.task_id, record.principal, record.status, record.request, record.lease_owner, failed_now) == (
+        "t1", "alice", WORKING, '{"name": "slow"}', "w1", False)
+
+
+def test_another_principal_and_an_unknown_id_find_nothing(hub):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    assert get(store, principal="mallory") == (None, False)
+    assert get(store, principal=None) == (None, False)
+    assert get(store, task_id="t2") == (None, False)
+    assert store.cancel("mallory", "t1", "no", now_ms()) is None
+    assert get(store)[0].status == WORKING
+
+
+def test_a_principal_holds_at_most_limit_tasks_and_expired_ones_do_not_count(hub):
+    store = hub.tasks
+    assert store.create(new_task("old", created_ms=now_ms() - HOUR_MS - 1000), limit=2) is True
+    assert store.create(new_task("a"), limit=2) is True
+    assert store.create(new_task("b"), limit=2) is True
+    assert store.create(new_task("c"), limit=2) is False
+    assert store.create(new_task("c", principal="bob"), limit=2) is True
+    assert get(store, "c") == (None, False)
+
+
+def test_a_task_is_gone_after_its_ttl(hub):
+    store = hub.tasks
+    store.create(new_task(ttl_ms=400, created_ms=now_ms() - 100), limit=10)
+    assert get(store)[0] is not None
+    gevent.sleep(0.5)
+    assert get(store) == (None, False)
+
+
+def test_a_working_task_whose_lease_ran_out_is_failed_once(hub):
+    store = hub.tasks
+    store.create(new_task(lease_ms=1000), limit=10)
+    record, failed_now = get(store, now=now_ms() + 2000)
+    assert (record.status, record.status_message, record.error, record.lease_owner, failed_now) == (
+        FAILED, LAPSED[0], LAPSED[1], "", True)
+    record, failed_now = get(store, now=now_ms() + 3000)
+    assert (record.status, failed_now) == (FAILED, False)
+    assert store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}") is False
+
+
+def test_only_the_lease_holder_parks_renews_or_finishes_a_task(hub):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    now = now_ms()
+    assert store.renew("alice", "t1", "w2", now + 5000) is False
+    assert store.park("alice", "t1", "w2", {"q": '{"method": "roots/list"}'}, now) is False
+    assert store.finish("alice", "t1", "w2", COMPLETED, now, result="{}") is False
+    assert store.renew("alice", "t1", "w1", now + 5000) is True
+    assert get(store)[0].lease_until_ms == now + 5000
+    assert store.finish("alice", "t1", "w1", COMPLETED, now, result='{"content": []}') is True
+    record = get(store)[0]
+    assert (record.status, record.result, record.lease_owner) == (COMPLETED, '{"content": []}', "")
+    assert store.renew("alice", "t1", "w1", now + 5000) is False
+
+
+def test_answers_resume_a_parked_task_only_when_none_is_left_open(hub):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    now = now_ms()
+    assert store.park("alice", "t1", "w1", {"a": '{"method": "x"}', "b": '{"method": "y"}'}, now) is True
+    record = get(store)[0]
+    assert (record.status, record.open_asks(), record.lease_owner) == (
+        INPUT_REQUIRED, {"a": '{"method": "x"}', "b": '{"method": "y"}'}, "")
+    assert store.answer("alice", "t1", {"a": '{"n": 1}', "never-asked": '{"n": 9}'}, "w2", now + 9000, now) is False
+    record = get(store)[0]
+    assert (record.status, sorted(record.open_asks()), record.answers) == (INPUT_REQUIRED, ["b"], {"a": '{"n": 1}'})
+    # An answer already given stands: the later one for the same key is ignored.
+    assert store.answer("alice", "t1", {"a": '{"n": 2}', "b": '{"n": 3}'}, "w2", now + 9000, now) is True
+    record = get(store)[0]
+    assert (record.status, record.lease_owner, record.lease_until_ms, record.asks, record.answers) == (
+        WORKING, "w2", now + 9000, {}, {"a": '{"n": 1}', "b": '{"n": 3}'})
+    assert store.answer("alice", "t1", {"b": '{"n": 4}'}, "w3", now + 9000, now) is False
+    assert get(store)[0].lease_owner == "w2"
+
+
+def test_cancel_ends_a_task_not_yet_ended_and_leaves_an_ended_one(hub):
+    store = hub.tasks
+    store.create(new_task("running"), limit=10)
+    store.create(new_task("done"), limit=10)
+    now = now_ms()
+    store.finish("alice", "done", "w1", COMPLETED, now, result="{}")
+    assert store.cancel("alice", "running", "by the client", now) is True
+    assert store.cancel("alice", "running", "again", now) is False
+    assert store.cancel("alice", "done", "too late", now) is False
+    assert store.cancel("alice", "unknown", "?", now) is None
+    cancelled, done = get(store, "running")[0], get(store, "done")[0]
+    assert (cancelled.status, cancelled.status_message) == (CANCELLED, "by the client")
+    assert done.status == COMPLETED
+    assert store.finish("alice", "running", "w1", COMPLETED, now, result="{}") is False
+    assert store.renew("alice", "running", "w1", now + 1000) is False
+
+
+def test_anonymous_and_a_principal_named_like_the_anonymous_key_are_apart(hub):
+    store = hub.tasks
+    store.create(new_task(principal=None), limit=10)
+    assert get(store, principal=None)[0] is not None
+    assert get(store, principal="-")[0] is None
