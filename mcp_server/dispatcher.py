@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
+import gevent.event
 from jsonrpcserver import dispatch_to_response
 from jsonrpcserver.response import to_serializable_one
 
@@ -28,7 +29,7 @@ from mcp_server.errors import (
     SERVER_UNAVAILABLE,
     error_response,
 )
-from mcp_server.hub import Hub, HubUnavailable, create_hub
+from mcp_server.hub import Hub, HubUnavailable, Subscription, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
@@ -42,7 +43,7 @@ from mcp_server.protocol.request_context import (
     RequestServices,
     principal_may,
 )
-from mcp_server.protocol.subscriptions import ListenRegistry
+from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenRegistry
 from mcp_server.session import STATELESS, Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
@@ -80,6 +81,13 @@ def check_header_annotations(registry: Registry) -> None:
             raise ValueError(f"tool {tool.name!r}: {problem}") from None
 
 
+class CallStopped(gevent.GreenletExit):
+    """Raised in a call's greenlet when the worker stops before the call finished."""
+
+
+CALL_STOPPED_MESSAGE = "Server shutting down: the call was stopped before it finished; call it again"
+
+
 class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
@@ -91,6 +99,7 @@ class Dispatcher:
         check_header_annotations(self.registry)
         self.hub = hub if hub is not None else create_hub(settings)
         self.stopping_since: float | None = None
+        self.drained: gevent.event.Event | None = None
         self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))
         self.hub.share_registry(self.registry)
         # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
@@ -127,6 +136,18 @@ class Dispatcher:
         self.session_quota.create(session, address)
         instruments().session_opened(transport)
         return session
+
+    def subscribe(self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+                  ) -> Subscription:
+        """Attach a stream through the hub; on a worker already stopping, it ends after what it missed.
+
+        A stream can still arrive after shutdown() (on a connection accepted just before): ended here, its
+        client resumes on a worker that stays, instead of holding this one until graceful_timeout cuts it.
+        """
+        subscription = self.hub.subscribe(session_id, last_event_id, exclusive=exclusive)
+        if self.stopping_since is not None:
+            subscription.end(SHUTTING_DOWN)
+        return subscription
 
     def permits(self, session: Session, kind: str, name: str) -> bool:
         """Whether the session's principal may use the named tool, resource or prompt."""
@@ -218,6 +239,9 @@ class Dispatcher:
                     validator=accept_valid,
                     post_process=to_serializable_one,
                 )
+            except CallStopped:
+                # Stopped by a shutdown: answered, on the request's own way back (its POST, its stream).
+                response = error_response(message.id, SERVER_UNAVAILABLE, CALL_STOPPED_MESSAGE)
             except gevent.GreenletExit:
                 # Cancelled: the request ends here and, as the spec says, gets no response.
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
@@ -323,24 +347,33 @@ class Dispatcher:
     def drain(self) -> int:
         """Let calls in flight finish within half of graceful_timeout, then stop the rest with an error answer.
 
-        Only worth the wait when answers outlive this worker (the Redis hub): the client resumes
-        its stream on another worker and finds them there. Returns how many calls were stopped.
+        Started as soon as the worker is told to stop, while gunicorn still serves its connections: a call
+        answered on its POST (JSON, or a request's SSE stream) gets its answer, or the error, on that POST, and
+        the worker's connections end before graceful_timeout. A legacy call's answer goes to the session's
+        stream, and with the Redis hub waits in the replay log for the client to resume on another worker.
+        Safe to call again (gunicorn's worker_exit does): a second call waits for the first to finish, since
+        stopping a call twice would interrupt the answer it is giving. Returns how many calls were stopped.
         """
-        running = self.hub.inflight.running()
-        if not running or not self.hub.outlives_worker:
+        if self.drained is not None:
+            self.drained.wait(self.settings.graceful_timeout_s)
             return 0
+        self.drained = gevent.event.Event()
+        try:
+            return self.stop_calls()
+        finally:
+            self.drained.set()
+
+    def stop_calls(self) -> int:
+        """Wait for the calls in flight until half of graceful_timeout has passed; stop the rest; return how many."""
         since = self.stopping_since if self.stopping_since is not None else time.monotonic()
+        running = self.hub.inflight.running()
         gevent.joinall([greenlet for *_, greenlet in running],
                        timeout=max(0.0, since + self.settings.graceful_timeout_s / 2 - time.monotonic()))
-        stopped = [(session_id, request_id, g) for session_id, request_id, g in running if not g.dead]
-        for session_id, request_id, greenlet in stopped:
-            greenlet.kill(block=True, timeout=1)
-            try:
-                self.hub.publish(session_id, error_response(
-                    request_id, SERVER_UNAVAILABLE,
-                    "Server shutting down: the call was stopped before it finished; call it again"))
-            except HubUnavailable:
-                log.warning("could not answer call %s of session %s: Redis unreachable", request_id, session_id[:8])
+        stopped = [greenlet for *_, greenlet in running if not greenlet.dead]
+        for greenlet in stopped:
+            greenlet.kill(CallStopped, block=False)
+        # Each answers itself (handle_request); delivering it may retry through a Redis stall, within bounds.
+        gevent.joinall(stopped, timeout=self.settings.graceful_timeout_s / 4)
         if stopped:
             log.info("stopped %d call(s) still running at shutdown", len(stopped))
         return len(stopped)
