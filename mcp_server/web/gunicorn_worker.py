@@ -37,7 +37,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
 from mcp_server.logs import loggable
 
-__all__ = ["McpWorker", "error_page"]
+__all__ = ["McpWorker", "accept_queued", "error_page"]
 
 log = logging.getLogger("mcp.http")
 # How gunicorn decides a refusal's status, in its order; anything else a worker raises is a 500.
@@ -87,6 +87,20 @@ def error_page(status: int, message: str, data: Any = None) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
+def accept_queued(server: StreamServer) -> int:
+    """Hand every connection waiting in the server's accept queue to its handler, without blocking; how many."""
+    taken = 0
+    while True:
+        try:
+            accepted = server.do_read()
+        except OSError:
+            return taken
+        if not accepted:
+            return taken
+        server.do_handle(*accepted)
+        taken += 1
+
+
 class McpWorker(GeventWorker):
     """gunicorn's gevent worker, answering malformed HTTP with JSON instead of an HTML page.
 
@@ -127,9 +141,16 @@ class McpWorker(GeventWorker):
             server.stop(timeout=1)
 
     def stop_accepting(self) -> None:
-        """Close the listening servers (idempotent): connections go to the workers that stay."""
+        """Close the listening servers (idempotent), first serving the connections already queued on them.
+
+        The kernel resets a connection still waiting in the accept queue when the last copy of the socket
+        closes (on a stop, the master has closed its copy already): a balancer would pass that on as a 502.
+        """
         for server in getattr(self, "servers", ()):
             if not server.closed:
+                server.stop_accepting()
+                if accept_queued(server):
+                    gevent.sleep(0)  # let their handlers start: each reads the listener's name first
                 server.close()
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:

@@ -8,6 +8,8 @@ and a stream asked for on the stopping worker ended at once instead of held unti
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
 import time
@@ -18,7 +20,7 @@ import pytest
 
 from tests.e2e.conftest import E2E_PLUGINS
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, client
-from tests.e2e.server_process import ServerProcess
+from tests.e2e.server_process import ServerProcess, wait_stopped
 from tests.e2e.sse_client import iter_events
 
 pytestmark = pytest.mark.e2e
@@ -156,3 +158,27 @@ def test_a_stream_asked_for_on_a_stopping_worker_ends_at_once(server):
             sock.close()
     assert server.wait_exited(WAIT_S) == 0
     assert "Worker graceful timeout" not in server.read_log()
+
+
+def test_connections_queued_on_the_socket_when_the_worker_stops_are_served_not_reset(server):
+    (worker,) = server.worker_pids()
+    healthz = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n"
+    os.kill(worker, signal.SIGSTOP)
+    wait_stopped(worker)
+    try:
+        # The kernel completes these connections, but the frozen worker cannot accept them: they queue.
+        queued = [raw_request(server.port, healthz) for _ in range(5)]
+        server.terminate()
+        deadline = time.monotonic() + WAIT_S
+        while "Handling signal: term" not in server.read_log():  # the master has closed its copy of the socket
+            assert time.monotonic() < deadline, "the master never handled SIGTERM"
+            time.sleep(0.02)
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    try:
+        for sock in queued:
+            assert read_until(sock, b'"status"', WAIT_S).startswith(b"HTTP/1.1 200"), "a queued connection was reset"
+    finally:
+        for sock in queued:
+            sock.close()
+    assert server.wait_exited(WAIT_S) == 0
