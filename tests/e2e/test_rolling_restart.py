@@ -104,7 +104,9 @@ def stop_and_start(host: ServerProcess) -> Callable[[], None]:
         started = time.monotonic()
         host.terminate()
         assert host.wait_exited(GRACEFUL_TIMEOUT_S + 10) == 0
-        assert time.monotonic() - started < GRACEFUL_TIMEOUT_S + 2, "the host outlived its graceful timeout"
+        # Half the graceful timeout for calls, then idle keep-alive connections (2 s) and gunicorn's 1 s ticks;
+        # a worker that waited out graceful_timeout also logs it (checked at the end).
+        assert time.monotonic() - started < GRACEFUL_TIMEOUT_S + 4, "the host took too long to stop"
         host.start()
     return run
 
