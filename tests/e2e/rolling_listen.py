@@ -104,7 +104,10 @@ class ListenWork(OpenWork):
             meta = modern_meta(**{"io.modelcontextprotocol/logLevel": "info"})
             body = modern_request("tools/call", {"name": "sleep_ms", "arguments": {"ms": ms, "announce": True}},
                                   meta=meta)
-            http = http_client()
+            with http_client() as http:
+                read(call, http, body)
+
+        def read(call: InFlight, http, body: dict[str, Any]) -> None:
             response = self.balancer.send(http, "POST", "/mcp", pin=host, json=body, headers=modern_headers(body),
                                           stream=True)
             try:

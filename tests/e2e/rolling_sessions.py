@@ -166,7 +166,8 @@ class StreamableWork(OpenWork):
         """A call answered as JSON on its POST: the answer must come on that POST."""
         def run(call: InFlight) -> None:
             message = call_tool("sleep_ms", {"ms": ms, "announce": True}, request_id=f"json-{ms}-{n}")
-            answer = self.post(message, accept="application/json", pin=host, http=http_client())
+            with http_client() as http:
+                answer = self.post(message, accept="application/json", pin=host, http=http)
             assert answer.status_code == 200, (answer.status_code, answer.text)
             call.responses.append(answer.json())
         return run
@@ -174,7 +175,10 @@ class StreamableWork(OpenWork):
     def sse_call(self, host: ServerProcess, ms: int, n: int):
         """A call answered on its own SSE stream; if the stream ends first, resumed with its Last-Event-ID."""
         def run(call: InFlight) -> None:
-            http = http_client()
+            with http_client() as http:
+                follow(call, http)
+
+        def follow(call: InFlight, http: httpx.Client) -> None:
             request_id = f"sse-{ms}-{n}"
             response = self.post(call_tool("sleep_ms", {"ms": ms, "announce": True}, request_id=request_id),
                                  pin=host, http=http, stream=True)
