@@ -7,6 +7,7 @@ opens a new one. What it misses in between is counted exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.e2e.rolling_balancer import http_client
 from tests.e2e.rolling_streams import ENDED, ListenStream, read_events
