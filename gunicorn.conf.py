@@ -102,23 +102,26 @@ def on_starting(server):
 
 
 def post_worker_init(worker):
-    """Load the fleet's run-time registry changes; watch for SIGTERM and close open streams at once."""
+    """Load the fleet's run-time registry changes; on SIGTERM close open streams at once and drain the calls."""
     mcp = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
     if mcp is not None:
         mcp.core.hub.prepare()  # before this worker accepts a connection
 
-    def close_streams_on_exit():
+    def wind_down_on_exit():
         while worker.alive:
             gevent.sleep(0.25)
         extension = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
         if extension is not None:
             extension.shutdown()
+            # While gunicorn still serves this worker's connections, so each call's answer (or its error)
+            # goes out on its own POST or stream before graceful_timeout would cut them.
+            extension.drain()
 
-    gevent.spawn(close_streams_on_exit)
+    gevent.spawn(wind_down_on_exit)
 
 
 def worker_exit(server, worker):
-    """Before the worker exits, let calls in flight finish (with Redis their answers outlive it), within bounds."""
+    """Before the worker exits, wait for the drain (a legacy call's answer outlives it with Redis), within bounds."""
     extension = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
     if extension is not None:
         extension.drain()

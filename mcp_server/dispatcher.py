@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
+import gevent.event
 from jsonrpcserver.dispatcher import call, dispatch_request, to_response
 from jsonrpcserver.request import Request as JsonRpcRequest
 from jsonrpcserver.response import ServerErrorResponse, to_serializable_one
@@ -31,7 +32,7 @@ from mcp_server.errors import (
     SERVER_UNAVAILABLE,
     error_response,
 )
-from mcp_server.hub import Hub, HubUnavailable, create_hub
+from mcp_server.hub import Hub, HubUnavailable, Subscription, create_hub
 from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
@@ -45,7 +46,7 @@ from mcp_server.protocol.request_context import (
     RequestServices,
     principal_may,
 )
-from mcp_server.protocol.subscriptions import ListenRegistry
+from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import STATELESS, Session
 from mcp_server.stateless.request_state import SharedCodec
@@ -59,8 +60,6 @@ __all__ = ["Dispatcher"]
 log = logging.getLogger("mcp.rpc")
 # Requests a client may send before initialize has been answered.
 ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
-# How long a shutdown waits for the calls it stopped to end.
-KILL_WAIT_S = 1.0
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
 UNCANCELLABLE = frozenset({"initialize"})
 
@@ -102,6 +101,13 @@ def check_header_annotations(registry: Registry) -> None:
             raise ValueError(f"tool {tool.name!r}: {problem}") from None
 
 
+class CallStopped(gevent.GreenletExit):
+    """Raised in a call's greenlet when the worker stops before the call finished."""
+
+
+CALL_STOPPED_MESSAGE = "Server shutting down: the call was stopped before it finished; call it again"
+
+
 class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
@@ -113,6 +119,7 @@ class Dispatcher:
         check_header_annotations(self.registry)
         self.hub = hub if hub is not None else create_hub(settings)
         self.stopping_since: float | None = None
+        self.drained: gevent.event.Event | None = None
         self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))
         self.hub.share_registry(self.registry)
         # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
@@ -153,6 +160,18 @@ class Dispatcher:
         self.session_quota.create(session, address)
         instruments().session_opened(transport)
         return session
+
+    def subscribe(self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+                  ) -> Subscription:
+        """Attach a stream through the hub; on a worker already stopping, it ends after what it missed.
+
+        A stream can still arrive after shutdown() (on a connection accepted just before): ended here, its
+        client resumes on a worker that stays, instead of holding this one until graceful_timeout cuts it.
+        """
+        subscription = self.hub.subscribe(session_id, last_event_id, exclusive=exclusive)
+        if self.stopping_since is not None:
+            subscription.end(SHUTTING_DOWN)
+        return subscription
 
     def permits(self, session: Session, kind: str, name: str) -> bool:
         """Whether the session's principal may use the named tool, resource or prompt."""
@@ -249,6 +268,9 @@ class Dispatcher:
                                  era=MODERN if modern else LEGACY, params=message.params)
             try:
                 response = jsonrpc_dispatch(MODERN_METHODS if modern else METHODS, ctx, message)
+            except CallStopped:
+                # Stopped by a shutdown: answered, on the request's own way back (its POST, its stream).
+                response = error_response(message.id, SERVER_UNAVAILABLE, CALL_STOPPED_MESSAGE)
             except gevent.GreenletExit:
                 # Cancelled: the request ends here and, as the spec says, gets no response.
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
@@ -347,30 +369,38 @@ class Dispatcher:
     def drain(self) -> int:
         """Let calls in flight finish within half of graceful_timeout, then stop the rest with an error answer.
 
-        Only worth the wait when answers outlive this worker (the Redis hub): the client resumes
-        its stream on another worker and finds them there. Returns how many calls were stopped.
+        Started as soon as the worker is told to stop, while gunicorn still serves its connections: a call
+        answered on its POST (JSON, or a request's SSE stream) gets its answer, or the error, on that POST, and
+        the worker's connections end before graceful_timeout. A legacy call's answer goes to the session's
+        stream, and with the Redis hub waits in the replay log for the client to resume on another worker.
+        Safe to call again (gunicorn's worker_exit does): a second call waits for the first to finish, since
+        stopping a call twice would interrupt the answer it is giving. Returns how many calls were stopped.
         """
+        if self.drained is not None:
+            self.drained.wait(self.settings.graceful_timeout_s)
+            return 0
+        self.drained = gevent.event.Event()
+        try:
+            return self.stop_calls()
+        finally:
+            self.drained.set()
+
+    def stop_calls(self) -> int:
+        """Wait for tasks and calls until half of graceful_timeout has passed; stop the rest; return how many calls."""
         since = self.stopping_since if self.stopping_since is not None else time.monotonic()
+        deadline = since + self.settings.graceful_timeout_s / 2
         if self.hub.outlives_worker:
             # Tasks too: those still running at the deadline are failed, so no client polls them for ever.
-            self.tasks.drain(since + self.settings.graceful_timeout_s / 2 - time.monotonic())
-        running = self.hub.inflight.running()
-        if not running or not self.hub.outlives_worker:
-            return 0
+            self.tasks.drain(deadline - time.monotonic())
         inflight = self.hub.inflight
+        running = inflight.running()
         # Not joinall: a request run in its POST's own greenlet is over while that greenlet lives on.
-        inflight.wait_finished(running, max(0.0, since + self.settings.graceful_timeout_s / 2 - time.monotonic()))
+        inflight.wait_finished(running, max(0.0, deadline - time.monotonic()))
         stopped = [call for call in running if inflight.holds(*call)]
         for _session_id, _request_id, greenlet in stopped:
-            greenlet.kill(block=False)
-        inflight.wait_finished(stopped, KILL_WAIT_S)
-        for session_id, request_id, _greenlet in stopped:
-            try:
-                self.hub.publish(session_id, error_response(
-                    request_id, SERVER_UNAVAILABLE,
-                    "Server shutting down: the call was stopped before it finished; call it again"))
-            except HubUnavailable:
-                log.warning("could not answer call %s of session %s: Redis unreachable", request_id, session_id[:8])
+            greenlet.kill(CallStopped, block=False)
+        # Each answers itself (handle_request); delivering it may retry through a Redis stall, within bounds.
+        inflight.wait_finished(stopped, self.settings.graceful_timeout_s / 4)
         if stopped:
             log.info("stopped %d call(s) still running at shutdown", len(stopped))
         return len(stopped)

@@ -62,7 +62,7 @@ def open_stream(core: Dispatcher, environ: Mapping[str, Any], endpoint_path: str
         log.info("opened legacy session %s", session.id[:8])
     else:
         session = resume
-    subscription = core.hub.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))
+    subscription = core.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))
     subscription.on_cut_off = connection_closer(environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(

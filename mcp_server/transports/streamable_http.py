@@ -264,7 +264,7 @@ def open_stream(core: Dispatcher, environ: Mapping[str, Any], session: Session) 
     # write to it (up to two keepalives later): the resuming stream replaces the old one instead of a 409.
     try:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
-        subscription = core.hub.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
+        subscription = core.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
     except StreamConflict:
         raise HttpProblem(
             HTTPStatus.CONFLICT,

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from functools import partial
 from http import HTTPStatus
 from ssl import SSLError
 from typing import Any
 
+import gevent
+from gevent.pool import Pool
+from gevent.server import StreamServer
 from gunicorn import util
 from gunicorn.http.errors import (
     ConfigurationProblem,
@@ -26,12 +31,13 @@ from gunicorn.http.errors import (
     ParseException,
     UnsupportedTransferCoding,
 )
+from gunicorn.sock import ssl_context
 from gunicorn.workers.ggevent import GeventWorker
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
 from mcp_server.logs import loggable
 
-__all__ = ["McpWorker", "error_page"]
+__all__ = ["McpWorker", "accept_queued", "error_page"]
 
 log = logging.getLogger("mcp.http")
 # How gunicorn decides a refusal's status, in its order; anything else a worker raises is a 500.
@@ -81,8 +87,88 @@ def error_page(status: int, message: str, data: Any = None) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
+def accept_queued(server: StreamServer) -> int:
+    """Hand every connection waiting in the server's accept queue to its handler, without blocking; how many."""
+    taken = 0
+    while True:
+        try:
+            accepted = server.do_read()
+        except OSError:
+            return taken
+        if not accepted:
+            return taken
+        server.do_handle(*accepted)
+        taken += 1
+
+
 class McpWorker(GeventWorker):
-    """gunicorn's gevent worker, answering malformed HTTP with JSON instead of an HTML page."""
+    """gunicorn's gevent worker, answering malformed HTTP with JSON instead of an HTML page.
+
+    It also stops accepting connections the moment SIGTERM arrives. gunicorn's own loop notices only
+    at its next tick (up to a second later), and the listening socket is shared: on a reload the new
+    workers are already accepting, on a stop the master has closed its copy. A connection this worker
+    took in that second would open a stream on a worker that has just closed its streams, or be
+    refused with "shutting down", where a refused connection sends it to a worker that stays.
+    """
+
+    servers: list[StreamServer]
+
+    def run(self) -> None:
+        """gunicorn's GeventWorker.run (27.0.1), keeping the servers so handle_exit can close them."""
+        self.servers = []
+        ssl_args = {"ssl_context": ssl_context(self.cfg)} if self.cfg.is_ssl else {}
+        for listener in self.sockets:
+            listener.setblocking(1)
+            server = StreamServer(listener, handle=partial(self.handle, listener),
+                                  spawn=Pool(self.worker_connections), **ssl_args)
+            if self.cfg.workers > 1:
+                server.max_accept = 1
+            server.start()
+            self.servers.append(server)
+        while self.alive:
+            self.notify()
+            gevent.sleep(1.0)
+        self.stop_accepting()
+        # Handle the connections in progress until graceful_timeout, then stop them (as gunicorn does).
+        started = time.time()
+        while time.time() - started <= self.cfg.graceful_timeout:
+            if all(server.pool.free_count() == server.pool.size for server in self.servers):
+                return
+            self.notify()
+            gevent.sleep(1.0)
+        self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
+        for server in self.servers:
+            server.stop(timeout=1)
+
+    def stop_accepting(self) -> None:
+        """Close the listening servers (idempotent), first serving the connections already queued on them.
+
+        The kernel resets a connection still waiting in the accept queue when the last copy of the socket
+        closes (on a stop, the master has closed its copy already): a balancer would pass that on as a 502.
+        """
+        for server in getattr(self, "servers", ()):
+            if not server.closed:
+                server.stop_accepting()
+                if accept_queued(server):
+                    gevent.sleep(0)  # let their handlers start: each reads the listener's name first
+                server.close()
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
+        """Serve one request; once the worker is stopping, close its connection after it.
+
+        gunicorn decides keep-alive when a response starts: a stream that began before SIGTERM and ended
+        because of it would leave its connection open for another request, and a balancer's pool would
+        send the client's reconnect straight back to this worker.
+        """
+        kept = super().handle_request(listener_name, req, sock, addr)
+        if not self.alive:
+            raise StopIteration()
+        return kept
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """SIGTERM: stop accepting now, then let gunicorn's loop wind the worker down."""
+        super().handle_exit(sig, frame)
+        gevent.spawn(self.stop_accepting)
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         """Log the refusal on one line and answer it as JSON with the security headers."""

@@ -122,6 +122,34 @@ class ServerProcess:
         """Everything the server wrote to stderr so far."""
         return Path(self.log.name).read_text(errors="replace")
 
+    def reload(self, timeout: float = 30.0) -> list[int]:
+        """SIGHUP the master (what `systemctl reload` sends); wait until new workers serve and the old ones exited.
+
+        Returns the new workers' PIDs.
+        """
+        assert self.proc is not None and self.proc.poll() is None, "the server is not running"
+        old = set(self.worker_pids())
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            live = set(self.worker_pids())
+            if len(live) == self.workers and not live & old:
+                self.wait_ready(max(1.0, deadline - time.monotonic()))
+                return sorted(live)
+            time.sleep(0.05)
+        raise AssertionError(f"reload did not replace workers {sorted(old)} within {timeout} s:\n"
+                             f"{self.read_log()[-4000:]}")
+
+    def terminate(self) -> None:
+        """SIGTERM the master and return at once (a graceful stop under way; wait_exited waits for its end)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+
+    def wait_exited(self, timeout: float = 30.0) -> int:
+        """Wait for the master to exit after terminate(); return its exit code."""
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
     def stop(self, timeout: float = 20.0) -> int | None:
         """SIGTERM the master, wait, SIGKILL if it lingers; return the exit code."""
         if self.proc is None or self.proc.poll() is not None:

@@ -94,7 +94,7 @@ def test_a_shutdown_stops_a_request_running_in_place_with_the_documented_error(c
     assert stopped == 1
     body = json_body(post.get(timeout=WAIT_S))
     assert body["id"] == 41
-    assert body["error"]["code"] == -32603
+    assert body["error"]["code"] == -32004  # the documented "call it again" of a stopping worker
     assert "stopped before it finished" in body["error"]["message"]
 
 

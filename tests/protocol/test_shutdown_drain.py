@@ -1,0 +1,95 @@
+"""A worker told to stop: calls in flight get half of graceful_timeout, the rest are answered -32004, once each."""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+from gevent.event import Event
+
+from mcp_server.dispatcher import CALL_STOPPED_MESSAGE
+from mcp_server.encoding import dumps
+from mcp_server.errors import SERVER_UNAVAILABLE
+from mcp_server.hub import StreamClosed
+from mcp_server.messages import parse_body
+from mcp_tools import Registry, tool
+from tests.protocol.conftest import Rpc
+
+WAIT_S = 10.0
+# One second of graceful_timeout: calls in flight get half of it.
+STOPPING = {"MCP_GRACEFUL_TIMEOUT_S": "1"}
+RELEASE = Event()
+
+
+@tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+def wait_for_release() -> str:
+    """Block until the test releases it."""
+    RELEASE.wait()
+    return "released"
+
+
+@pytest.fixture
+def rpc(make_core) -> Rpc:
+    """An initialized session of a core whose only tool blocks, with a one-second graceful_timeout."""
+    RELEASE.clear()
+    registry = Registry()
+    registry.add_function(wait_for_release)
+    core = make_core(STOPPING, registry=registry)
+    client = Rpc(core, core.open_session("sse"))
+    client.initialize()
+    yield client
+    RELEASE.set()
+
+
+def start_call(rpc: Rpc, request_id: int, answers: list) -> gevent.Greenlet:
+    """Start the blocking call; every answer it delivers (as a legacy POST's would be) goes to answers."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+               "params": {"name": "wait_for_release", "arguments": {}}}
+    (greenlet,), errors = rpc.core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append,
+                                          on_done=answers.append)
+    assert errors == []
+    gevent.sleep(0)
+    return greenlet
+
+
+def test_a_call_past_the_grace_is_answered_with_the_shutdown_error_as_its_own_response(rpc):
+    answers: list = []
+    call = start_call(rpc, 7, answers)
+    rpc.core.shutdown()
+    assert rpc.core.drain() == 1
+    stopped = {"jsonrpc": "2.0", "id": 7, "error": {"code": SERVER_UNAVAILABLE, "message": CALL_STOPPED_MESSAGE}}
+    # The greenlet's value is what a POST answers with; on_done is what a legacy session's stream gets.
+    assert call.value == stopped
+    assert answers == [stopped]
+
+
+def test_a_call_that_ends_within_the_grace_keeps_its_result(rpc):
+    answers: list = []
+    call = start_call(rpc, 8, answers)
+    rpc.core.shutdown()
+    gevent.spawn_later(0.05, RELEASE.set)
+    assert rpc.core.drain() == 0
+    assert call.value["result"]["content"] == [{"type": "text", "text": "released"}]
+    assert answers == [call.value]
+
+
+def test_draining_twice_at_once_answers_each_stopped_call_once(rpc):
+    answers: list = []
+    call = start_call(rpc, 9, answers)
+    rpc.core.shutdown()
+    # gunicorn drains from the stop watcher and again from worker_exit; a second stop must not cut the answer.
+    drains = [gevent.spawn(rpc.core.drain), gevent.spawn(rpc.core.drain)]
+    gevent.joinall(drains, timeout=WAIT_S)
+    assert sorted(drain.value for drain in drains) == [0, 1]
+    assert call.value["error"]["code"] == SERVER_UNAVAILABLE
+    assert answers == [call.value]
+
+
+def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
+    rpc.core.hub.publish(rpc.session.id, {"jsonrpc": "2.0", "method": "notifications/message",
+                                          "params": {"level": "info", "data": "kept"}})
+    rpc.core.shutdown()
+    stream = rpc.core.subscribe(rpc.session.id, last_event_id="0")
+    event_id, data = stream.get(WAIT_S)
+    assert b'"kept"' in data
+    with pytest.raises(StreamClosed, match="server shutting down"):
+        stream.get(WAIT_S)
