@@ -15,11 +15,6 @@ from typing import Any
 
 import gevent
 import gevent.event
-from jsonrpcserver.dispatcher import call, dispatch_request, to_response
-from jsonrpcserver.request import Request as JsonRpcRequest
-from jsonrpcserver.response import ServerErrorResponse, to_serializable_one
-from jsonrpcserver.sentinels import NOID
-from oslash.either import Left
 
 from mcp_server import notifications
 from mcp_server.auth.permissions import Authorizer
@@ -37,7 +32,7 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
-from mcp_server.protocol.methods import ANY_PARAMS, METHODS, MODERN_METHODS, server_info
+from mcp_server.protocol.methods import METHODS, MODERN_METHODS, server_info
 from mcp_server.protocol.request_context import (
     LEGACY,
     LOG_LEVELS,
@@ -46,6 +41,7 @@ from mcp_server.protocol.request_context import (
     RequestServices,
     principal_may,
 )
+from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
 from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import STATELESS, Session
@@ -64,32 +60,6 @@ ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
 UNCANCELLABLE = frozenset({"initialize"})
 
 Send = Callable[[dict[str, Any]], Any]
-
-
-def discard(message: dict[str, Any]) -> None:
-    """The send of a request that has no stream: the client asked for nothing it could carry."""
-    log.debug("dropped %s: the request asked for no stream", loggable(message.get("method")))
-
-
-def jsonrpc_dispatch(methods: dict[str, Any], ctx: Any, message: Message) -> dict[str, Any] | None:
-    """One message through jsonrpcserver's dispatch (lookup, binding, call, Success/Error); its response, or None.
-
-    jsonrpcserver's own entry point would parse, validate and batch-split again what messages.py has already
-    done; this calls the steps after those, as that entry point does for each request it has split out.
-    """
-    request = JsonRpcRequest(message.method, message.params, message.id if message.kind == REQUEST else NOID)
-    handler = methods.get(message.method)
-    try:
-        if handler is not None and getattr(handler, "__signature__", None) is ANY_PARAMS:
-            # A guarded handler binds any params and checks them itself, so jsonrpcserver's binding has nothing to do.
-            result = call(request, ctx, handler)
-        else:
-            _, result = dispatch_request(methods, ctx, request)
-        return None if request.id is NOID else to_serializable_one(to_response(request, result))
-    except Exception:
-        # As jsonrpcserver's entry point does: a failure of the library itself is a server error.
-        log.exception("jsonrpcserver failed on %s", loggable(message.method))
-        return to_serializable_one(Left(ServerErrorResponse("Server error", message.id)))
 
 
 def check_header_annotations(registry: Registry) -> None:

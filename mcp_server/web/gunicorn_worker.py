@@ -114,7 +114,11 @@ class McpWorker(GeventWorker):
     servers: list[StreamServer]
 
     def run(self) -> None:
-        """gunicorn's GeventWorker.run (27.0.1), keeping the servers so handle_exit can close them."""
+        """Serve every listener, beat the heartbeat, then drain until graceful_timeout: the gevent worker's job.
+
+        gunicorn's own loop (27.0.1) keeps its servers to itself; this one keeps them, so handle_exit can close
+        them at once. Recheck it against gunicorn's when the pin moves.
+        """
         self.servers = []
         ssl_args = {"ssl_context": ssl_context(self.cfg)} if self.cfg.is_ssl else {}
         for listener in self.sockets:
