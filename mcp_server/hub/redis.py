@@ -24,6 +24,7 @@ from typing import Any
 import gevent
 import redis
 from gevent.event import Event
+from redis.exceptions import NoScriptError
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
@@ -42,10 +43,10 @@ from mcp_server.hub.redis_codec import (
     replay_position,
 )
 from mcp_server.hub.redis_connection import UNAVAILABLE, connect
+from mcp_server.hub.redis_keys import SECRET_PREFIX, delivery_key
 from mcp_server.hub.redis_listener import Listener
 from mcp_server.hub.redis_scripts import (
     CONTROL_CHANNEL,
-    DELIVERY_PREFIX,
     SCRIPTS,
     SESSION_INDEX,
     WORKER_CHANNEL,
@@ -60,8 +61,6 @@ __all__ = ["RedisHub", "RedisSubscription", "session_keys"]
 
 log = logging.getLogger("mcp.hub")
 
-# Where shared_secret keeps each secret (no TTL: it lives as long as Redis keeps its data).
-SECRET_PREFIX = "mcp:secret:"
 # A delivery token outlives the last retry of its answer by this much.
 DELIVERY_TOKEN_MARGIN_S = 5.0
 
@@ -113,14 +112,19 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._listening = False
         self._first_attempt = Event()
         self.registry_sync.reset()
-        self._client = connect(self.settings, "mcp-" + self.worker_id)
-        self._scripts = {name: self._client.register_script(source) for name, source in SCRIPTS.items()}
+        self._client = None
+        self._scripts = {}
 
     @property
     def client(self) -> redis.Redis:
-        """The command connection pool's client, created on first use."""
+        """The command connection pool's client, created on first use (a cluster's asks a node for its slots)."""
         self.start()
-        assert self._client is not None
+        if self._client is None:
+            client = connect(self.settings, "mcp-" + self.worker_id)
+            self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+            if self.settings.redis_cluster:
+                self._load_scripts(client)
+            self._client = client
         return self._client
 
     @contextmanager
@@ -138,9 +142,26 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                 log.info("Redis reachable again after %.1f s", time.monotonic() - self._down_since)
                 self._down_since = None
 
+    @staticmethod
+    def _load_scripts(client: Any) -> None:
+        """Load every script on every master of a cluster: its pipelines do not load them on the way."""
+        for source in SCRIPTS.values():
+            client.script_load(source)
+
+    def execute_scripts(self, pipe: Any) -> list[Any]:
+        """Run a pipeline of the hub's scripts. A cluster master that lacks them (a replica promoted since they
+        were loaded) gets them all, and the round is lost: the callers are periodic and try again."""
+        try:
+            return pipe.execute()
+        except NoScriptError:
+            if not self.settings.redis_cluster:
+                raise
+            self._load_scripts(self.client)
+            raise HubUnavailable("a Redis Cluster master did not have the hub's scripts yet") from None
+
     def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         """Run one of the hub's Lua scripts."""
-        self.start()
+        self.client  # noqa: B018  (creates the client and its scripts on first use)
         return self._scripts[name](keys=keys, args=args, client=client)
 
     # delivery
@@ -157,7 +178,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         # Remembered past the last retry, which may run up to a pool wait and a command timeout after its start.
         remember_s = self.settings.delivery_retry_s + 2 * self.settings.redis_timeout_s + DELIVERY_TOKEN_MARGIN_S
         with self._redis():
-            position = self._run("deliver", [*keys, DELIVERY_PREFIX + token], [*args, milliseconds(remember_s)])
+            position = self._run("deliver", [*keys, delivery_key(session_id, token)],
+                                 [*args, milliseconds(remember_s)])
         return None if position is None else join_event_id(position.decode(), stream)
 
     def _publish_arguments(self, session_id: str, message: Any, stream: str | None) -> tuple[list[str], list[Any]]:
@@ -197,7 +219,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                     [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"]],
                     [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
                      milliseconds(self.settings.session_ttl_s), session_id, WORKER_CHANNEL, self.worker_id,
-                     stream or ""],
+                     stream or "", *self._claim_holder_alive(keys["claim"])],
                 )
         except BaseException:
             self._unregister(subscription, restore=previous)
@@ -213,6 +235,20 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
             previous.end("replaced by a newer stream")
         subscription.fill(entries_of(reply[1], stream), reply[2].decode())
         return subscription
+
+    def _claim_holder_alive(self, claim: str) -> list[str]:
+        """On a cluster, the attach script's last argument: the worker holding the claim if it is alive, else ''.
+
+        Elsewhere nothing: the script asks PUBSUB NUMSUB itself, which on a cluster counts one node's subscribers.
+        """
+        if not self.settings.redis_cluster:
+            return []
+        holder = self.client.get(claim)
+        if holder is None:
+            return [""]
+        worker = holder.decode().partition("|")[0]
+        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker))
+        return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
 
     def _unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
         """Drop a subscription from this worker's routing table if it is still there."""

@@ -51,4 +51,4 @@ class CallSlots:
                 for token, session_id in leases[start:start + RENEW_BATCH]:
                     self._run("renew_call_slot", [call_slots_key(session_id)], [token, milliseconds(CALL_LEASE_S)],
                               client=pipe)
-                pipe.execute()
+                self.execute_scripts(pipe)

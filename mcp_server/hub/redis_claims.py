@@ -51,13 +51,16 @@ class Claims:
                     delivered = subscription.delivered if subscription.stream is None else None
                     self._run(
                         "refresh",
-                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], SESSION_INDEX,
-                         keys["detached"]],
+                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"]],
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
-                         delivered or "", subscription.session_id],
+                         delivered or ""],
                         client=pipe,
                     )
-                codes = pipe.execute()
+                codes = self.execute_scripts(pipe)
+                # The sessions whose TTL moved move in the index too (the index is in another hash slot).
+                kept = {subscription.session_id for subscription, code in zip(batch, codes, strict=True) if code == 4}
+                if kept:
+                    self._run("touch", [SESSION_INDEX], [milliseconds(self.settings.session_ttl_s), *sorted(kept)])
             for subscription, code in zip(batch, codes, strict=True):
                 if code == 0:
                     self._drop(subscription, "session closed")

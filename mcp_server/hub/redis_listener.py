@@ -11,7 +11,7 @@ import gevent
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.encoding import loads
-from mcp_server.hub.redis_connection import UNAVAILABLE
+from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, WORKER_CHANNEL
 
 log = logging.getLogger("mcp.hub")
@@ -30,9 +30,10 @@ class Listener:
         """Read this worker's channel and the control channel; reconnect with backoff when Redis goes."""
         backoff = RECONNECT_MIN_S
         while True:
-            pool = self.client.connection_pool
-            connection = pool.connection_class(**pool.connection_kwargs)
+            connection = None
             try:
+                # To the master the Sentinels name now (after a failover, the new one), or to any cluster master.
+                connection = subscriber_connection(self.client)
                 connection.connect()
                 # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
                 # would move a stream past what was published while nobody listened, and that would be skipped.
@@ -58,7 +59,8 @@ class Listener:
             finally:
                 self._listening = False
                 self._first_attempt.set()
-                connection.disconnect()
+                if connection is not None:
+                    connection.disconnect()
             gevent.sleep(backoff * (0.5 + random.random()))
             backoff = min(backoff * 2, RECONNECT_MAX_S)
 
