@@ -24,7 +24,7 @@ from typing import Any
 import gevent
 import redis
 from gevent.event import Event
-from redis.exceptions import NoScriptError
+from redis.cluster import RedisCluster
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
@@ -35,6 +35,7 @@ from mcp_server.hub.base import (
     join_event_id,
     split_event_id,
 )
+from mcp_server.hub.redis_batch import ScriptBatch
 from mcp_server.hub.redis_call_slots import CallSlots
 from mcp_server.hub.redis_claims import ATTACH_TTL_S, Claims
 from mcp_server.hub.redis_codec import (
@@ -122,8 +123,6 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         if self._client is None:
             client = connect(self.settings, "mcp-" + self.worker_id)
             self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
-            if self.settings.redis_cluster:
-                self._load_scripts(client)
             self._client = client
         return self._client
 
@@ -142,22 +141,9 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                 log.info("Redis reachable again after %.1f s", time.monotonic() - self._down_since)
                 self._down_since = None
 
-    @staticmethod
-    def _load_scripts(client: Any) -> None:
-        """Load every script on every master of a cluster: its pipelines do not load them on the way."""
-        for source in SCRIPTS.values():
-            client.script_load(source)
-
-    def execute_scripts(self, pipe: Any) -> list[Any]:
-        """Run a pipeline of the hub's scripts. A cluster master that lacks them (a replica promoted since they
-        were loaded) gets them all, and the round is lost: the callers are periodic and try again."""
-        try:
-            return pipe.execute()
-        except NoScriptError:
-            if not self.settings.redis_cluster:
-                raise
-            self._load_scripts(self.client)
-            raise HubUnavailable("a Redis Cluster master did not have the hub's scripts yet") from None
+    def script_batch(self) -> ScriptBatch:
+        """Script runs to queue and run together: one round trip per Redis server."""
+        return ScriptBatch(self.client, self._scripts)
 
     def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         """Run one of the hub's Lua scripts."""
@@ -247,7 +233,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         if holder is None:
             return [""]
         worker = holder.decode().partition("|")[0]
-        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker))
+        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker, target_nodes=RedisCluster.ALL_NODES))
         return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
 
     def _unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
@@ -348,7 +334,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
             if greenlet is not None:
                 greenlet.kill(block=True, timeout=2)
         if self._client is not None:
-            self._client.connection_pool.disconnect()
+            self._client.close()
     # run-time registry changes (mcp_server/hub/registry_sync.py)
     def share_registry(self, registry: Any) -> None:
         """Take this worker's run-time registry changes to every worker of the fleet, and theirs to this one."""

@@ -45,18 +45,17 @@ class Claims:
         for start in range(0, len(subscriptions), REFRESH_BATCH):
             batch = subscriptions[start:start + REFRESH_BATCH]
             with self._redis():
-                pipe = self.client.pipeline(transaction=False)
+                scripts = self.script_batch()
                 for subscription in batch:
                     keys = session_keys(subscription.session_id, subscription.stream)
                     delivered = subscription.delivered if subscription.stream is None else None
-                    self._run(
+                    scripts.add(
                         "refresh",
                         [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"]],
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
                          delivered or ""],
-                        client=pipe,
                     )
-                codes = self.execute_scripts(pipe)
+                codes = scripts.execute()
                 # The sessions whose TTL moved move in the index too (the index is in another hash slot).
                 kept = {subscription.session_id for subscription, code in zip(batch, codes, strict=True) if code == 4}
                 if kept:

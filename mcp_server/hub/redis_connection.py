@@ -14,7 +14,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.connection import parse_url
-from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError, TryAgainError
+from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError, RedisClusterException, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
@@ -70,8 +70,12 @@ def connect(settings: Any, client_name: str) -> Any:
     if cooperative:
         options["connection_class"] = CooperativeConnection
     if settings.redis_cluster:
-        return RedisCluster.from_url(settings.redis_url, retry=no_retry,
-                                     connection_pool_class=redis.BlockingConnectionPool, **options)
+        try:
+            # Asks the node for the cluster's slot map at once: that node may be down.
+            return RedisCluster.from_url(settings.redis_url, retry=no_retry,
+                                         connection_pool_class=redis.BlockingConnectionPool, **options)
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"no Redis Cluster node answered: {exc}") from None
     pool = redis.BlockingConnectionPool.from_url(settings.redis_url, retry=no_retry, **options)
     return redis.Redis(connection_pool=pool)
 
@@ -101,15 +105,8 @@ def _sentinel_master(settings: Any, options: dict[str, Any], no_retry: Retry, co
 
 
 def sentinel_addresses(entries: tuple[str, ...]) -> list[tuple[str, int]]:
-    """MCP_REDIS_SENTINELS's host:port entries as (host, port); ValueError names the first bad one."""
-    addresses = []
-    for entry in entries:
-        host, _, port = entry.rpartition(":")
-        host = host.strip("[]")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"not a host:port: {entry!r}")
-        addresses.append((host, int(port)))
-    return addresses
+    """MCP_REDIS_SENTINELS's host:port entries (checked by Settings) as (host, port)."""
+    return [(host.strip("[]"), int(port)) for host, _, port in (entry.rpartition(":") for entry in entries)]
 
 
 def is_cluster(client: Any) -> bool:
