@@ -43,7 +43,7 @@ from mcp_server.hub.redis_codec import (
     milliseconds,
     replay_position,
 )
-from mcp_server.hub.redis_connection import UNAVAILABLE, connect
+from mcp_server.hub.redis_connection import connect, unavailable
 from mcp_server.hub.redis_keys import SECRET_PREFIX, delivery_key
 from mcp_server.hub.redis_listener import Listener
 from mcp_server.hub.redis_scripts import (
@@ -131,7 +131,9 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         """Turn connection failures into HubUnavailable, logging the outage once."""
         try:
             yield
-        except UNAVAILABLE as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             if self._down_since is None:
                 self._down_since = time.monotonic()
                 log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)

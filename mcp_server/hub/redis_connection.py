@@ -14,7 +14,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.connection import parse_url
-from redis.exceptions import ClusterDownError, MasterDownError, ReadOnlyError, RedisClusterException, TryAgainError
+from redis.exceptions import (
+    ClusterDownError,
+    MasterDownError,
+    ReadOnlyError,
+    RedisClusterException,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
@@ -24,6 +31,8 @@ from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConn
 # answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, ClusterDownError, TryAgainError,
                MasterDownError, OSError)
+# A master that cannot reach enough replicas (min-replicas-to-write) refuses writes with this error.
+REFUSED_WRITES = ("NOREPLICAS",)
 # The standard library's own socket class, even where gevent has patched the module.
 BLOCKING_SOCKET = gevent.monkey.get_original("socket", "socket")
 
@@ -48,6 +57,13 @@ class CooperativeSentinelConnection(SentinelManagedConnection, CooperativeConnec
 class BlockingSentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool):
     """Sentinel's pool (asks the Sentinels where the master is, drops connections to a former master) with
     BlockingConnectionPool's bound: a greenlet waits up to MCP_REDIS_TIMEOUT_S for a free connection."""
+
+
+def unavailable(exc: BaseException) -> bool:
+    """True when a Redis error means "the store cannot serve now" (answer 503) rather than a bug."""
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(REFUSED_WRITES)
 
 
 def connect(settings: Any, client_name: str) -> Any:
@@ -97,9 +113,13 @@ def _sentinel_master(settings: Any, options: dict[str, Any], no_retry: Retry, co
         "protocol": 2,
         "password": settings.redis_sentinel_password or None,
     }
-    if cooperative:
-        sentinel_options["connection_class"] = CooperativeConnection
-    sentinel = Sentinel(sentinel_addresses(settings.redis_sentinels), sentinel_kwargs=sentinel_options)
+    sentinel = Sentinel([], sentinel_kwargs=sentinel_options)
+    # Redis() takes no connection class, its pool does: one pool per Sentinel, on gevent sockets.
+    sentinel_class = CooperativeConnection if cooperative else redis.Connection
+    sentinel.sentinels = [redis.Redis(connection_pool=redis.ConnectionPool(host=host, port=port,
+                                                                          connection_class=sentinel_class,
+                                                                          **sentinel_options))
+                          for host, port in sentinel_addresses(settings.redis_sentinels)]
     return sentinel.master_for(settings.redis_sentinel_master, redis_class=redis.Redis,
                                connection_pool_class=BlockingSentinelPool, retry=no_retry, **options)
 

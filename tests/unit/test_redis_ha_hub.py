@@ -1,4 +1,5 @@
-"""What only a Redis Cluster asks of the Redis hub: each script's keys in one hash slot, pub/sub across masters.
+"""What Redis high availability asks of the hub: on a cluster, each script's keys in one slot and pub/sub across
+masters; a master refusing writes (min-replicas-to-write) is an outage like any other.
 
 The hub contract runs on a three-master cluster too (the "cluster" backend of tests/support/hubs.py); these are
 the cluster's own cases, against real cluster-enabled redis-servers.
@@ -18,7 +19,7 @@ from mcp_server.hub.redis import RedisHub
 from mcp_server.hub.redis_batch import ScriptBatch
 from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.session import SessionChange
-from tests.redis_server import free_port
+from tests.redis_server import RedisServer, free_port
 from tests.support.hubs import Hubs, message, new_session, numbers, take
 from tests.support.waiting import wait_until
 
@@ -135,3 +136,16 @@ def test_a_cluster_that_cannot_be_reached_is_an_outage_not_a_crash():
         assert not worker.ready()
     finally:
         hubs.close()
+
+
+def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash():
+    # min-replicas-to-write: a master that lost its replicas answers NOREPLICAS to every write.
+    with RedisServer(extra_args=("--min-replicas-to-write", "1", "--min-replicas-max-lag", "1")) as server:
+        hubs = Hubs("redis", server)
+        try:
+            worker = hubs()
+            with pytest.raises(HubUnavailable):
+                new_session(worker)
+            assert worker.get_session("0" * 32) is None  # reads still work
+        finally:
+            hubs.close()
