@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, current_app, g, request
 from flask_limiter import Limiter, RateLimitExceeded
+from redis.exceptions import RedisClusterException
 
 from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
@@ -50,7 +51,24 @@ def init_rate_limit(app: Flask, settings: Settings) -> Limiter | None:
     if not settings.rate_limit:
         return None
     storage_uri, options = rate_limit_storage(settings)
-    limiter = Limiter(
+    try:
+        limiter = new_limiter(settings, storage_uri, options)
+        limiter.init_app(app)
+    except RedisClusterException:
+        # A cluster client asks a node for the slot map as it is made (nothing is registered on the app yet):
+        # with no node reachable at startup, this worker counts in its own memory rather than fail to boot.
+        log.warning("rate limit counted per worker: no Redis Cluster node answered at startup")
+        limiter = new_limiter(settings, "memory://", {})
+        limiter.init_app(app)
+    app.extensions[EXTENSION_KEY] = limiter
+    app.register_error_handler(RateLimitExceeded, render_rate_limited)
+    core_of(app).charge_batch = charge_batch
+    return limiter
+
+
+def new_limiter(settings: Settings, storage_uri: str, options: dict[str, Any]) -> Limiter:
+    """The limiter of MCP_RATE_LIMIT over one storage, falling back to memory when that storage fails."""
+    return Limiter(
         rate_limit_key,
         application_limits=[settings.rate_limit],
         application_limits_exempt_when=outside_mcp_routes,
@@ -62,11 +80,6 @@ def init_rate_limit(app: Flask, settings: Settings) -> Limiter | None:
         in_memory_fallback_enabled=settings.uses_redis,
         swallow_errors=True,
     )
-    limiter.init_app(app)
-    app.extensions[EXTENSION_KEY] = limiter
-    app.register_error_handler(RateLimitExceeded, render_rate_limited)
-    core_of(app).charge_batch = charge_batch
-    return limiter
 
 
 def rate_limit_storage(settings: Settings) -> tuple[str, dict[str, Any]]:
