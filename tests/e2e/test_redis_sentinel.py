@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,7 +70,7 @@ class Outcomes:
         self.lock = threading.Lock()
         self.slowest = 0.0
         self.unexpected: list[tuple[str, int, str]] = []
-        self.refused = 0
+        self.refused: Counter[str] = Counter()
 
     def record(self, name: str, started: float, response: httpx.Response, ok: tuple[int, ...]) -> bool:
         """Keep one answer; True when it is a success, False for a documented outage answer (else noted)."""
@@ -79,7 +80,7 @@ class Outcomes:
                 return True
             if response.status_code == 503 and response.headers.get("Retry-After") \
                     and response.json()["error"]["code"] == SERVER_UNAVAILABLE:
-                self.refused += 1
+                self.refused[name] += 1
                 return False
             self.unexpected.append((name, response.status_code, response.text[:200]))
             return False
@@ -183,7 +184,7 @@ def test_a_killed_master_is_followed_to_the_promoted_replica_losing_only_what_th
           f"{len(before_kill)}, lost {len(lost)} (of them {sum(at >= safe_before for at, _ in lost)} in the last "
           f"{MAX_LAG_S + 1} s); legacy calls sent {len(legacy_acknowledged) + len(legacy_refused)}, acknowledged "
           f"{len(legacy_acknowledged)}, answered {len(answers.answers)}, repeated {repeated}; Streamable calls ok "
-          f"{streamable_ok[0]}, stateless ok {stateless_ok[0]}, 503s {outcomes.refused}; slowest answer "
+          f"{streamable_ok[0]}, stateless ok {stateless_ok[0]}, 503s {dict(outcomes.refused)}; slowest answer "
           f"{outcomes.slowest:.2f} s")
 
 
