@@ -81,6 +81,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._scripts: dict[str, Any] = {}
         self._listener: gevent.Greenlet | None = None
         self._refresher: gevent.Greenlet | None = None
+        self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
         self._listening = False
         self._first_attempt = Event()
         self._down_since: float | None = None
@@ -93,13 +94,15 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
 
     # lifecycle
     def start(self) -> None:
-        """Connect lazily on first use (after gunicorn forks) and start the worker's two greenlets."""
+        """Connect lazily on first use (after gunicorn forks) and start the worker's greenlets."""
         if self._pid != os.getpid():
             self._reset_after_fork()
         if self._listener is None or self._listener.dead:
             self._listener = gevent.spawn(self._listen_forever)
         if self._refresher is None or self._refresher.dead:
             self._refresher = gevent.spawn(self._refresh_forever)
+        if self.settings.redis_sentinels and (self._watcher is None or self._watcher.dead):
+            self._watcher = gevent.spawn(self._follow_master_forever)
 
     def _reset_after_fork(self) -> None:
         """Forget everything a parent process owned: connections, streams, greenlets."""
@@ -108,8 +111,9 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
         self._call_leases = {}
-        self._listener = None
-        self._refresher = None
+        self._listener = self._refresher = self._watcher = None
+        self._subscriber = None
+        self._master_moved = False
         self._listening = False
         self._first_attempt = Event()
         self.registry_sync.reset()
@@ -332,7 +336,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
 
     def stop(self) -> None:
         """Stop this worker's greenlets and close its connections (tests; a worker simply exits)."""
-        for greenlet in (self._listener, self._refresher):
+        for greenlet in (self._listener, self._refresher, self._watcher):
             if greenlet is not None:
                 greenlet.kill(block=True, timeout=2)
         if self._client is not None:

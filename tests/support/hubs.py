@@ -20,10 +20,11 @@ from mcp_server.protocol.request_context import RequestContext, RequestServices
 from mcp_server.session import Session
 from mcp_tools import Registry
 from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (fixture)
+from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 
-# The backends whose hub is a RedisHub: one redis-server, or a three-master Redis Cluster.
-REDIS_BACKENDS = ("redis", "cluster")
+# The backends whose hub is a RedisHub: one redis-server, a three-master Redis Cluster, a master behind Sentinels.
+REDIS_BACKENDS = ("redis", "cluster", "sentinel")
 
 
 class SteppedClock:
@@ -44,7 +45,7 @@ class SteppedClock:
 class Hubs:
     """Builds hubs of one backend with settings overrides, and stops them after the test."""
 
-    def __init__(self, backend: str, server: RedisServer | RedisClusterSet | None) -> None:
+    def __init__(self, backend: str, server: RedisServer | RedisClusterSet | RedisSentinelSet | None) -> None:
         self.backend = backend
         self.server = server
         self.clock = SteppedClock()
@@ -53,7 +54,9 @@ class Hubs:
     def __call__(self, **overrides: Any) -> Hub:
         """A fresh hub (for redis: a fresh worker on the shared server); memory hubs read self.clock."""
         config: dict[str, Any] = {"MCP_RESUME_WINDOW_S": "60", **{k: str(v) for k, v in overrides.items()}}
-        if self.backend in REDIS_BACKENDS:
+        if self.backend == "sentinel":
+            config.update(MCP_REDIS_SENTINELS=self.server.addresses, MCP_REDIS_SENTINEL_MASTER=MASTER_NAME)
+        elif self.backend in REDIS_BACKENDS:
             config["MCP_REDIS_URL"] = self.server.url
         if self.backend == "cluster":
             config["MCP_REDIS_CLUSTER"] = "1"

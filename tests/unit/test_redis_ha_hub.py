@@ -1,5 +1,6 @@
 """What Redis high availability asks of the hub: on a cluster, each script's keys in one slot and pub/sub across
-masters; a master refusing writes (min-replicas-to-write) is an outage like any other.
+masters; a master refusing writes (min-replicas-to-write) is an outage like any other; with Sentinel, a planned
+failover moves every worker to the new master by itself.
 
 The hub contract runs on a three-master cluster too (the "cluster" backend of tests/support/hubs.py); these are
 the cluster's own cases, against real cluster-enabled redis-servers.
@@ -8,6 +9,7 @@ the cluster's own cases, against real cluster-enabled redis-servers.
 from __future__ import annotations
 
 import itertools
+import json
 import types
 from typing import Any
 
@@ -17,8 +19,10 @@ from redis.crc import key_slot
 from mcp_server.hub import HubUnavailable, StreamConflict, redis_connection
 from mcp_server.hub.redis import RedisHub
 from mcp_server.hub.redis_batch import ScriptBatch
+from mcp_server.hub.redis_keys import session_keys
 from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.session import SessionChange
+from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, free_port
 from tests.support.hubs import Hubs, message, new_session, numbers, take
 from tests.support.waiting import wait_until
@@ -147,5 +151,37 @@ def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash(
             with pytest.raises(HubUnavailable):
                 new_session(worker)
             assert worker.get_session("0" * 32) is None  # reads still work
+        finally:
+            hubs.close()
+
+
+def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_master_within_seconds():
+    # SENTINEL FAILOVER promotes the replica while the old master lives on, taking writes until the Sentinels
+    # get round to demoting it (about ten seconds): every worker must move by itself well before that.
+    with RedisSentinelSet() as sentinels:
+        hubs = Hubs("sentinel", sentinels)
+        try:
+            holder, publisher = hubs(MCP_REDIS_TIMEOUT_S=1), hubs(MCP_REDIS_TIMEOUT_S=1)
+            assert wait_until(holder.ready) and wait_until(publisher.ready)
+            session = new_session(publisher)
+            subscription = holder.subscribe(session.id)
+            sentinels.sentinels[0].client().execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
+            sentinels.wait_for_failover()
+            new_master = sentinels.replica.client()
+            replay = session_keys(session.id)["replay"]
+            published = iter(range(1000))
+
+            def landed_on_the_new_master() -> bool:
+                publisher.publish(session.id, message(next(published)))
+                return new_master.xlen(replay) > 0
+
+            assert wait_until(landed_on_the_new_master, timeout=5)
+            # From here on every event is on the new master, and the holder hears it there.
+            after = [next(published) for _ in range(5)]
+            for n in after:
+                publisher.publish(session.id, message(n))
+            heard = numbers(take(subscription, 1000, timeout=3))
+            assert heard[-5:] == after
+            assert [json.loads(fields[b"d"])["params"]["n"] for _, fields in new_master.xrange(replay)][-5:] == after
         finally:
             hubs.close()
