@@ -121,7 +121,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._scripts = {}
 
     @property
-    def client(self) -> redis.Redis:
+    def client(self) -> redis.Redis | RedisCluster:
         """The command connection pool's client, created on first use (a cluster's asks a node for its slots)."""
         self.start()
         if self._client is None:

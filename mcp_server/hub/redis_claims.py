@@ -41,7 +41,9 @@ class Claims:
 
     def refresh(self) -> None:
         """Refresh every local stream's claim and TTLs; end those whose session is gone or claimed elsewhere."""
-        subscriptions = list(self.local.values())
+        # A stream still attaching holds no claim yet (the one it replaces does): refreshing it would read as
+        # "claimed elsewhere" and end it. Its attach sets a fresh claim anyway.
+        subscriptions = [subscription for subscription in self.local.values() if subscription.loaded.is_set()]
         for start in range(0, len(subscriptions), REFRESH_BATCH):
             batch = subscriptions[start:start + REFRESH_BATCH]
             with self._redis():

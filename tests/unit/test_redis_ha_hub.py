@@ -185,3 +185,24 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
             assert [json.loads(fields[b"d"])["params"]["n"] for _, fields in new_master.xrange(replay)][-5:] == after
         finally:
             hubs.close()
+
+
+def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream_open(redis_hubs, monkeypatch):
+    # Slower attaches (a cluster asks every node who holds the claim first) let the refresher run mid-attach.
+    worker = redis_hubs()
+    assert wait_until(worker.ready)
+    session = new_session(worker)
+    first = worker.subscribe(session.id)
+    run = RedisHub._run
+
+    def refresh_first(hub, name, keys, args, client=None):
+        if name == "attach":
+            hub.refresh()
+        return run(hub, name, keys, args, client)
+
+    monkeypatch.setattr(RedisHub, "_run", refresh_first)
+    second = worker.subscribe(session.id)
+    monkeypatch.setattr(RedisHub, "_run", run)
+    worker.publish(session.id, message(1))
+    assert numbers(take(second, 1)) == [1]
+    assert first.reason == "replaced by a newer stream" and second.reason is None
