@@ -28,7 +28,7 @@ def share_request_state_key():
     Set here, before the workers fork, so a retry that lands on another worker of this host still opens; with
     Redis the hub shares a key across hosts, and a configured MCP_REQUEST_STATE_KEY always wins.
     """
-    if not settings.request_state_key and not settings.redis_url:
+    if not settings.request_state_key and not settings.uses_redis:
         os.environ["MCP_REQUEST_STATE_KEY"] = secrets.token_hex(32)
 
 

@@ -13,12 +13,13 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = ["ConfigError", "Settings"]
 
 PREFIX = "MCP_"
 # Settings whose values are secrets: never shown to tools through Settings.extra.
-SECRET_SETTINGS = frozenset({"MCP_REQUEST_STATE_KEY"})
+SECRET_SETTINGS = frozenset({"MCP_REQUEST_STATE_KEY", "MCP_REDIS_SENTINEL_PASSWORD"})
 LOCALHOST_ORIGINS = (
     "http://localhost:*",
     "https://localhost:*",
@@ -74,6 +75,11 @@ class Settings:
     redis_url: str = ""
     redis_timeout_s: float = 2.0
     redis_pool_size: int = 32
+    # High availability: the master found through Sentinel (host:port list, master name), or a Redis Cluster.
+    redis_sentinels: tuple[str, ...] = ()
+    redis_sentinel_master: str = ""
+    redis_sentinel_password: str = field(default="", repr=False)
+    redis_cluster: bool = False
     delivery_retry_s: float = 30.0
     log_level: str = "INFO"
     log_format: str = "text"
@@ -153,7 +159,8 @@ class Settings:
             raise ConfigError("MCP_WORKERS must be at least 1")
         if self.request_state_ttl_s <= 0 or self.request_state_max_bytes < 1024:
             raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive and MCP_REQUEST_STATE_MAX_BYTES at least 1024")
-        if self.workers > 1 and not self.redis_url and self.legacy:
+        self.check_redis()
+        if self.workers > 1 and not self.uses_redis and self.legacy:
             raise ConfigError(
                 f"{self.workers} workers (MCP_WORKERS or gunicorn -w) need MCP_REDIS_URL: with in-memory "
                 "sessions a POST that lands on another worker cannot reach its stream. Set MCP_REDIS_URL "
@@ -179,6 +186,39 @@ class Settings:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         self.check_security()
         self.check_exposure([self.bind])
+
+    @property
+    def uses_redis(self) -> bool:
+        """True when the hub (and the rate limit) live in Redis: MCP_REDIS_URL or MCP_REDIS_SENTINELS is set."""
+        return bool(self.redis_url or self.redis_sentinels)
+
+    def check_redis(self) -> None:
+        """Reject a Redis setup that cannot work: Sentinel without a master name, a cluster without a node."""
+        if self.redis_url and urlsplit(self.redis_url).scheme not in ("redis", "rediss", "unix"):
+            raise ConfigError("MCP_REDIS_URL must start with redis://, rediss:// or unix://")
+        if self.redis_sentinels:
+            if self.redis_cluster:
+                raise ConfigError("MCP_REDIS_SENTINELS and MCP_REDIS_CLUSTER=1 exclude each other: a Redis Cluster "
+                                  "fails over by itself. Set one of them.")
+            if not self.redis_sentinel_master:
+                raise ConfigError("MCP_REDIS_SENTINELS needs MCP_REDIS_SENTINEL_MASTER, the name the Sentinels "
+                                  "monitor the master under (the name in 'sentinel monitor <name> ...').")
+            for entry in self.redis_sentinels:
+                host, _, port = entry.rpartition(":")
+                if not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+                    raise ConfigError(f"MCP_REDIS_SENTINELS: {entry[:60]!r} is not host:port "
+                                      "(e.g. MCP_REDIS_SENTINELS=10.0.0.1:26379,10.0.0.2:26379)")
+        elif self.redis_sentinel_master or self.redis_sentinel_password:
+            raise ConfigError("MCP_REDIS_SENTINEL_MASTER and MCP_REDIS_SENTINEL_PASSWORD need MCP_REDIS_SENTINELS "
+                              "(host:port of each Sentinel)")
+        if self.redis_cluster:
+            if not self.redis_url:
+                raise ConfigError("MCP_REDIS_CLUSTER=1 needs MCP_REDIS_URL pointing at any node of the cluster "
+                                  "(e.g. redis://10.0.0.1:6379)")
+            database = urlsplit(self.redis_url).path.strip("/")
+            if database not in ("", "0"):
+                raise ConfigError(f"MCP_REDIS_URL names database {database[:10]!r}: a Redis Cluster has database "
+                                  "0 only (MCP_REDIS_CLUSTER=1)")
 
     @property
     def authentication_configured(self) -> bool:

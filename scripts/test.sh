@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
+# The Sentinel failover tests start their own Sentinels (Debian packages redis-sentinel apart from redis-server).
+command -v redis-sentinel >/dev/null || [ -x /usr/bin/redis-sentinel ] || need_apt+=(redis-sentinel)
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
 # The console's browser tests drive Debian's Chromium through its chromedriver; nothing downloads a browser.
 command -v chromium >/dev/null || need_apt+=(chromium)
@@ -16,7 +18,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
   # The Debian packages start system services; the tests start their own on free ports.
-  $SUDO systemctl disable --now redis-server nginx >/dev/null 2>&1 || true
+  $SUDO systemctl disable --now redis-server redis-sentinel nginx >/dev/null 2>&1 || true
 fi
 
 echo "== python venv (.venv)"

@@ -26,8 +26,8 @@ __all__ = [
 
 
 def create_hub(settings: Any) -> Hub:
-    """Return the Redis hub when MCP_REDIS_URL is set, else the in-memory hub."""
-    if settings.redis_url:
+    """Return the Redis hub when MCP_REDIS_URL (or MCP_REDIS_SENTINELS) is set, else the in-memory hub."""
+    if settings.uses_redis:
         from mcp_server.hub.redis import RedisHub
 
         return RedisHub(settings)

@@ -24,6 +24,7 @@ from typing import Any
 import gevent
 import redis
 from gevent.event import Event
+from redis.cluster import RedisCluster
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import (
@@ -34,6 +35,7 @@ from mcp_server.hub.base import (
     join_event_id,
     split_event_id,
 )
+from mcp_server.hub.redis_batch import ScriptBatch
 from mcp_server.hub.redis_call_slots import CallSlots
 from mcp_server.hub.redis_claims import ATTACH_TTL_S, Claims
 from mcp_server.hub.redis_codec import (
@@ -41,11 +43,11 @@ from mcp_server.hub.redis_codec import (
     milliseconds,
     replay_position,
 )
-from mcp_server.hub.redis_connection import UNAVAILABLE, connect
+from mcp_server.hub.redis_connection import connect, unavailable
+from mcp_server.hub.redis_keys import SECRET_PREFIX, delivery_key
 from mcp_server.hub.redis_listener import Listener
 from mcp_server.hub.redis_scripts import (
     CONTROL_CHANNEL,
-    DELIVERY_PREFIX,
     SCRIPTS,
     SESSION_INDEX,
     WORKER_CHANNEL,
@@ -61,8 +63,6 @@ __all__ = ["RedisHub", "RedisSubscription", "session_keys"]
 
 log = logging.getLogger("mcp.hub")
 
-# Where shared_secret keeps each secret (no TTL: it lives as long as Redis keeps its data).
-SECRET_PREFIX = "mcp:secret:"
 # A delivery token outlives the last retry of its answer by this much.
 DELIVERY_TOKEN_MARGIN_S = 5.0
 
@@ -82,6 +82,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._scripts: dict[str, Any] = {}
         self._listener: gevent.Greenlet | None = None
         self._refresher: gevent.Greenlet | None = None
+        self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
         self._listening = False
         self._first_attempt = Event()
         self._down_since: float | None = None
@@ -95,13 +96,15 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
 
     # lifecycle
     def start(self) -> None:
-        """Connect lazily on first use (after gunicorn forks) and start the worker's two greenlets."""
+        """Connect lazily on first use (after gunicorn forks) and start the worker's greenlets."""
         if self._pid != os.getpid():
             self._reset_after_fork()
         if self._listener is None or self._listener.dead:
             self._listener = gevent.spawn(self._listen_forever)
         if self._refresher is None or self._refresher.dead:
             self._refresher = gevent.spawn(self._refresh_forever)
+        if self.settings.redis_sentinels and (self._watcher is None or self._watcher.dead):
+            self._watcher = gevent.spawn(self._follow_master_forever)
 
     def _reset_after_fork(self) -> None:
         """Forget everything a parent process owned: connections, streams, greenlets."""
@@ -110,19 +113,23 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
         self._call_leases = {}
-        self._listener = None
-        self._refresher = None
+        self._listener = self._refresher = self._watcher = None
+        self._subscriber = None
+        self._master_moved = False
         self._listening = False
         self._first_attempt = Event()
         self.registry_sync.reset()
-        self._client = connect(self.settings, "mcp-" + self.worker_id)
-        self._scripts = {name: self._client.register_script(source) for name, source in SCRIPTS.items()}
+        self._client = None
+        self._scripts = {}
 
     @property
-    def client(self) -> redis.Redis:
-        """The command connection pool's client, created on first use."""
+    def client(self) -> redis.Redis | RedisCluster:
+        """The command connection pool's client, created on first use (a cluster's asks a node for its slots)."""
         self.start()
-        assert self._client is not None
+        if self._client is None:
+            client = connect(self.settings, "mcp-" + self.worker_id)
+            self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+            self._client = client
         return self._client
 
     @contextmanager
@@ -130,7 +137,9 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         """Turn connection failures into HubUnavailable, logging the outage once."""
         try:
             yield
-        except UNAVAILABLE as exc:
+        except Exception as exc:
+            if not unavailable(exc):
+                raise
             if self._down_since is None:
                 self._down_since = time.monotonic()
                 log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)
@@ -140,9 +149,13 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                 log.info("Redis reachable again after %.1f s", time.monotonic() - self._down_since)
                 self._down_since = None
 
+    def script_batch(self) -> ScriptBatch:
+        """Script runs to queue and run together: one round trip per Redis server."""
+        return ScriptBatch(self.client, self._scripts)
+
     def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         """Run one of the hub's Lua scripts."""
-        self.start()
+        self.client  # noqa: B018  (creates the client and its scripts on first use)
         return self._scripts[name](keys=keys, args=args, client=client)
 
     # delivery
@@ -159,7 +172,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         # Remembered past the last retry, which may run up to a pool wait and a command timeout after its start.
         remember_s = self.settings.delivery_retry_s + 2 * self.settings.redis_timeout_s + DELIVERY_TOKEN_MARGIN_S
         with self._redis():
-            position = self._run("deliver", [*keys, DELIVERY_PREFIX + token], [*args, milliseconds(remember_s)])
+            position = self._run("deliver", [*keys, delivery_key(session_id, token)],
+                                 [*args, milliseconds(remember_s)])
         return None if position is None else join_event_id(position.decode(), stream)
 
     def _publish_arguments(self, session_id: str, message: Any, stream: str | None) -> tuple[list[str], list[Any]]:
@@ -199,7 +213,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                     [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"]],
                     [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
                      milliseconds(self.settings.session_ttl_s), session_id, WORKER_CHANNEL, self.worker_id,
-                     stream or ""],
+                     stream or "", *self._claim_holder_alive(keys["claim"])],
                 )
         except BaseException:
             self._unregister(subscription, restore=previous)
@@ -215,6 +229,20 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
             previous.end("replaced by a newer stream")
         subscription.fill(entries_of(reply[1], stream), reply[2].decode())
         return subscription
+
+    def _claim_holder_alive(self, claim: str) -> list[str]:
+        """On a cluster, the attach script's last argument: the worker holding the claim if it is alive, else ''.
+
+        Elsewhere nothing: the script asks PUBSUB NUMSUB itself, which on a cluster counts one node's subscribers.
+        """
+        if not self.settings.redis_cluster:
+            return []
+        holder = self.client.get(claim)
+        if holder is None:
+            return [""]
+        worker = holder.decode().partition("|")[0]
+        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker, target_nodes=RedisCluster.ALL_NODES))
+        return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
 
     def _unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
         """Drop a subscription from this worker's routing table if it is still there."""
@@ -310,11 +338,11 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
 
     def stop(self) -> None:
         """Stop this worker's greenlets and close its connections (tests; a worker simply exits)."""
-        for greenlet in (self._listener, self._refresher):
+        for greenlet in (self._listener, self._refresher, self._watcher):
             if greenlet is not None:
                 greenlet.kill(block=True, timeout=2)
         if self._client is not None:
-            self._client.connection_pool.disconnect()
+            self._client.close()
     # run-time registry changes (mcp_server/hub/registry_sync.py)
     def share_registry(self, registry: Any) -> None:
         """Take this worker's run-time registry changes to every worker of the fleet, and theirs to this one."""

@@ -47,8 +47,7 @@ class CallSlots:
         leases = list(self._call_leases.items())
         for start in range(0, len(leases), RENEW_BATCH):
             with self._redis():
-                pipe = self.client.pipeline(transaction=False)
+                scripts = self.script_batch()
                 for token, session_id in leases[start:start + RENEW_BATCH]:
-                    self._run("renew_call_slot", [call_slots_key(session_id)], [token, milliseconds(CALL_LEASE_S)],
-                              client=pipe)
-                pipe.execute()
+                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, milliseconds(CALL_LEASE_S)])
+                scripts.execute()

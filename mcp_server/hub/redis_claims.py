@@ -41,23 +41,27 @@ class Claims:
 
     def refresh(self) -> None:
         """Refresh every local stream's claim and TTLs; end those whose session is gone or claimed elsewhere."""
-        subscriptions = list(self.local.values())
+        # A stream still attaching holds no claim yet (the one it replaces does): refreshing it would read as
+        # "claimed elsewhere" and end it. Its attach sets a fresh claim anyway.
+        subscriptions = [subscription for subscription in self.local.values() if subscription.loaded.is_set()]
         for start in range(0, len(subscriptions), REFRESH_BATCH):
             batch = subscriptions[start:start + REFRESH_BATCH]
             with self._redis():
-                pipe = self.client.pipeline(transaction=False)
+                scripts = self.script_batch()
                 for subscription in batch:
                     keys = session_keys(subscription.session_id, subscription.stream)
                     delivered = subscription.delivered if subscription.stream is None else None
-                    self._run(
+                    scripts.add(
                         "refresh",
-                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], SESSION_INDEX,
-                         keys["detached"]],
+                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"]],
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
-                         delivered or "", subscription.session_id],
-                        client=pipe,
+                         delivered or ""],
                     )
-                codes = pipe.execute()
+                codes = scripts.execute()
+                # The sessions whose TTL moved move in the index too (the index is in another hash slot).
+                kept = {subscription.session_id for subscription, code in zip(batch, codes, strict=True) if code == 4}
+                if kept:
+                    self._run("touch", [SESSION_INDEX], [milliseconds(self.settings.session_ttl_s), *sorted(kept)])
             for subscription, code in zip(batch, codes, strict=True):
                 if code == 0:
                     self._drop(subscription, "session closed")

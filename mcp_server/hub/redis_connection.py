@@ -1,7 +1,9 @@
-"""The Redis hub's command connection pool: gevent sockets, no retries, and which failures mean "Redis is down"."""
+"""The Redis hub's connections: one Redis, a master found through Sentinel, or a Redis Cluster; gevent sockets,
+no retries, and which failures mean "Redis is down"."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 from urllib.parse import urlparse
 
@@ -10,12 +12,27 @@ import gevent.queue
 import gevent.socket
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.connection import parse_url
+from redis.exceptions import (
+    ClusterDownError,
+    MasterDownError,
+    ReadOnlyError,
+    RedisClusterException,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ReadOnlyError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, OSError)
+# MasterNotFoundError (no Sentinel knows a master) is a ConnectionError; a cluster without a master for a slot
+# answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, ClusterDownError, TryAgainError,
+               MasterDownError, OSError)
+# A master that cannot reach enough replicas (min-replicas-to-write) refuses writes with this error.
+REFUSED_WRITES = ("NOREPLICAS",)
 # The standard library's own socket class, even where gevent has patched the module.
 BLOCKING_SOCKET = gevent.monkey.get_original("socket", "socket")
 
@@ -33,21 +50,94 @@ class CooperativeConnection(redis.Connection):
         return sock
 
 
-def connect(settings: Any, client_name: str) -> redis.Redis:
-    """A client over a new bounded, blocking pool to MCP_REDIS_URL (nothing connects until first use)."""
+class CooperativeSentinelConnection(SentinelManagedConnection, CooperativeConnection):
+    """A connection to whichever server the Sentinels name master when it connects, on a gevent socket."""
+
+
+class BlockingSentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool):
+    """Sentinel's pool (asks the Sentinels where the master is, drops connections to a former master) with
+    BlockingConnectionPool's bound: a greenlet waits up to MCP_REDIS_TIMEOUT_S for a free connection."""
+
+
+def unavailable(exc: BaseException) -> bool:
+    """True when a Redis error means "the store cannot serve now" (answer 503) rather than a bug."""
+    if isinstance(exc, UNAVAILABLE):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(REFUSED_WRITES)
+
+
+def connect(settings: Any, client_name: str) -> Any:
+    """A client for MCP_REDIS_URL, MCP_REDIS_SENTINELS or MCP_REDIS_CLUSTER (nothing connects until first use)."""
     options: dict[str, Any] = {
         "max_connections": settings.redis_pool_size,
         "timeout": settings.redis_timeout_s,
         "queue_class": gevent.queue.LifoQueue,
         "socket_timeout": settings.redis_timeout_s,
         "socket_connect_timeout": settings.redis_timeout_s,
-        # A retried script could append an event twice; a broken pooled connection is
-        # already replaced by the pool before use, so no retries.
-        "retry": Retry(NoBackoff(), 0),
         "protocol": 2,
         "client_name": client_name,
     }
-    if urlparse(settings.redis_url).scheme == "redis":
+    # A retried script could append an event twice; a broken pooled connection is
+    # already replaced by the pool before use, so no retries.
+    no_retry = Retry(NoBackoff(), 0)
+    cooperative = not settings.redis_url or urlparse(settings.redis_url).scheme == "redis"
+    if settings.redis_sentinels:
+        return _sentinel_master(settings, options, no_retry, cooperative)
+    if cooperative:
         options["connection_class"] = CooperativeConnection
-    pool = redis.BlockingConnectionPool.from_url(settings.redis_url, **options)
+    if settings.redis_cluster:
+        try:
+            # Asks the node for the cluster's slot map at once: that node may be down.
+            return RedisCluster.from_url(settings.redis_url, retry=no_retry,
+                                         connection_pool_class=redis.BlockingConnectionPool, **options)
+        except RedisClusterException as exc:
+            raise RedisConnectionError(f"no Redis Cluster node answered: {exc}") from None
+    pool = redis.BlockingConnectionPool.from_url(settings.redis_url, retry=no_retry, **options)
     return redis.Redis(connection_pool=pool)
+
+
+def _sentinel_master(settings: Any, options: dict[str, Any], no_retry: Retry, cooperative: bool) -> redis.Redis:
+    """A client whose connections go to the master the Sentinels name, found again after a failover."""
+    if settings.redis_url:
+        # Only the URL's credentials, database and scheme apply: the Sentinels say where the master is.
+        url_options = parse_url(settings.redis_url)
+        url_options.pop("host", None)
+        url_options.pop("port", None)
+        options = {**url_options, **options}
+    if cooperative:
+        options["connection_class"] = CooperativeSentinelConnection
+    sentinel_options: dict[str, Any] = {
+        "socket_timeout": settings.redis_timeout_s,
+        "socket_connect_timeout": settings.redis_timeout_s,
+        "retry": no_retry,
+        "protocol": 2,
+        "password": settings.redis_sentinel_password or None,
+    }
+    sentinel = Sentinel([], sentinel_kwargs=sentinel_options)
+    # Redis() takes no connection class, its pool does: one pool per Sentinel, on gevent sockets.
+    sentinel_class = CooperativeConnection if cooperative else redis.Connection
+    sentinel.sentinels = [redis.Redis(connection_pool=redis.ConnectionPool(host=host, port=port,
+                                                                          connection_class=sentinel_class,
+                                                                          **sentinel_options))
+                          for host, port in sentinel_addresses(settings.redis_sentinels)]
+    return sentinel.master_for(settings.redis_sentinel_master, redis_class=redis.Redis,
+                               connection_pool_class=BlockingSentinelPool, retry=no_retry, **options)
+
+
+def sentinel_addresses(entries: tuple[str, ...]) -> list[tuple[str, int]]:
+    """MCP_REDIS_SENTINELS's host:port entries (checked by Settings) as (host, port)."""
+    return [(host.strip("[]"), int(port)) for host, _, port in (entry.rpartition(":") for entry in entries)]
+
+
+def is_cluster(client: Any) -> bool:
+    """True for a Redis Cluster client (its keys live on several masters)."""
+    return isinstance(client, RedisCluster)
+
+
+def subscriber_connection(client: Any) -> Any:
+    """A new connection outside the pool for the subscriber greenlet: to the (current) master, or to a random
+    master of a cluster (a cluster delivers PUBLISH to subscribers on every node)."""
+    if is_cluster(client):
+        client = random.choice(client.get_primaries()).redis_connection
+    pool = client.connection_pool
+    return pool.connection_class(**pool.connection_kwargs)

@@ -8,10 +8,11 @@ import time
 from typing import Any
 
 import gevent
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.encoding import loads
-from mcp_server.hub.redis_connection import UNAVAILABLE
+from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, WORKER_CHANNEL
 
 log = logging.getLogger("mcp.hub")
@@ -21,6 +22,9 @@ LISTEN_PING_S = 2.0
 LISTEN_DEAD_S = 6.0
 RECONNECT_MIN_S = 0.1
 RECONNECT_MAX_S = 2.0
+# With Sentinel, how often each worker asks where the master is: a master that outlived its failover (a planned
+# one, a partition) still takes writes, which its demotion then throws away.
+MASTER_CHECK_S = 1.0
 
 
 class Listener:
@@ -30,9 +34,10 @@ class Listener:
         """Read this worker's channel and the control channel; reconnect with backoff when Redis goes."""
         backoff = RECONNECT_MIN_S
         while True:
-            pool = self.client.connection_pool
-            connection = pool.connection_class(**pool.connection_kwargs)
+            connection = None
             try:
+                # To the master the Sentinels name now (after a failover, the new one), or to any cluster master.
+                connection = self._subscriber = subscriber_connection(self.client)
                 connection.connect()
                 # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
                 # would move a stream past what was published while nobody listened, and that would be skipped.
@@ -49,6 +54,7 @@ class Listener:
                 backoff = RECONNECT_MIN_S
                 # Anything published while we were not listening is in the replay log.
                 gevent.spawn(self._resync_all)
+                self._master_moved = False
                 self._read(connection)
             except UNAVAILABLE as exc:
                 if self._listening:
@@ -58,14 +64,30 @@ class Listener:
             finally:
                 self._listening = False
                 self._first_attempt.set()
-                connection.disconnect()
+                if connection is not None:
+                    connection.disconnect()
             gevent.sleep(backoff * (0.5 + random.random()))
             backoff = min(backoff * 2, RECONNECT_MAX_S)
+
+    def _follow_master_forever(self) -> None:
+        """With Sentinel: every MASTER_CHECK_S, ask the Sentinels where the master is; once it moved, no command
+        goes to the old one (the pool drops its idle connections to it) and the subscriber reconnects."""
+        pool = self.client.connection_pool
+        while True:
+            gevent.sleep(MASTER_CHECK_S)
+            try:
+                address = pool.get_master_address()
+            except UNAVAILABLE:
+                continue  # no Sentinel answers, or none knows a master: the commands say so themselves
+            subscriber = self._subscriber
+            if self._listening and subscriber is not None and (subscriber.host, subscriber.port) != address:
+                log.warning("the Sentinels name a new master; moving this worker's subscriber connection there")
+                self._master_moved = True  # the reader acts on it between messages (or within LISTEN_PING_S)
 
     def _read(self, connection: Any) -> None:
         """Dispatch messages until the connection fails; ping when quiet to notice a silent Redis."""
         heard = time.monotonic()
-        while True:
+        while not self._master_moved:
             if connection.can_read(timeout=LISTEN_PING_S):
                 reply = connection.read_response()
                 heard = time.monotonic()
@@ -75,6 +97,7 @@ class Listener:
                 raise RedisTimeoutError("no answer from Redis on the subscriber connection")
             else:
                 connection.send_command("PING")
+        raise RedisConnectionError("the Sentinels name another master")
 
     def _dispatch(self, channel: bytes, data: bytes) -> None:
         """Route one pub/sub message: an event or stream end for a local stream, or a control command."""

@@ -16,9 +16,9 @@ __all__ = [
     "CONTROL_CHANNEL",
     "COUNT_SCRIPT",
     "CREATE_SCRIPT",
-    "DELIVERY_PREFIX",
     "DELIVER_SCRIPT",
     "DETACH_SCRIPT",
+    "FLEET",
     "GET_SCRIPT",
     "PUBLISH_SCRIPT",
     "REFRESH_SCRIPT",
@@ -27,21 +27,29 @@ __all__ = [
     "REGISTRY_VERSION",
     "SCRIPTS",
     "SESSION_INDEX",
+    "TOUCH_SCRIPT",
     "UPDATE_SCRIPT",
     "WORKER_CHANNEL",
     "call_slots_key",
+    "delivery_key",
     "owner_key",
+    "session_base",
     "session_keys",
 ]
 
-PREFIX = "mcp:"
-CONTROL_CHANNEL = PREFIX + "control"
-WORKER_CHANNEL = PREFIX + "worker:"
-SESSION_INDEX = PREFIX + "sessions"
-# Run-time registry changes: the latest of each (kind, key) by its JSON [kind, key], and the last version given.
-REGISTRY_STATE = PREFIX + "registry"
-REGISTRY_VERSION = PREFIX + "registry:version"
-DELIVERY_PREFIX = PREFIX + "delivery:"
+from mcp_server.hub.redis_keys import (
+    CONTROL_CHANNEL,
+    FLEET,
+    REGISTRY_STATE,
+    REGISTRY_VERSION,
+    SESSION_INDEX,
+    WORKER_CHANNEL,
+    call_slots_key,
+    delivery_key,
+    owner_key,
+    session_base,
+    session_keys,
+)
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
 NOW_MS = """
@@ -51,37 +59,47 @@ local function redis_now_ms()
 end
 """
 
-# KEYS: session, index[, owner]. ARGV: session json, ttl ms, max sessions, session id[, owner limit,
-# session key prefix]. Returns 1 when stored, 0 when the fleet is full, -1 when the owner is.
-# The owner's set lists the sessions it opened; when it looks full, the ids whose session key has gone
-# (closed or expired) are dropped first, so nothing else has to keep it fresh.
+# KEYS: index[, owner]. ARGV: ttl ms, max sessions, session id[, owner limit].
+# Takes a place for a new session in the fleet's index (and its owner's set); the caller then stores the session
+# (its key is in another hash slot). Returns 1 when taken, 0 when the fleet is full, -1 when the owner is.
+# The owner's set lists the sessions it opened; when it looks full, the ids the index no longer lists (closed
+# or expired) are dropped first, so nothing else has to keep it fresh.
 CREATE_SCRIPT = NOW_MS + """
 local now_ms = redis_now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
-if KEYS[3] and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    if redis.call('EXISTS', ARGV[6] .. id) == 0 then redis.call('ZREM', KEYS[3], id) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+if KEYS[2] and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+    if not redis.call('ZSCORE', KEYS[1], id) then redis.call('ZREM', KEYS[2], id) end
   end
-  if redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then return -1 end
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[2]), ARGV[4])
-if KEYS[3] then redis.call('ZADD', KEYS[3], now_ms, ARGV[4]) end
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[1]), ARGV[3])
+if KEYS[2] then redis.call('ZADD', KEYS[2], now_ms, ARGV[3]) end
 return 1
 """
 
-# KEYS: session, detached, replay, delivered, index. ARGV: ttl ms, session id.
+# KEYS: index. ARGV: ttl ms, session id, session id, ... Moves the index's expiry of sessions whose TTL a session
+# script just renewed (their keys are in other hash slots); an entry already past its expiry stays past it.
+TOUCH_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) > now_ms then redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[1]), ARGV[i]) end
+end
+return 1
+"""
+
+# KEYS: session, detached, replay, delivered. ARGV: ttl ms.
 # A client request ends a resume window: the session gets the full idle TTL again (Streamable clients need no stream).
-GET_SCRIPT = NOW_MS + """
+# The caller then moves the session's expiry in the index (TOUCH_SCRIPT).
+GET_SCRIPT = """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
 redis.call('DEL', KEYS[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[3], ARGV[1])
 redis.call('PEXPIRE', KEYS[4], ARGV[1])
-local now_ms = redis_now_ms()
-redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[1]), ARGV[2])
 return data
 """
 
@@ -203,7 +221,9 @@ return id
 
 # KEYS: session, claim, replay, delivered, detached.
 # ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
-# request stream ('' for the session's own).
+# request stream ('' for the session's own)[, the claim's worker if it is alive ('' if not)].
+# On a Redis Cluster, PUBSUB NUMSUB counts only one node's subscribers: there the caller asks every node
+# whether the worker holding the claim is alive, and passes the answer as the last ARGV.
 # Claim the session's stream and read what it missed in the same atomic step: every event is
 # either in the replay returned here or published to this worker afterwards. Returns
 # {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
@@ -213,7 +233,8 @@ local current = redis.call('GET', KEYS[2])
 if current and current ~= ARGV[1] then
   local worker, token = string.match(current, '^([^|]*)|(.*)$')
   if worker and worker ~= ARGV[8] then
-    local alive = redis.call('PUBSUB', 'NUMSUB', ARGV[7] .. worker)[2] > 0
+    local alive = ARGV[10] == worker
+    if not ARGV[10] then alive = redis.call('PUBSUB', 'NUMSUB', ARGV[7] .. worker)[2] > 0 end
     if alive then
       if ARGV[2] == '1' then return {-1} end
       redis.call('PUBLISH', ARGV[7] .. worker,
@@ -262,35 +283,34 @@ end
 return 1
 """
 
-# KEYS: claim, session, replay, delivered, index, detached.
-# ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it), session id.
-# Returns 0 when the session is gone, 1 when the claim held, 2 when the claim is gone (the caller
+# KEYS: claim, session, replay, delivered, detached.
+# ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it).
+# Returns 0 when the session is gone, 1 when the claim held (the session in its resume window), 4 when the claim
+# held and the session's TTL moved (the caller moves it in the index too), 2 when the claim is gone (the caller
 # re-takes it only if the stream is still open: it may have closed since the refresh began),
 # 3 when another stream holds it now.
-REFRESH_SCRIPT = NOW_MS + """
+REFRESH_SCRIPT = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 local current = redis.call('GET', KEYS[1])
 if not current then return 2 end
 if current ~= ARGV[1] then return 3 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3]) end
-if redis.call('EXISTS', KEYS[6]) == 0 then
+if redis.call('EXISTS', KEYS[5]) == 0 then
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
   redis.call('PEXPIRE', KEYS[4], ARGV[3])
-  local now_ms = redis_now_ms()
-  redis.call('ZADD', KEYS[5], 'XX', now_ms + tonumber(ARGV[3]), ARGV[5])
+  return 4
 end
 return 1
 """
 
-# KEYS: session, replay, delivered, claim, detached, index, replay sizes, replay bytes. ARGV: session id,
-# control channel.
+# KEYS: session, replay, delivered, claim, detached, replay sizes, replay bytes. ARGV: session id, control channel.
 # Every worker hears that the session closed and ends its streams (the session's own and request streams).
+# The caller then takes it out of the index (another hash slot).
 CLOSE_SCRIPT = """
 local existed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[7], KEYS[8])
-redis.call('ZREM', KEYS[6], ARGV[1])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
 return existed
 """
@@ -341,30 +361,6 @@ return 1
 CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT}
 
 
-def owner_key(owner: str) -> str:
-    """The sorted set of the sessions one owner ("principal:<name>" or "address:<ip>") opened."""
-    return PREFIX + "owner:" + owner
-
-
-def call_slots_key(session_id: str) -> str:
-    """The sorted set of a session's running tool calls (lease tokens)."""
-    return PREFIX + "session:" + session_id + ":calls"
-
-
-def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
-    """The Redis keys that hold one session; "claim" is that of its own stream, or of a request stream."""
-    base = PREFIX + "session:" + session_id
-    return {
-        "session": base,
-        "replay": base + ":replay",
-        "replay_sizes": base + ":replay:sizes",
-        "replay_bytes": base + ":replay:bytes",
-        "claim": base + ":stream" + ("" if stream is None else ":" + stream),
-        "delivered": base + ":delivered",
-        "detached": base + ":detached",
-    }
-
-
 SCRIPTS = {
     "create": CREATE_SCRIPT,
     "get": GET_SCRIPT,
@@ -375,6 +371,7 @@ SCRIPTS = {
     "refresh": REFRESH_SCRIPT,
     "close": CLOSE_SCRIPT,
     "count": COUNT_SCRIPT,
+    "touch": TOUCH_SCRIPT,
     "registry": REGISTRY_SCRIPT,
     **CALL_SLOT_SCRIPTS,
     "update": UPDATE_SCRIPT,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from mcp_server.encoding import dumps
 from mcp_server.hub.base import CapacityError, QuotaFull
@@ -29,20 +30,22 @@ class Sessions:
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner.
 
-        Both counts are of the whole fleet, checked and taken in one script.
+        Both counts are of the whole fleet, checked and taken in one script; then the session is stored (its key
+        is in its own hash slot). A failure between the two leaves a place taken for the pending TTL, no more.
         """
-        keys = session_keys(session.id)
-        script_keys = [keys["session"], SESSION_INDEX]
-        args = [session_json(session), milliseconds(self.pending_ttl_s), self.settings.max_sessions, session.id]
+        ttl_ms = milliseconds(self.pending_ttl_s)
+        script_keys = [SESSION_INDEX]
+        args: list[Any] = [ttl_ms, self.settings.max_sessions, session.id]
         if owner is not None:
             script_keys.append(owner_key(owner))
-            # The script finds the owner's other sessions' keys from this prefix ("mcp:session:").
-            args += [owner_limit, keys["session"][: -len(session.id)]]
+            args.append(owner_limit)
         with self._redis():
-            stored = self._run("create", script_keys, args)
-        if stored == -1:
+            taken = self._run("create", script_keys, args)
+            if taken == 1:
+                self.client.set(session_keys(session.id)["session"], session_json(session), px=ttl_ms)
+        if taken == -1:
             raise QuotaFull(owner)
-        if not stored:
+        if not taken:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
 
     def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
@@ -61,12 +64,11 @@ class Sessions:
             if fresh:
                 return session
         keys = session_keys(session_id)
+        ttl_ms = milliseconds(self.settings.session_ttl_s)
         with self._redis():
-            data = self._run(
-                "get",
-                [keys["session"], keys["detached"], keys["replay"], keys["delivered"], SESSION_INDEX],
-                [milliseconds(self.settings.session_ttl_s), session_id],
-            )
+            data = self._run("get", [keys["session"], keys["detached"], keys["replay"], keys["delivered"]], [ttl_ms])
+            if data is not None:
+                self._run("touch", [SESSION_INDEX], [ttl_ms, session_id])
         if data is None:
             self._ttl_refreshed.pop(session_id, None)
             return None
@@ -111,9 +113,10 @@ class Sessions:
             existed = self._run(
                 "close",
                 [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
-                 SESSION_INDEX, keys["replay_sizes"], keys["replay_bytes"]],
+                 keys["replay_sizes"], keys["replay_bytes"]],
                 [session_id, CONTROL_CHANNEL],
             )
+            self.client.zrem(SESSION_INDEX, session_id)
         return bool(existed)
 
     def session_count(self) -> int:

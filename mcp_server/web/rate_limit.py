@@ -15,9 +15,11 @@ import math
 import time
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, current_app, g, request
 from flask_limiter import Limiter, RateLimitExceeded
+from redis.exceptions import RedisClusterException
 
 from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
@@ -48,26 +50,53 @@ def init_rate_limit(app: Flask, settings: Settings) -> Limiter | None:
     """Install the MCP_RATE_LIMIT limiter on app; None when no rate limit is set."""
     if not settings.rate_limit:
         return None
-    options: dict[str, Any] = {}
-    if settings.redis_url:
-        options = {"socket_timeout": settings.redis_timeout_s, "socket_connect_timeout": settings.redis_timeout_s}
-    limiter = Limiter(
-        rate_limit_key,
-        application_limits=[settings.rate_limit],
-        application_limits_exempt_when=outside_mcp_routes,
-        storage_uri=settings.redis_url or "memory://",
-        storage_options=options,
-        strategy="fixed-window",
-        key_prefix="mcp-rate",
-        headers_enabled=False,
-        in_memory_fallback_enabled=bool(settings.redis_url),
-        swallow_errors=True,
-    )
-    limiter.init_app(app)
+    storage_uri, options = rate_limit_storage(settings)
+    try:
+        limiter = new_limiter(settings, storage_uri, options)
+        limiter.init_app(app)
+    except RedisClusterException:
+        # A cluster client asks a node for the slot map as it is made (nothing is registered on the app yet):
+        # with no node reachable at startup, this worker counts in its own memory rather than fail to boot.
+        log.warning("rate limit counted per worker: no Redis Cluster node answered at startup")
+        limiter = new_limiter(settings, "memory://", {})
+        limiter.init_app(app)
     app.extensions[EXTENSION_KEY] = limiter
     app.register_error_handler(RateLimitExceeded, render_rate_limited)
     core_of(app).charge_batch = charge_batch
     return limiter
+
+
+def new_limiter(settings: Settings, storage_uri: str, options: dict[str, Any]) -> Limiter:
+    """The limiter of MCP_RATE_LIMIT over one storage, falling back to memory when that storage fails."""
+    return Limiter(
+        rate_limit_key,
+        application_limits=[settings.rate_limit],
+        application_limits_exempt_when=outside_mcp_routes,
+        storage_uri=storage_uri,
+        storage_options=options,
+        strategy="fixed-window",
+        key_prefix="mcp-rate",
+        headers_enabled=False,
+        in_memory_fallback_enabled=settings.uses_redis,
+        swallow_errors=True,
+    )
+
+
+def rate_limit_storage(settings: Settings) -> tuple[str, dict[str, Any]]:
+    """Where the counters live (the hub's Redis: one server, the Sentinels' master, or the cluster) and how."""
+    if not settings.uses_redis:
+        return "memory://", {}
+    timeouts = {"socket_timeout": settings.redis_timeout_s, "socket_connect_timeout": settings.redis_timeout_s}
+    if settings.redis_sentinels:
+        sentinel_options = {**timeouts, "password": settings.redis_sentinel_password or None}
+        options: dict[str, Any] = {**timeouts, "use_replicas": False, "sentinel_kwargs": sentinel_options}
+        password = urlsplit(settings.redis_url).password if settings.redis_url else None
+        if password:
+            options["password"] = unquote(password)
+        return f"redis+sentinel://{','.join(settings.redis_sentinels)}/{settings.redis_sentinel_master}", options
+    if settings.redis_cluster:
+        return "redis+cluster://" + urlsplit(settings.redis_url).netloc, timeouts
+    return settings.redis_url, timeouts
 
 
 def seconds_to_retry(reset_at: float, window_s: int) -> int:

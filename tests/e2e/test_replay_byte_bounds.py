@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mcp_server.hub.redis_keys import session_keys
 from tests.e2e.raw_clients import LegacyStream, StreamableSession, call_tool, client, request
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
@@ -82,7 +83,7 @@ def test_replay_logs_of_dropped_streams_stay_under_the_byte_bound_and_keep_the_n
             assert held["ids"] == posted[session_id][-len(held["ids"]):]
             if redis_client is not None:
                 # What Redis really holds for the log, overhead included: nowhere near 12 answers.
-                usage = redis_client.memory_usage(f"mcp:session:{session_id}:replay", samples=0)
+                usage = redis_client.memory_usage(session_keys(session_id)["replay"], samples=0)
                 assert usage < 2 * REPLAY_MAX_BYTES
 
         # A resumed stream replays the newest answers whole, then carries on.

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mcp_server.hub.redis_keys import session_keys
 from tests.e2e.raw_clients import (
     BOTH,
     LegacyStream,
@@ -110,7 +111,7 @@ def tool_text(response: dict[str, Any]) -> str:
 
 def stream_owner_pid(redis_client, session_id: str) -> int:
     """The pid of the worker whose stream holds session_id, as recorded in Redis."""
-    owner = redis_client.get(f"mcp:session:{session_id}:stream")
+    owner = redis_client.get(session_keys(session_id)["claim"])
     assert owner is not None, "no stream attached"
     return int(owner.decode().split("-", 1)[0])
 

@@ -19,7 +19,12 @@ from mcp_server.hub.redis import RedisHub
 from mcp_server.protocol.request_context import RequestContext, RequestServices
 from mcp_server.session import Session
 from mcp_tools import Registry
+from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (fixture)
+from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
+
+# The backends whose hub is a RedisHub: one redis-server, a three-master Redis Cluster, a master behind Sentinels.
+REDIS_BACKENDS = ("redis", "cluster", "sentinel")
 
 
 class SteppedClock:
@@ -40,7 +45,7 @@ class SteppedClock:
 class Hubs:
     """Builds hubs of one backend with settings overrides, and stops them after the test."""
 
-    def __init__(self, backend: str, server: RedisServer | None) -> None:
+    def __init__(self, backend: str, server: RedisServer | RedisClusterSet | RedisSentinelSet | None) -> None:
         self.backend = backend
         self.server = server
         self.clock = SteppedClock()
@@ -49,16 +54,20 @@ class Hubs:
     def __call__(self, **overrides: Any) -> Hub:
         """A fresh hub (for redis: a fresh worker on the shared server); memory hubs read self.clock."""
         config: dict[str, Any] = {"MCP_RESUME_WINDOW_S": "60", **{k: str(v) for k, v in overrides.items()}}
-        if self.backend == "redis":
+        if self.backend == "sentinel":
+            config.update(MCP_REDIS_SENTINELS=self.server.addresses, MCP_REDIS_SENTINEL_MASTER=MASTER_NAME)
+        elif self.backend in REDIS_BACKENDS:
             config["MCP_REDIS_URL"] = self.server.url
+        if self.backend == "cluster":
+            config["MCP_REDIS_CLUSTER"] = "1"
         settings = Settings.from_mapping(config)
-        hub: Hub = RedisHub(settings) if self.backend == "redis" else MemoryHub(settings, clock=self.clock)
+        hub: Hub = RedisHub(settings) if self.backend in REDIS_BACKENDS else MemoryHub(settings, clock=self.clock)
         self.made.append(hub)
         return hub
 
     def elapse(self, seconds: float) -> None:
         """Let seconds pass for the hubs: step the memory hubs' clock; Redis keeps its own time, so wait."""
-        if self.backend == "redis":
+        if self.backend in REDIS_BACKENDS:
             gevent.sleep(seconds)
         else:
             self.clock.step(seconds)
@@ -115,7 +124,8 @@ def numbers(events: list[tuple[str, bytes]]) -> list[int]:
     return [json.loads(data)["params"]["n"] for _, data in events]
 
 
-BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis)]
+BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis),
+            pytest.param("cluster", marks=pytest.mark.redis)]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -125,6 +135,9 @@ def make_hub(request) -> Iterator[Hubs]:
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
         server.client().flushdb()
+    elif request.param == "cluster":
+        server = request.getfixturevalue("redis_cluster")
+        server.flush()
     hubs = Hubs(request.param, server)
     yield hubs
     hubs.close()

@@ -103,6 +103,45 @@ def test_several_workers_work_with_redis():
     assert settings.workers == 4
 
 
+SENTINELS = "10.0.0.1:26379,10.0.0.2:26379"
+
+
+@pytest.mark.parametrize(
+    "environ, fragment",
+    [
+        ({"MCP_REDIS_SENTINELS": SENTINELS}, "MCP_REDIS_SENTINEL_MASTER"),
+        ({"MCP_REDIS_SENTINELS": "10.0.0.1", "MCP_REDIS_SENTINEL_MASTER": "m"}, "'10.0.0.1' is not host:port"),
+        ({"MCP_REDIS_SENTINELS": "10.0.0.1:0", "MCP_REDIS_SENTINEL_MASTER": "m"}, "is not host:port"),
+        ({"MCP_REDIS_SENTINELS": ":26379", "MCP_REDIS_SENTINEL_MASTER": "m"}, "is not host:port"),
+        ({"MCP_REDIS_SENTINELS": "h:port", "MCP_REDIS_SENTINEL_MASTER": "m"}, "is not host:port"),
+        ({"MCP_REDIS_SENTINEL_MASTER": "m"}, "need MCP_REDIS_SENTINELS"),
+        ({"MCP_REDIS_SENTINEL_PASSWORD": "secret"}, "need MCP_REDIS_SENTINELS"),
+        ({"MCP_REDIS_SENTINELS": SENTINELS, "MCP_REDIS_SENTINEL_MASTER": "m", "MCP_REDIS_CLUSTER": "1",
+          "MCP_REDIS_URL": "redis://10.0.0.1:6379"}, "exclude each other"),
+        ({"MCP_REDIS_CLUSTER": "1"}, "MCP_REDIS_CLUSTER=1 needs MCP_REDIS_URL"),
+        ({"MCP_REDIS_CLUSTER": "1", "MCP_REDIS_URL": "redis://10.0.0.1:6379/3"}, "database 0 only"),
+        ({"MCP_REDIS_CLUSTER": "maybe", "MCP_REDIS_URL": "redis://10.0.0.1:6379"}, "MCP_REDIS_CLUSTER"),
+        ({"MCP_REDIS_URL": "http://10.0.0.1:6379"}, "must start with redis://"),
+    ],
+)
+def test_unusable_redis_setups_are_rejected_at_startup_with_what_to_fix(environ, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        Settings.from_environ(environ)
+
+
+def test_sentinels_alone_make_a_redis_fleet_and_their_password_stays_secret():
+    settings = Settings.from_environ({"MCP_WORKERS": "4", "MCP_REDIS_SENTINELS": SENTINELS + ",[::1]:26380",
+                                      "MCP_REDIS_SENTINEL_MASTER": "mymaster", "MCP_REDIS_SENTINEL_PASSWORD": "s3"})
+    assert settings.uses_redis and settings.redis_sentinels == ("10.0.0.1:26379", "10.0.0.2:26379", "[::1]:26380")
+    assert "MCP_REDIS_SENTINEL_PASSWORD" not in settings.extra and "s3" not in repr(settings)
+
+
+def test_a_cluster_needs_only_one_node_s_url():
+    settings = Settings.from_environ({"MCP_WORKERS": "2", "MCP_REDIS_CLUSTER": "1",
+                                      "MCP_REDIS_URL": "redis://10.0.0.1:6379/0"})
+    assert settings.redis_cluster and settings.uses_redis
+
+
 def test_unknown_mcp_variables_are_kept_in_extra_and_others_ignored():
     settings = Settings.from_environ({"MCP_SOMETHING_NEW": "1", "HOME": "/root", "MCP_BIND": "127.0.0.1:9"})
     assert settings.extra == {"MCP_SOMETHING_NEW": "1", "MCP_BIND": "127.0.0.1:9"}

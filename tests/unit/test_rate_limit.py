@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 
 
@@ -26,3 +28,39 @@ def test_without_a_rate_limit_nothing_charges_batches():
     assert app.extensions["mcp"].core.charge_batch is None
     client = app.test_client()
     assert all(client.post("/mcp", json=[PING] * 50).status_code != 429 for _ in range(5))
+
+
+def test_on_sentinel_and_cluster_the_counters_live_where_the_hub_does():
+    from mcp_server.config import Settings
+    from mcp_server.web.rate_limit import rate_limit_storage
+
+    sentinel = Settings.from_mapping({"MCP_REDIS_SENTINELS": "10.0.0.1:26379,10.0.0.2:26379",
+                                      "MCP_REDIS_SENTINEL_MASTER": "mcp", "MCP_REDIS_SENTINEL_PASSWORD": "s",
+                                      "MCP_REDIS_URL": "redis://:p%40ss@/0"})
+    uri, options = rate_limit_storage(sentinel)
+    assert uri == "redis+sentinel://10.0.0.1:26379,10.0.0.2:26379/mcp"
+    assert (options["password"], options["sentinel_kwargs"]["password"], options["use_replicas"]) == ("p@ss", "s",
+                                                                                                      False)
+    cluster = Settings.from_mapping({"MCP_REDIS_CLUSTER": "1", "MCP_REDIS_URL": "redis://10.0.0.3:7000"})
+    assert rate_limit_storage(cluster)[0] == "redis+cluster://10.0.0.3:7000"
+
+
+@pytest.mark.redis
+def test_the_limit_counts_on_a_redis_cluster(redis_cluster):
+    from app import create_app
+
+    redis_cluster.flush()
+    client = create_app({"MCP_RATE_LIMIT": "2/minute", "MCP_REDIS_CLUSTER": "1",
+                         "MCP_REDIS_URL": redis_cluster.url}).test_client()
+    assert [client.post("/mcp", json=PING).status_code for _ in range(3)] == [400, 400, 429]
+
+
+def test_a_cluster_unreachable_at_startup_leaves_the_limit_per_worker_instead_of_failing_to_boot():
+    from app import create_app
+    from tests.redis_server import free_port
+
+    client = create_app({"MCP_RATE_LIMIT": "2/minute", "MCP_REDIS_CLUSTER": "1",
+                         "MCP_REDIS_URL": f"redis://127.0.0.1:{free_port()}"}).test_client()
+    assert client.post("/mcp", json=PING).status_code != 429
+    assert client.post("/mcp", json=PING).status_code != 429
+    assert client.post("/mcp", json=PING).status_code == 429

@@ -1,0 +1,89 @@
+"""A private Redis Cluster for tests: three masters (no replicas) on free loopback ports, made with redis-cli.
+
+Each node's cluster bus gets its own free port (not port + 10000, which may be taken
+or out of range). Every process is stopped by PID and every temporary directory removed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+from tests.redis_server import RedisServer, free_port
+
+__all__ = ["RedisClusterSet", "redis_cluster"]
+
+REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
+
+
+class RedisClusterSet:
+    """Three cluster-enabled redis-servers joined into one cluster covering all 16384 slots."""
+
+    def __init__(self, masters: int = 3) -> None:
+        self.nodes = [RedisServer(extra_args=("--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                                              "--cluster-node-timeout", "2000"))
+                      for _ in range(masters)]
+
+    @property
+    def url(self) -> str:
+        """MCP_REDIS_URL: any one node (the first)."""
+        return f"redis://127.0.0.1:{self.nodes[0].port}"
+
+    def start(self, timeout: float = 30.0) -> RedisClusterSet:
+        """Start the nodes, join them with redis-cli --cluster create, wait until every node says ok."""
+        for node in self.nodes:
+            node.start()
+        subprocess.run([REDIS_CLI, "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
+                        "--cluster-yes"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                       timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while not all(self._ok(node) for node in self.nodes):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster did not reach cluster_state:ok")
+            time.sleep(0.1)
+        return self
+
+    @staticmethod
+    def _ok(node: RedisServer) -> bool:
+        """True when this node sees the whole cluster as ok."""
+        try:
+            return node.client().cluster("info").get("cluster_state") == "ok"
+        except redis.exceptions.RedisError:
+            return False
+
+    def client(self) -> RedisCluster:
+        """A plain cluster client for assertions about keys."""
+        return RedisCluster.from_url(self.url, socket_timeout=2, socket_connect_timeout=2, protocol=2)
+
+    def flush(self) -> None:
+        """Empty every node (between tests)."""
+        for node in self.nodes:
+            node.client().flushall()
+
+    def cleanup(self) -> None:
+        """Stop every node by PID and remove its directory."""
+        for node in self.nodes:
+            node.cleanup()
+
+    def __enter__(self) -> RedisClusterSet:
+        try:
+            return self.start()
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster():
+    """A private three-master Redis Cluster for the test run (about two seconds to make; tests flush it)."""
+    cluster = RedisClusterSet()
+    with cluster:
+        yield cluster

@@ -1,0 +1,208 @@
+"""What Redis high availability asks of the hub: on a cluster, each script's keys in one slot and pub/sub across
+masters; a master refusing writes (min-replicas-to-write) is an outage like any other; with Sentinel, a planned
+failover moves every worker to the new master by itself.
+
+The hub contract runs on a three-master cluster too (the "cluster" backend of tests/support/hubs.py); these are
+the cluster's own cases, against real cluster-enabled redis-servers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import types
+from typing import Any
+
+import pytest
+from redis.crc import key_slot
+
+from mcp_server.hub import HubUnavailable, StreamConflict, redis_connection
+from mcp_server.hub.redis import RedisHub
+from mcp_server.hub.redis_batch import ScriptBatch
+from mcp_server.hub.redis_keys import session_keys
+from mcp_server.hub.redis_scripts import SCRIPTS
+from mcp_server.session import SessionChange
+from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
+from tests.redis_server import RedisServer, free_port
+from tests.support.hubs import Hubs, message, new_session, numbers, take
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+def cluster_hubs(redis_cluster):
+    """A factory of RedisHub workers on the test run's cluster, emptied first."""
+    redis_cluster.flush()
+    hubs = Hubs("cluster", redis_cluster)
+    yield hubs
+    hubs.close()
+
+
+@pytest.fixture
+def masters_in_turn(monkeypatch):
+    """Each new subscriber connection goes to the next master in turn; the masters' names, in the order used."""
+    used: list[str] = []
+    turn = itertools.count()
+
+    def next_master(primaries: list[Any]) -> Any:
+        node = sorted(primaries, key=lambda node: node.name)[next(turn) % len(primaries)]
+        used.append(node.name)
+        return node
+
+    monkeypatch.setattr(redis_connection, "random", types.SimpleNamespace(choice=next_master))
+    return used
+
+
+def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_hubs, monkeypatch):
+    runs: list[tuple[str, list[str]]] = []
+    run, add = RedisHub._run, ScriptBatch.add
+    monkeypatch.setattr(RedisHub, "_run", lambda hub, name, keys, args, client=None:
+                        runs.append((name, keys)) or run(hub, name, keys, args, client))
+    monkeypatch.setattr(ScriptBatch, "add", lambda batch, name, keys, args:
+                        runs.append((name, keys)) or add(batch, name, keys, args))
+    worker = cluster_hubs(MCP_MAX_SESSIONS=100)
+    assert wait_until(worker.ready)
+    session = new_session(worker)
+    worker.create_session(type(session)(), owner="principal:{alice}", owner_limit=5)
+    assert worker.get_session(session.id) is not None
+    worker.update_session(session.id, SessionChange(assign={"log_level": "debug"}))
+    subscription = worker.subscribe(session.id)
+    worker.publish(session.id, message(1))
+    worker.publish_once(session.id, message(2), None, "token-1")
+    assert numbers(take(subscription, 2)) == [1, 2]
+    worker.refresh()
+    token = worker.take_call_slot(session.id, 2)
+    worker.renew_call_leases()
+    worker.give_back_call_slot(session.id, token)
+    worker.registry_sync.replicate({"kind": "tool", "key": "echo", "action": "remove"})
+    subscription.close()
+    assert worker.session_count() == 2
+    assert worker.close_session(session.id)
+
+    assert {name for name, _ in runs} == set(SCRIPTS)
+    for name, keys in runs:
+        assert len({key_slot(key.encode()) for key in keys}) == 1, (name, keys)
+
+
+def test_events_reach_workers_subscribed_to_every_master(cluster_hubs, masters_in_turn):
+    workers = [cluster_hubs() for _ in range(3)]
+    for worker in workers:
+        assert wait_until(worker.ready)
+    assert len(set(masters_in_turn)) == 3
+    publisher = cluster_hubs()
+    for n in range(6):  # sessions on each master, streams on each worker
+        session = new_session(publisher)
+        holder = workers[n % 3]
+        subscription = holder.subscribe(session.id)
+        for event in range(5):
+            publisher.publish(session.id, message(event))
+        assert numbers(take(subscription, 5)) == list(range(5))
+        subscription.close()
+
+
+def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(cluster_hubs, masters_in_turn):
+    holder, other = cluster_hubs(), cluster_hubs()
+    assert wait_until(holder.ready) and wait_until(other.ready)
+    client = holder.client
+    listening_on = masters_in_turn[0]
+    for _ in range(50):  # a session whose keys live on another master than the holder's subscriber connection
+        session = new_session(holder)
+        if client.get_node_from_key("mcp:session:{" + session.id + "}").name != listening_on:
+            break
+    first = holder.subscribe(session.id, exclusive=True)
+    with pytest.raises(StreamConflict):
+        other.subscribe(session.id, exclusive=True)
+    first.close()
+    other.subscribe(session.id, exclusive=True).close()
+
+
+def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_turn):
+    workers = [cluster_hubs() for _ in range(3)]
+    heard: list[list[Any]] = [[] for _ in workers]
+    for worker, log in zip(workers, heard, strict=True):
+        worker.listen_here(log.append)
+        assert wait_until(worker.ready)
+    first, second = {"method": "notifications/tools/list_changed"}, {"method": "notifications/prompts/list_changed"}
+    workers[0].tell_every_worker(first)
+    workers[1].tell_every_worker(second)
+    # Each worker reads one connection in order: had the first come twice, it would be there before the second.
+    assert wait_until(lambda: all(len(log) >= 2 for log in heard))
+    assert all(sorted(log, key=str) == sorted([first, second], key=str) for log in heard), heard
+
+
+def test_a_cluster_that_cannot_be_reached_is_an_outage_not_a_crash():
+    hubs = Hubs("cluster", types.SimpleNamespace(url=f"redis://127.0.0.1:{free_port()}"))  # nothing listens there
+    try:
+        worker = hubs(MCP_REDIS_TIMEOUT_S="0.5")
+        with pytest.raises(HubUnavailable):
+            worker.get_session("0" * 32)
+        assert not worker.ready()
+    finally:
+        hubs.close()
+
+
+def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash():
+    # min-replicas-to-write: a master that lost its replicas answers NOREPLICAS to every write.
+    with RedisServer(extra_args=("--min-replicas-to-write", "1", "--min-replicas-max-lag", "1")) as server:
+        hubs = Hubs("redis", server)
+        try:
+            worker = hubs()
+            with pytest.raises(HubUnavailable):
+                new_session(worker)
+            assert worker.get_session("0" * 32) is None  # reads still work
+        finally:
+            hubs.close()
+
+
+def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_master_within_seconds():
+    # SENTINEL FAILOVER promotes the replica while the old master lives on, taking writes until the Sentinels
+    # get round to demoting it (about ten seconds): every worker must move by itself well before that.
+    with RedisSentinelSet() as sentinels:
+        hubs = Hubs("sentinel", sentinels)
+        try:
+            holder, publisher = hubs(MCP_REDIS_TIMEOUT_S=1), hubs(MCP_REDIS_TIMEOUT_S=1)
+            assert wait_until(holder.ready) and wait_until(publisher.ready)
+            session = new_session(publisher)
+            subscription = holder.subscribe(session.id)
+            sentinels.sentinels[0].client().execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
+            sentinels.wait_for_failover()
+            new_master = sentinels.replica.client()
+            replay = session_keys(session.id)["replay"]
+            published = iter(range(1000))
+
+            def landed_on_the_new_master() -> bool:
+                publisher.publish(session.id, message(next(published)))
+                return new_master.xlen(replay) > 0
+
+            assert wait_until(landed_on_the_new_master, timeout=5)
+            # From here on every event is on the new master, and the holder hears it there.
+            after = [next(published) for _ in range(5)]
+            for n in after:
+                publisher.publish(session.id, message(n))
+            heard = numbers(take(subscription, 1000, timeout=3))
+            assert heard[-5:] == after
+            assert [json.loads(fields[b"d"])["params"]["n"] for _, fields in new_master.xrange(replay)][-5:] == after
+        finally:
+            hubs.close()
+
+
+def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream_open(redis_hubs, monkeypatch):
+    # Slower attaches (a cluster asks every node who holds the claim first) let the refresher run mid-attach.
+    worker = redis_hubs()
+    assert wait_until(worker.ready)
+    session = new_session(worker)
+    first = worker.subscribe(session.id)
+    run = RedisHub._run
+
+    def refresh_first(hub, name, keys, args, client=None):
+        if name == "attach":
+            hub.refresh()
+        return run(hub, name, keys, args, client)
+
+    monkeypatch.setattr(RedisHub, "_run", refresh_first)
+    second = worker.subscribe(session.id)
+    monkeypatch.setattr(RedisHub, "_run", run)
+    worker.publish(session.id, message(1))
+    assert numbers(take(second, 1)) == [1]
+    assert first.reason == "replaced by a newer stream" and second.reason is None
