@@ -238,7 +238,7 @@ def test_request_stream_events_stay_off_the_sessions_own_stream(hub):
     hub.publish(session.id, message(2))
     assert numbers(drain(own)) == [2]
     own.close()
-    assert numbers(drain(hub.subscribe(session.id, last_event_id=None))) == []
+    assert numbers(drain(hub.subscribe(session.id, last_event_id=None), first_timeout=0.5)) == []
 
 
 def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(hub):
@@ -414,7 +414,7 @@ def test_broadcast_reaches_this_workers_session_once(hub):
     hub.publish(listener.id, message(1))
     events = [json.loads(data) for data in payloads(take(stream, 2))]
     assert events == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, message(1)]
-    assert drain(stream) == []
+    assert drain(stream, first_timeout=0.5) == []
     stream.close()
 
 
