@@ -1,8 +1,8 @@
 """Rolling restarts against real processes: two gunicorn hosts sharing one redis-server, behind a balancer.
 
 Host A is stopped (SIGTERM) and started again, then host B; then each is reloaded with SIGHUP (what
-`systemctl reload` sends). Throughout, a legacy SSE session, a Streamable HTTP session and two
-2026-07-28 listen streams carry traffic, and slow calls are in flight on the host that goes. Every
+`systemctl reload` sends). Throughout, a legacy SSE session, a Streamable HTTP session, two
+2026-07-28 listen streams and tasks carry traffic, and slow calls and tasks run on the host that goes. Every
 session continues, every resumable stream resumes with nothing lost or repeated, every call in flight
 gets its result or the documented shutdown error, and no response the balancer passes on is a 5xx.
 """
@@ -18,6 +18,7 @@ import pytest
 from tests.e2e.rolling_balancer import Balancer
 from tests.e2e.rolling_listen import ListenWork
 from tests.e2e.rolling_sessions import LegacySseWork, StreamableWork
+from tests.e2e.rolling_tasks import TaskWork
 from tests.e2e.rolling_work import OpenWork
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
@@ -28,7 +29,7 @@ PLUGINS = "tests.e2e.plugins.slow_tools,tests.e2e.plugins.notifying_tools,tests.
 # Calls in flight get half of it; short enough to keep the test quick, long enough for a loaded machine.
 GRACEFUL_TIMEOUT_S = 4
 # The kinds of open work; another kind is one more OpenWork subclass here.
-WORK_KINDS: tuple[type[OpenWork], ...] = (LegacySseWork, StreamableWork, ListenWork)
+WORK_KINDS: tuple[type[OpenWork], ...] = (LegacySseWork, StreamableWork, ListenWork, TaskWork)
 PHASE_S = 60.0
 PACE_S = 0.05
 SETTLE_TICKS = 3
