@@ -41,6 +41,7 @@ from mcp_server.hub.redis_codec import (
     milliseconds,
     replay_position,
 )
+from mcp_server.hub.redis_commands import LeanCommands, lean_commands
 from mcp_server.hub.redis_connection import UNAVAILABLE, connect
 from mcp_server.hub.redis_listener import Listener
 from mcp_server.hub.redis_scripts import (
@@ -79,6 +80,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._pid: int | None = None
         self._client: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
+        self._lean: LeanCommands | None = None
         self._listener: gevent.Greenlet | None = None
         self._refresher: gevent.Greenlet | None = None
         self._listening = False
@@ -115,6 +117,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.registry_sync.reset()
         self._client = connect(self.settings, "mcp-" + self.worker_id)
         self._scripts = {name: self._client.register_script(source) for name, source in SCRIPTS.items()}
+        self._lean = lean_commands(self._client)
 
     @property
     def client(self) -> redis.Redis:
@@ -139,9 +142,18 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                 self._down_since = None
 
     def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
-        """Run one of the hub's Lua scripts."""
+        """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline)."""
         self.start()
+        if client is None and self._lean is not None:
+            return self._lean.evalsha(self._scripts[name], keys, args)
         return self._scripts[name](keys=keys, args=args, client=client)
+
+    def command(self, *args: Any) -> Any:
+        """Send one Redis command, on the lean path where the pool allows it (raw replies: bytes, int, None)."""
+        self.start()
+        if self._lean is not None:
+            return self._lean.execute(*args)
+        return self.client.execute_command(*args)
 
     # delivery
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:

@@ -38,7 +38,7 @@ class CallSlots:
         self._call_leases.pop(token, None)
         try:
             with self._redis():
-                self.client.zrem(call_slots_key(session_id), token)
+                self.command("ZREM", call_slots_key(session_id), token)
         except HubUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
