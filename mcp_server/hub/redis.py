@@ -90,6 +90,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.registry_sync = RegistrySync(self)
         # The call slots this worker holds, token -> session id, renewed while their calls run.
         self._call_leases: dict[str, str] = {}
+        # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
+        self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -110,6 +112,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
         self._call_leases = {}
+        self._releases = {}
         self._listener = None
         self._refresher = None
         self._listening = False
@@ -145,14 +148,14 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline)."""
         self.start()
         if client is None and self._lean is not None:
-            return self._lean.evalsha(self._scripts[name], keys, args)
+            return self._lean.evalsha(self._scripts[name], keys, args, self.releases_before_next_command())
         return self._scripts[name](keys=keys, args=args, client=client)
 
     def command(self, *args: Any) -> Any:
         """Send one Redis command, on the lean path where the pool allows it (raw replies: bytes, int, None)."""
         self.start()
         if self._lean is not None:
-            return self._lean.execute(*args)
+            return self._lean.execute(*args, before=self.releases_before_next_command())
         return self.client.execute_command(*args)
 
     # delivery

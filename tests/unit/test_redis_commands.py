@@ -1,18 +1,22 @@
-"""The Redis hub's lean command path (hub/redis_commands.py).
+"""The Redis hub's lean command path (hub/redis_commands.py) and the call slot freed in the answer's round trip.
 
-The lean path must say to Redis what redis-py would, use the same bounded pool, and never put a connection back
-dirty.
+The lean path must say to Redis what redis-py would, use the same bounded pool, never put a connection back
+dirty, and keep the hub's guarantees: a call slot given back with answer_follows is free before the answer can
+be seen, exactly once, and a greenlet that never stores its answer still frees its slot.
 """
 
 from __future__ import annotations
 
+import gevent
 import pytest
 import redis
 
 from mcp_server.hub import HubUnavailable
 from mcp_server.hub.redis_commands import LeanCommands, lean_commands, pack
+from mcp_server.hub.redis_scripts import call_slots_key
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
-from tests.support.hubs import message, new_session
+from tests.support.hubs import drain, message, new_session, numbers
+from tests.support.waiting import wait_until
 
 
 def test_pack_writes_the_redis_protocol_for_text_bytes_and_integers():
@@ -68,6 +72,48 @@ def test_a_pool_with_every_connection_out_answers_unavailable_within_its_timeout
     finally:
         hub.client.connection_pool.release(held)
     assert hub.peek_session(session.id) is not None
+
+
+@pytest.mark.redis
+def test_a_slot_given_back_with_its_answer_is_free_before_the_answer_arrives(redis_hubs):
+    worker, other = redis_hubs(), redis_hubs()
+    session = new_session(worker)
+    stream = other.subscribe(session.id)
+    calls = call_slots_key(session.id)
+    seen_running: list[int] = []
+
+    def call(n: int) -> None:
+        token = worker.take_call_slot(session.id, 1)
+        assert token is not None
+        worker.give_back_call_slot(session.id, token, answer_follows=True)
+        assert worker.client.zcard(calls) == 1  # not sent yet: it goes with the answer
+        worker.deliver(session.id, message(n))
+
+    for n in range(20):
+        gevent.spawn(call, n).join()
+        event = stream.get(5)
+        assert event is not None
+        seen_running.append(other.client.zcard(calls))
+    # Every answer arrived after its slot was free, so a limit of 1 took all 20 calls one after another.
+    assert seen_running == [0] * 20
+    stream.close()
+    assert numbers(drain(worker.subscribe(session.id, "0"))) == list(range(20))  # each stored exactly once
+
+
+@pytest.mark.redis
+def test_a_call_that_stores_no_answer_still_frees_its_slot(redis_hubs):
+    worker = redis_hubs()
+    session = new_session(worker)
+
+    def cancelled_call() -> None:
+        token = worker.take_call_slot(session.id, 1)
+        worker.give_back_call_slot(session.id, token, answer_follows=True)
+        # Cancelled: the answer that would have carried the release never comes.
+
+    gevent.spawn(cancelled_call).join()
+    assert wait_until(lambda: worker.client.zcard(call_slots_key(session.id)) == 0)
+    assert worker.take_call_slot(session.id, 1) is not None
+    assert not worker._releases  # nothing left waiting
 
 
 @pytest.mark.redis
