@@ -26,19 +26,18 @@ def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
     """One command in the Redis protocol (RESP), as one bytes object: arguments are str, bytes or int."""
     out = [b"*%d\r\n" % len(args)]
     for arg in args:
-        if isinstance(arg, str):
-            data = arg.encode()
-        elif isinstance(arg, bytes):
+        kind = type(arg)
+        if kind is bytes:
             data = arg
-        elif isinstance(arg, int) and not isinstance(arg, bool):
+        elif kind is str:
+            data = arg.encode()
+        elif kind is int:
             data = b"%d" % arg
         elif isinstance(arg, (bytearray, memoryview)):
             data = bytes(arg)
         else:
-            raise TypeError(f"cannot send a {type(arg).__name__} to Redis")
-        out.append(b"$%d\r\n" % len(data))
-        out.append(data)
-        out.append(b"\r\n")
+            raise TypeError(f"cannot send a {kind.__name__} to Redis")
+        out += (b"$%d\r\n" % len(data), data, b"\r\n")
     return b"".join(out)
 
 
