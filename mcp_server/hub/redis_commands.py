@@ -100,6 +100,7 @@ class LeanCommands:
         try:
             if connection is None:
                 connection = self.pool.make_connection()
+            connection.connect()  # at once if connected; a Redis that is down fails here, after one attempt
             try:
                 if connection.can_read():
                     raise RedisConnectionError("Connection has data")
