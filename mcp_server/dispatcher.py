@@ -209,15 +209,17 @@ class Dispatcher:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
         # Done here rather than with greenlet links: a link spawns one more greenlet per request.
         try:
-            response = self.handle_request(session, message, send)
+            # A response handed to on_done is stored from this greenlet: the hub may free the call slot with it.
+            response = self.handle_request(session, message, send, answer_follows=on_done is not None)
         finally:
             self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
         if on_done is not None and response is not None:
             on_done(response)
         return response
 
-    def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
-        """Dispatch one request through jsonrpcserver and return its response."""
+    def handle_request(self, session: Session, message: Message, send: Send,
+                       answer_follows: bool = False) -> dict[str, Any] | None:
+        """Dispatch one request through jsonrpcserver and return its response (answer_follows: see run_request)."""
         started = time.perf_counter()
         slot = refusal = None
         modern = session.transport == STATELESS
@@ -247,7 +249,7 @@ class Dispatcher:
                 return None
             finally:
                 if slot is not None:
-                    self.call_slots.release(session.id, slot)
+                    self.call_slots.release(session.id, slot, answer_follows)
             response = self.polish(response, message.method)
         if modern and isinstance(response, dict):
             response = self.decorate_modern(message, response)

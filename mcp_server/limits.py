@@ -118,9 +118,9 @@ class CallSlots:
         """Take a slot for one call; its token, or None when the session already runs its maximum."""
         return self.hub.take_call_slot(session_id, self.limit)
 
-    def release(self, session_id: str, token: str) -> None:
-        """Give a slot back when the call ends, however it ends."""
-        self.hub.give_back_call_slot(session_id, token)
+    def release(self, session_id: str, token: str, answer_follows: bool = False) -> None:
+        """Give a slot back when the call ends, however it ends (answer_follows: its answer is stored next)."""
+        self.hub.give_back_call_slot(session_id, token, answer_follows)
 
 
 class SessionQuotaExceeded(CapacityError):

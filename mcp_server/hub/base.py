@@ -148,8 +148,11 @@ class Hub(ABC):
         """Take one of a session's limit call slots; return its token, or None when all are taken."""
 
     @abstractmethod
-    def give_back_call_slot(self, session_id: str, token: str) -> None:
-        """Free a slot taken with take_call_slot."""
+    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False) -> None:
+        """Free a slot taken with take_call_slot; answer_follows: this greenlet stores the call's answer next.
+
+        A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows).
+        """
 
     # delivery
     @abstractmethod

@@ -43,6 +43,7 @@ from mcp_server.hub.redis_codec import (
     milliseconds,
     replay_position,
 )
+from mcp_server.hub.redis_commands import LeanCommands, lean_commands
 from mcp_server.hub.redis_connection import connect, unavailable
 from mcp_server.hub.redis_keys import SECRET_PREFIX, delivery_key
 from mcp_server.hub.redis_listener import Listener
@@ -80,6 +81,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._pid: int | None = None
         self._client: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
+        self._lean: LeanCommands | None = None
         self._listener: gevent.Greenlet | None = None
         self._refresher: gevent.Greenlet | None = None
         self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
@@ -91,6 +93,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.tasks = RedisTaskStore(self, int(settings.task_max_ttl_s * 1000))
         # The call slots this worker holds, token -> session id, renewed while their calls run.
         self._call_leases: dict[str, str] = {}
+        # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
+        self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -120,7 +124,9 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._first_attempt = Event()
         self.registry_sync.reset()
         self._client = None
+        self._lean = None
         self._scripts = {}
+        self._releases = {}
 
     @property
     def client(self) -> redis.Redis | RedisCluster:
@@ -129,6 +135,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         if self._client is None:
             client = connect(self.settings, "mcp-" + self.worker_id)
             self._scripts = {name: client.register_script(source) for name, source in SCRIPTS.items()}
+            # The per-call commands' lean path, for a plain pool (None on Sentinel and Cluster: redis-py's path).
+            self._lean = lean_commands(client)
             self._client = client
         return self._client
 
@@ -154,9 +162,18 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         return ScriptBatch(self.client, self._scripts)
 
     def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
-        """Run one of the hub's Lua scripts."""
-        self.client  # noqa: B018  (creates the client and its scripts on first use)
+        """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline)."""
+        self.client  # noqa: B018  (creates the client, its scripts and its lean path on first use)
+        if client is None and self._lean is not None:
+            return self._lean.evalsha(self._scripts[name], keys, args, self.releases_before_next_command())
         return self._scripts[name](keys=keys, args=args, client=client)
+
+    def command(self, *args: Any) -> Any:
+        """Send one Redis command, on the lean path where the pool allows it (raw replies: bytes, int, None)."""
+        self.client  # noqa: B018  (creates the client and its lean path on first use)
+        if self._lean is not None:
+            return self._lean.execute(*args, before=self.releases_before_next_command())
+        return self.client.execute_command(*args)
 
     # delivery
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:

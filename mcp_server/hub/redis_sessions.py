@@ -80,7 +80,7 @@ class Sessions:
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
         with self._redis():
-            data = self.client.get(session_keys(session_id)["session"])
+            data = self.command("GET", session_keys(session_id)["session"])
         return None if data is None else session_from_json(data)
 
     def save_session(self, session: Session) -> None:

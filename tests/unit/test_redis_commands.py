@@ -1,0 +1,133 @@
+"""The Redis hub's lean command path (hub/redis_commands.py) and the call slot freed in the answer's round trip.
+
+The lean path must say to Redis what redis-py would, use the same bounded pool, never put a connection back
+dirty, and keep the hub's guarantees: a call slot given back with answer_follows is free before the answer can
+be seen, exactly once, and a greenlet that never stores its answer still frees its slot.
+"""
+
+from __future__ import annotations
+
+import gevent
+import pytest
+import redis
+
+from mcp_server.hub import HubUnavailable
+from mcp_server.hub.redis_commands import LeanCommands, lean_commands, pack
+from mcp_server.hub.redis_scripts import call_slots_key
+from tests.redis_server import redis_server  # noqa: F401  (fixture)
+from tests.support.hubs import drain, message, new_session, numbers
+from tests.support.waiting import wait_until
+
+
+def test_pack_writes_the_redis_protocol_for_text_bytes_and_integers():
+    assert pack(("SET", b"k\r\n", 42, "é")) == b"*4\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$2\r\n42\r\n$2\r\n\xc3\xa9\r\n"
+
+
+@pytest.mark.parametrize("value", [True, 1.5, None])
+def test_pack_refuses_values_redis_py_would_not_send_as_they_are(value):
+    with pytest.raises(TypeError):
+        pack(("SET", "k", value))
+
+
+def test_only_a_plain_blocking_pool_gets_the_lean_path():
+    plain = redis.Redis(connection_pool=redis.BlockingConnectionPool())
+    assert isinstance(lean_commands(plain), LeanCommands)
+    assert lean_commands(redis.Redis(connection_pool=redis.ConnectionPool())) is None
+    assert lean_commands(object()) is None
+
+
+@pytest.mark.redis
+def test_lean_replies_match_redis_py_and_an_error_reply_leaves_the_connection_clean(redis_server):  # noqa: F811
+    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
+    lean = lean_commands(client)
+    assert lean.execute("SET", "k", b"v") == b"OK"
+    assert lean.execute("GET", "k") == b"v"
+    assert lean.execute("GET", "missing") is None
+    with pytest.raises(redis.ResponseError):
+        lean.execute("INCR", "k")  # not a number
+    # The one connection went back with nothing unread: the next reply is its own command's.
+    assert lean.pipeline([("DEL", "n"), ("INCR", "n"), ("INCR", "n")]) == [0, 1, 2]
+    assert client.get("k") == b"v"  # redis-py's own path shares the pool and still works
+
+
+@pytest.mark.redis
+def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F811
+    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url))
+    lean = lean_commands(client)
+    script = client.register_script("return redis.call('INCR', KEYS[1])")
+    client.delete("runs")
+    client.script_flush()
+    assert lean.evalsha(script, ["runs"], [], before=(("SET", "before", "1"),)) == 1
+    assert client.get("runs") == b"1" and client.get("before") == b"1"
+
+
+@pytest.mark.redis
+def test_a_pool_with_every_connection_out_answers_unavailable_within_its_timeout(redis_hubs):
+    hub = redis_hubs(MCP_REDIS_POOL_SIZE=1, MCP_REDIS_TIMEOUT_S=0.2)
+    session = new_session(hub)
+    held = hub.client.connection_pool.get_connection()
+    try:
+        with pytest.raises(HubUnavailable):
+            hub.peek_session(session.id)
+    finally:
+        hub.client.connection_pool.release(held)
+    assert hub.peek_session(session.id) is not None
+
+
+@pytest.mark.redis
+def test_a_slot_given_back_with_its_answer_is_free_before_the_answer_arrives(redis_hubs):
+    worker, other = redis_hubs(), redis_hubs()
+    session = new_session(worker)
+    stream = other.subscribe(session.id)
+    calls = call_slots_key(session.id)
+    seen_running: list[int] = []
+
+    def call(n: int) -> None:
+        token = worker.take_call_slot(session.id, 1)
+        assert token is not None
+        worker.give_back_call_slot(session.id, token, answer_follows=True)
+        assert worker.client.zcard(calls) == 1  # not sent yet: it goes with the answer
+        worker.deliver(session.id, message(n))
+
+    for n in range(20):
+        gevent.spawn(call, n).join()
+        event = stream.get(5)
+        assert event is not None
+        seen_running.append(other.client.zcard(calls))
+    # Every answer arrived after its slot was free, so a limit of 1 took all 20 calls one after another.
+    assert seen_running == [0] * 20
+    stream.close()
+    assert numbers(drain(worker.subscribe(session.id, "0"))) == list(range(20))  # each stored exactly once
+
+
+@pytest.mark.redis
+def test_a_call_that_stores_no_answer_still_frees_its_slot(redis_hubs):
+    worker = redis_hubs()
+    session = new_session(worker)
+
+    def cancelled_call() -> None:
+        token = worker.take_call_slot(session.id, 1)
+        worker.give_back_call_slot(session.id, token, answer_follows=True)
+        # Cancelled: the answer that would have carried the release never comes.
+
+    gevent.spawn(cancelled_call).join()
+    assert wait_until(lambda: worker.client.zcard(call_slots_key(session.id)) == 0)
+    assert worker.take_call_slot(session.id, 1) is not None
+    assert not worker._releases  # nothing left waiting
+
+
+@pytest.mark.redis
+def test_the_lean_path_reports_redis_gone_as_unavailable_and_recovers(redis_hubs, redis_server):  # noqa: F811
+    hub = redis_hubs(MCP_REDIS_TIMEOUT_S=0.5)
+    session = new_session(hub)
+    redis_server.stop()
+    try:
+        with pytest.raises(HubUnavailable):
+            hub.peek_session(session.id)
+        with pytest.raises(HubUnavailable):
+            hub.publish(session.id, message(0))
+    finally:
+        redis_server.start()
+    # Pooled connections Redis closed are reconnected before use: the first command after the restart succeeds.
+    assert hub.peek_session(session.id) is None  # the restarted Redis kept nothing
+    assert hub.publish(session.id, message(0)) is None  # a session it does not know takes no event
