@@ -17,6 +17,7 @@ from redis.connection import parse_url
 from redis.exceptions import (
     ClusterDownError,
     MasterDownError,
+    NoScriptError,
     ReadOnlyError,
     RedisClusterException,
     ResponseError,
@@ -29,8 +30,10 @@ from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConn
 
 # MasterNotFoundError (no Sentinel knows a master) is a ConnectionError; a cluster without a master for a slot
 # answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
+# NOSCRIPT reaches the hub only when redis-py's own reload failed too: the script was loaded on one server and run
+# on another, the master having moved in between (a failover), so it is an outage of a moment, not a bug.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, ClusterDownError, TryAgainError,
-               MasterDownError, OSError)
+               MasterDownError, NoScriptError, OSError)
 # A master that cannot reach enough replicas (min-replicas-to-write) refuses writes with this error.
 REFUSED_WRITES = ("NOREPLICAS",)
 # The standard library's own socket class, even where gevent has patched the module.

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from redis.crc import key_slot
+from redis.exceptions import NoScriptError
 
 from mcp_server.hub import HubUnavailable, StreamConflict, redis_connection
 from mcp_server.hub.redis import RedisHub
@@ -155,6 +156,20 @@ def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash(
             hubs.close()
 
 
+def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(redis_hubs, monkeypatch):
+    # The load went to one server and the run to another (the master moved between them): 503, not a crash.
+    worker = redis_hubs()
+    assert wait_until(worker.ready)
+    session = new_session(worker)
+
+    def moved(*args, **kwargs):
+        raise NoScriptError("No matching script. Please use EVAL.")
+
+    monkeypatch.setattr(worker, "_run", moved)
+    with pytest.raises(HubUnavailable):
+        worker.publish(session.id, message(1))
+
+
 def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_master_within_seconds():
     # SENTINEL FAILOVER promotes the replica while the old master lives on, taking writes until the Sentinels
     # get round to demoting it (about ten seconds): every worker must move by itself well before that.
@@ -172,7 +187,10 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
             published = iter(range(1000))
 
             def landed_on_the_new_master() -> bool:
-                publisher.publish(session.id, message(next(published)))
+                try:
+                    publisher.publish(session.id, message(next(published)))
+                except HubUnavailable:
+                    return False  # the moment the master moves (the 503 a client would get); try again
                 return new_master.xlen(replay) > 0
 
             assert wait_until(landed_on_the_new_master, timeout=5)
