@@ -45,15 +45,16 @@ from mcp_server.hub.redis_codec import (
 )
 from mcp_server.hub.redis_commands import LeanCommands, lean_commands
 from mcp_server.hub.redis_connection import connect, unavailable
-from mcp_server.hub.redis_keys import SECRET_PREFIX, delivery_key
-from mcp_server.hub.redis_listener import Listener
-from mcp_server.hub.redis_scripts import (
+from mcp_server.hub.redis_keys import (
     CONTROL_CHANNEL,
-    SCRIPTS,
+    SECRET_PREFIX,
     SESSION_INDEX,
     WORKER_CHANNEL,
+    delivery_key,
     session_keys,
 )
+from mcp_server.hub.redis_listener import Listener
+from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.hub.redis_sessions import REFRESH_TTL_EVERY_S, Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
 from mcp_server.hub.redis_tasks import RedisTaskStore

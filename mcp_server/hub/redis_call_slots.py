@@ -10,7 +10,7 @@ import gevent
 
 from mcp_server.hub.base import HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
-from mcp_server.hub.redis_scripts import call_slots_key
+from mcp_server.hub.redis_keys import call_slots_key
 
 log = logging.getLogger("mcp.hub")
 

@@ -9,7 +9,7 @@ import gevent
 
 from mcp_server.hub.base import HubUnavailable
 from mcp_server.hub.redis_codec import entries_of, milliseconds
-from mcp_server.hub.redis_scripts import SESSION_INDEX, session_keys
+from mcp_server.hub.redis_keys import SESSION_INDEX, session_keys
 
 if TYPE_CHECKING:
     from mcp_server.hub.redis_subscription import RedisSubscription

@@ -13,7 +13,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.encoding import loads
 from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
-from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, WORKER_CHANNEL
+from mcp_server.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 
 log = logging.getLogger("mcp.hub")
 

@@ -13,43 +13,19 @@ __all__ = [
     "ATTACH_SCRIPT",
     "CALL_SLOT_SCRIPTS",
     "CLOSE_SCRIPT",
-    "CONTROL_CHANNEL",
     "COUNT_SCRIPT",
     "CREATE_SCRIPT",
     "DELIVER_SCRIPT",
     "DETACH_SCRIPT",
-    "FLEET",
     "GET_SCRIPT",
     "PUBLISH_SCRIPT",
     "REFRESH_SCRIPT",
     "REGISTRY_SCRIPT",
-    "REGISTRY_STATE",
-    "REGISTRY_VERSION",
     "SCRIPTS",
-    "SESSION_INDEX",
     "TOUCH_SCRIPT",
     "UPDATE_SCRIPT",
-    "WORKER_CHANNEL",
-    "call_slots_key",
-    "delivery_key",
-    "owner_key",
-    "session_base",
-    "session_keys",
 ]
 
-from mcp_server.hub.redis_keys import (
-    CONTROL_CHANNEL,
-    FLEET,
-    REGISTRY_STATE,
-    REGISTRY_VERSION,
-    SESSION_INDEX,
-    WORKER_CHANNEL,
-    call_slots_key,
-    delivery_key,
-    owner_key,
-    session_base,
-    session_keys,
-)
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
 NOW_MS = """

@@ -15,7 +15,7 @@ from mcp_server.hub.redis_codec import (
     session_from_json,
     session_json,
 )
-from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, SESSION_INDEX, owner_key, session_keys
+from mcp_server.hub.redis_keys import CONTROL_CHANNEL, SESSION_INDEX, owner_key, session_keys
 from mcp_server.session import Session, SessionChange, SessionUpdate
 
 # get_session refreshes a session's TTL with a script at most this often per worker (a plain GET between),

@@ -19,7 +19,7 @@ from gevent.event import Event
 
 from mcp_server.encoding import dumps, loads
 from mcp_server.hub.base import HubUnavailable
-from mcp_server.hub.redis_scripts import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
+from mcp_server.hub.redis_keys import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
 
 __all__ = ["ACK_TIMEOUT_S", "RegistrySync"]
 

@@ -13,7 +13,7 @@ import redis
 
 from mcp_server.hub import HubUnavailable
 from mcp_server.hub.redis_commands import LeanCommands, lean_commands, pack
-from mcp_server.hub.redis_scripts import call_slots_key
+from mcp_server.hub.redis_keys import call_slots_key
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
 from tests.support.waiting import wait_until

@@ -7,7 +7,7 @@ hub's slots, or the session's Redis Stream), so a test sees what is really kept,
 from __future__ import annotations
 
 from mcp_server.encoding import loads
-from mcp_server.hub.redis_scripts import session_keys
+from mcp_server.hub.redis_keys import session_keys
 from mcp_tools import tool
 from tests.support.hub_seam import server_hub
 
