@@ -43,8 +43,7 @@ def cpu_seconds() -> float:
 
 def sse_call(hub: Any, session: Session, stream: Any) -> None:
     """What a legacy SSE tools/call asks of the hub, the answer read back from the stream."""
-    hub.get_session(session.id, accept=lambda stored: True)
-    token = hub.take_call_slot(session.id, SLOT_LIMIT)
+    token = lookup_with_slot(hub, session)
     # As the dispatcher gives it back when the answer is stored next (a tree before that just frees it).
     if "answer_follows" in inspect.signature(hub.give_back_call_slot).parameters:
         hub.give_back_call_slot(session.id, token, answer_follows=True)
@@ -57,9 +56,22 @@ def sse_call(hub: Any, session: Session, stream: Any) -> None:
 
 def streamable_call(hub: Any, session: Session, stream: Any) -> None:
     """What a Streamable HTTP tools/call answered as JSON asks of the hub."""
-    hub.get_session(session.id, accept=lambda stored: True)
-    token = hub.take_call_slot(session.id, SLOT_LIMIT)
+    token = lookup_with_slot(hub, session)
     hub.give_back_call_slot(session.id, token)
+
+
+def lookup_with_slot(hub: Any, session: Session) -> str:
+    """The session looked up for one tools/call and the call's slot, as the transports and dispatcher do."""
+    token = None
+    if hasattr(hub, "get_session_for_call"):  # a tree before it: the lookup, then the slot
+        _, token = hub.get_session_for_call(session.id, session.transport, session.principal, SLOT_LIMIT)
+    else:
+        hub.get_session(session.id, accept=lambda stored: True)
+    if token is None:
+        token = hub.take_call_slot(session.id, SLOT_LIMIT)
+    else:
+        hub.hold_call_slot(session.id, token)
+    return token
 
 
 def per_call_us(hub: Any, call: Any, calls: int, rounds: int) -> list[float]:

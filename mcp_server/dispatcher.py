@@ -233,6 +233,7 @@ class Dispatcher:
         elif message.method == "tools/call" and not modern:
             # The limit is per session: a stateless request has none to count against.
             slot, refusal = self.take_call_slot(session, message)
+        self.give_back_unused_slot(session, message)
         if refusal is not None:
             response = refusal
         else:
@@ -257,11 +258,21 @@ class Dispatcher:
         return response
 
     def take_call_slot(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
-        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error)."""
-        try:
-            token = self.call_slots.acquire(session.id)
-        except HubUnavailable:
-            return None, error_response(message.id, SERVER_UNAVAILABLE, "Session store unavailable; retry shortly")
+        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error).
+
+        The slot the hub took with the session (message.call_slot) is this call's now.
+        """
+        taken, message.call_slot = message.call_slot, None
+        if taken is None:
+            try:
+                token = self.call_slots.acquire(session.id)
+            except HubUnavailable:
+                return None, error_response(message.id, SERVER_UNAVAILABLE,
+                                            "Session store unavailable; retry shortly")
+        else:
+            token = taken or None  # ALL_SLOTS_TAKEN is ""
+            if token is not None:
+                self.hub.hold_call_slot(session.id, token)
         if token is None:
             return None, error_response(
                 message.id, SERVER_UNAVAILABLE,
@@ -269,6 +280,12 @@ class Dispatcher:
                 "(MCP_MAX_CONCURRENT_CALLS); wait for one to finish",
             )
         return token, None
+
+    def give_back_unused_slot(self, session: Session, message: Message | None) -> None:
+        """Free the slot the hub took with the session for a call refused before it ran."""
+        if message is not None and message.call_slot:
+            self.call_slots.release(session.id, message.call_slot)
+            message.call_slot = None
 
     def handle_notification(self, session: Session, message: Message, send: Send) -> None:
         """Act on a client notification; unknown ones are ignored, as JSON-RPC requires."""

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mcp_server.config import Settings
 
 __all__ = [
+    "ALL_SLOTS_TAKEN",
     "CapacityError",
     "Hub",
     "HubUnavailable",
@@ -35,6 +36,9 @@ __all__ = [
 
 log = logging.getLogger("mcp.hub")
 
+
+# What get_session_for_call returns for the slot when the session already runs its most calls.
+ALL_SLOTS_TAKEN = ""
 
 # Retrying an acknowledged answer through a store outage: the first wait between attempts, and the longest.
 DELIVERY_BACKOFF_MIN_S = 0.1
@@ -153,6 +157,21 @@ class Hub(ABC):
 
         A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows).
         """
+
+    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
+                             limit: int) -> tuple[Session | None, str | None]:
+        """Load a session of this transport and principal for one tools/call, its slot too where that is cheaper.
+
+        The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
+        (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
+        """
+        session = self.get_session(
+            session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+        return session, None
+
+    def hold_call_slot(self, session_id: str, token: str) -> None:
+        """Keep a slot that get_session_for_call took for as long as its call runs (a hub with leases renews it)."""
+        return None
 
     # delivery
     @abstractmethod

@@ -17,8 +17,6 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import gevent
@@ -44,7 +42,7 @@ from mcp_server.hub.redis_codec import (
     replay_position,
 )
 from mcp_server.hub.redis_commands import LeanCommands, lean_commands
-from mcp_server.hub.redis_connection import connect, unavailable
+from mcp_server.hub.redis_connection import OutageGuard, connect
 from mcp_server.hub.redis_keys import (
     CONTROL_CHANNEL,
     SECRET_PREFIX,
@@ -54,6 +52,7 @@ from mcp_server.hub.redis_keys import (
     session_keys,
 )
 from mcp_server.hub.redis_listener import Listener
+from mcp_server.hub.redis_multiplex import Multiplexer
 from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.hub.redis_sessions import REFRESH_TTL_EVERY_S, Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
@@ -68,6 +67,10 @@ log = logging.getLogger("mcp.hub")
 # A delivery token outlives the last retry of its answer by this much.
 DELIVERY_TOKEN_MARGIN_S = 5.0
 
+# Forks this process has gone through: a hub checks it, not os.getpid() (a system call), on every command.
+_forks = [0]
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
 
 class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
     """The hub for many workers and hosts."""
@@ -80,15 +83,16 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self.local: dict[tuple[str, str | None], RedisSubscription] = {}
         self.worker_id = ""
         self._pid: int | None = None
+        self._fork_seen = -1
         self._client: redis.Redis | None = None
         self._scripts: dict[str, Any] = {}
-        self._lean: LeanCommands | None = None
+        self._lean: LeanCommands | Multiplexer | None = None
         self._listener: gevent.Greenlet | None = None
         self._refresher: gevent.Greenlet | None = None
         self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
         self._listening = False
         self._first_attempt = Event()
-        self._down_since: float | None = None
+        self._outage = OutageGuard()
         self._ttl_refreshed: dict[str, float] = {}
         self.registry_sync = RegistrySync(self)
         self.tasks = RedisTaskStore(self, int(settings.task_max_ttl_s * 1000))
@@ -102,7 +106,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
     # lifecycle
     def start(self) -> None:
         """Connect lazily on first use (after gunicorn forks) and start the worker's greenlets."""
-        if self._pid != os.getpid():
+        if self._fork_seen != _forks[0]:
             self._reset_after_fork()
         if self._listener is None or self._listener.dead:
             self._listener = gevent.spawn(self._listen_forever)
@@ -114,6 +118,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
     def _reset_after_fork(self) -> None:
         """Forget everything a parent process owned: connections, streams, greenlets."""
         self._pid = os.getpid()
+        self._fork_seen = _forks[0]
         # The pid makes a stream's owner readable in Redis (which process holds it); the token, unique.
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
@@ -141,22 +146,9 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
             self._client = client
         return self._client
 
-    @contextmanager
-    def _redis(self) -> Iterator[None]:
+    def _redis(self) -> OutageGuard:
         """Turn connection failures into HubUnavailable, logging the outage once."""
-        try:
-            yield
-        except Exception as exc:
-            if not unavailable(exc):
-                raise
-            if self._down_since is None:
-                self._down_since = time.monotonic()
-                log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)
-            raise HubUnavailable("session store unreachable") from None
-        else:
-            if self._down_since is not None:
-                log.info("Redis reachable again after %.1f s", time.monotonic() - self._down_since)
-                self._down_since = None
+        return self._outage
 
     def script_batch(self) -> ScriptBatch:
         """Script runs to queue and run together: one round trip per Redis server."""
@@ -164,17 +156,23 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
 
     def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
         """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline)."""
-        self.client  # noqa: B018  (creates the client, its scripts and its lean path on first use)
-        if client is None and self._lean is not None:
-            return self._lean.evalsha(self._scripts[name], keys, args, self.releases_before_next_command())
+        lean = self._lean_path()
+        if client is None and lean is not None:
+            return lean.evalsha(self._scripts[name], keys, args, self.releases_before_next_command())
         return self._scripts[name](keys=keys, args=args, client=client)
 
     def command(self, *args: Any) -> Any:
         """Send one Redis command, on the lean path where the pool allows it (raw replies: bytes, int, None)."""
-        self.client  # noqa: B018  (creates the client and its lean path on first use)
-        if self._lean is not None:
-            return self._lean.execute(*args, before=self.releases_before_next_command())
+        lean = self._lean_path()
+        if lean is not None:
+            return lean.execute(*args, before=self.releases_before_next_command())
         return self.client.execute_command(*args)
+
+    def _lean_path(self) -> LeanCommands | Multiplexer | None:
+        """The per-call commands' path of this process, creating the client on first use."""
+        if self._lean is None or self._fork_seen != _forks[0] or self._listener is None or self._listener.dead:
+            self.client  # noqa: B018  (starts the worker's greenlets, creates the client and its lean path)
+        return self._lean
 
     # delivery
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
@@ -248,20 +246,6 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         subscription.fill(entries_of(reply[1], stream), reply[2].decode())
         return subscription
 
-    def _claim_holder_alive(self, claim: str) -> list[str]:
-        """On a cluster, the attach script's last argument: the worker holding the claim if it is alive, else ''.
-
-        Elsewhere nothing: the script asks PUBSUB NUMSUB itself, which on a cluster counts one node's subscribers.
-        """
-        if not self.settings.redis_cluster:
-            return []
-        holder = self.client.get(claim)
-        if holder is None:
-            return [""]
-        worker = holder.decode().partition("|")[0]
-        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker, target_nodes=RedisCluster.ALL_NODES))
-        return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
-
     def _unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
         """Drop a subscription from this worker's routing table if it is still there."""
         if self.local.get(subscription.key) is subscription:
@@ -280,20 +264,6 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
                 gevent.spawn(self._detach, subscription)  # the reader must never wait on Redis
             else:
                 self._detach(subscription)
-
-    def _detach(self, subscription: RedisSubscription) -> None:
-        """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""
-        keys = session_keys(subscription.session_id, subscription.stream)
-        try:
-            with self._redis():
-                self._run(
-                    "detach",
-                    [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"]],
-                    [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
-                     "1" if subscription.stream is None else "0"],
-                )
-        except HubUnavailable:
-            log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
 
     def _end_local(self, session_id: str, reason: str) -> None:
         """End this worker's streams of a session (its own and request streams)."""
@@ -359,6 +329,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         for greenlet in (self._listener, self._refresher, self._watcher):
             if greenlet is not None:
                 greenlet.kill(block=True, timeout=2)
+        if self._lean is not None:
+            self._lean.close()
         if self._client is not None:
             self._client.close()
     # run-time registry changes (mcp_server/hub/registry_sync.py)

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
-import secrets
 from typing import Any
 
 import gevent
 
-from mcp_server.hub.base import HubUnavailable
-from mcp_server.hub.redis_codec import milliseconds
-from mcp_server.hub.redis_keys import call_slots_key
+from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
+from mcp_server.hub.redis_codec import milliseconds, session_from_json
+from mcp_server.hub.redis_keys import call_slots_key, session_base
+from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
 
 # How long a running tool call's slot is held without a renewal (the refresher renews it while the call runs),
 # so the slots of a killed worker come back within this.
 CALL_LEASE_S = 15.0
+CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 # Leases renewed per round trip.
 RENEW_BATCH = 500
+# Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
+_token_numbers = itertools.count()
 
 
 class CallSlots:
@@ -26,15 +30,46 @@ class CallSlots:
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
-        self.start()  # after a fork, worker_id names this process
-        token = self.worker_id + "|" + secrets.token_hex(8)
+        token = self._new_slot_token()
         with self._redis():
             taken = self._run("take_call_slot", [call_slots_key(session_id)],
-                              [token, limit, milliseconds(CALL_LEASE_S)])
+                              [token, limit, CALL_LEASE_MS])
         if not taken:
             return None
         self._call_leases[token] = session_id
         return token
+
+    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
+                             limit: int) -> tuple[Session | None, str | None]:
+        """Load a session and take its call's slot in one round trip, when the session's TTL needs no refresh.
+
+        When it does (every REFRESH_TTL_EVERY_S per worker), the lookup refreshes it and the slot is left to the
+        dispatcher. The slot's lease starts when hold_call_slot says the call runs: a request that never does
+        (cancelled before its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
+        """
+        if not self.ttl_is_fresh(session_id):
+            return super().get_session_for_call(session_id, transport, principal, limit)
+        token = self._new_slot_token()
+        keys = [session_base(session_id), call_slots_key(session_id)]
+        args = [token, limit, CALL_LEASE_MS, transport, principal or "", "0" if principal is None else "1"]
+        with self._redis():
+            reply = self._run("get_taking_call_slot", keys, args)
+        if reply is None:
+            return None, None
+        data, taken = reply
+        session = session_from_json(data)
+        if taken < 0 or session.transport != transport or session.principal != principal:
+            return None, None
+        return session, token if taken else ALL_SLOTS_TAKEN
+
+    def hold_call_slot(self, session_id: str, token: str) -> None:
+        """Renew the slot's lease while its call runs, as for one take_call_slot took."""
+        self._call_leases[token] = session_id
+
+    def _new_slot_token(self) -> str:
+        """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
+        self._lean_path()
+        return f"{self.worker_id}|{next(_token_numbers)}"
 
     def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False) -> None:
         """Free the slot; if Redis cannot be reached, its lease runs out instead.
@@ -79,5 +114,5 @@ class CallSlots:
             with self._redis():
                 scripts = self.script_batch()
                 for token, session_id in leases[start:start + RENEW_BATCH]:
-                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, milliseconds(CALL_LEASE_S)])
+                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, CALL_LEASE_MS])
                 scripts.execute()

@@ -1,4 +1,4 @@
-"""Keeping the Redis hub's claims fresh: refresh each local stream's claim and TTLs, re-take lost ones, catch up."""
+"""The Redis hub's claims on streams: who holds one, letting go, keeping them fresh, re-taking lost ones."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import logging
 from typing import TYPE_CHECKING
 
 import gevent
+from redis.cluster import RedisCluster
 
 from mcp_server.hub.base import HubUnavailable
 from mcp_server.hub.redis_codec import entries_of, milliseconds
-from mcp_server.hub.redis_keys import SESSION_INDEX, session_keys
+from mcp_server.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 
 if TYPE_CHECKING:
     from mcp_server.hub.redis_subscription import RedisSubscription
@@ -118,3 +119,31 @@ class Claims:
             subscription.fill([])
             raise
         subscription.fill(entries_of(raw, subscription.stream), bounded=True)
+
+    def _claim_holder_alive(self, claim: str) -> list[str]:
+        """On a cluster, the attach script's last argument: the worker holding the claim if it is alive, else ''.
+
+        Elsewhere nothing: the script asks PUBSUB NUMSUB itself, which on a cluster counts one node's subscribers.
+        """
+        if not self.settings.redis_cluster:
+            return []
+        holder = self.client.get(claim)
+        if holder is None:
+            return [""]
+        worker = holder.decode().partition("|")[0]
+        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker, target_nodes=RedisCluster.ALL_NODES))
+        return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
+
+    def _detach(self, subscription: RedisSubscription) -> None:
+        """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""
+        keys = session_keys(subscription.session_id, subscription.stream)
+        try:
+            with self._redis():
+                self._run(
+                    "detach",
+                    [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"]],
+                    [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
+                     "1" if subscription.stream is None else "0"],
+                )
+        except HubUnavailable:
+            log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])

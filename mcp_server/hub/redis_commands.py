@@ -19,26 +19,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-__all__ = ["LeanCommands", "lean_commands", "pack"]
+from mcp_server.hub.redis_connection import CooperativeConnection
+from mcp_server.hub.redis_multiplex import Multiplexer
+from mcp_server.hub.redis_resp import pack
 
-
-def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
-    """One command in the Redis protocol (RESP), as one bytes object: arguments are str, bytes or int."""
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        kind = type(arg)
-        if kind is bytes:
-            data = arg
-        elif kind is str:
-            data = arg.encode()
-        elif kind is int:
-            data = b"%d" % arg
-        elif isinstance(arg, (bytearray, memoryview)):
-            data = bytes(arg)
-        else:
-            raise TypeError(f"cannot send a {kind.__name__} to Redis")
-        out += (b"$%d\r\n" % len(data), data, b"\r\n")
-    return b"".join(out)
+__all__ = ["LeanCommands", "lean_commands"]
 
 
 class LeanCommands:
@@ -87,6 +72,9 @@ class LeanCommands:
             self.execute("SCRIPT", "LOAD", script.script)
             return self.execute(*command)
 
+    def close(self) -> None:
+        """Nothing of its own to close: its connections are the pool's."""
+
     def _borrow(self) -> Any:
         """A connected connection from the pool's queue; ConnectionError past the pool's timeout.
 
@@ -115,9 +103,15 @@ class LeanCommands:
         return connection
 
 
-def lean_commands(client: Any) -> LeanCommands | None:
-    """The lean path for a client over a plain BlockingConnectionPool; None for any other (Sentinel, Cluster)."""
+def lean_commands(client: Any) -> LeanCommands | Multiplexer | None:
+    """The lean path for a client over a plain BlockingConnectionPool; None for any other (Sentinel, Cluster).
+
+    Over gevent's TCP sockets (redis://), every greenlet's commands share one connection (redis_multiplex.py);
+    over TLS or a Unix socket, each command borrows a pooled connection.
+    """
     pool = getattr(client, "connection_pool", None)
     if type(client) is redis.Redis and type(pool) is redis.BlockingConnectionPool:
+        if issubclass(pool.connection_class, CooperativeConnection):
+            return Multiplexer(pool, pool.timeout)
         return LeanCommands(pool)
     return None

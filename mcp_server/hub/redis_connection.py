@@ -3,7 +3,9 @@ no retries, and which failures mean "Redis is down"."""
 
 from __future__ import annotations
 
+import logging
 import random
+import time
 from typing import Any
 from urllib.parse import urlparse
 
@@ -27,6 +29,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
+
+from mcp_server.hub.base import HubUnavailable
+
+log = logging.getLogger("mcp.hub")
 
 # MasterNotFoundError (no Sentinel knows a master) is a ConnectionError; a cluster without a master for a slot
 # answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
@@ -67,6 +73,36 @@ def unavailable(exc: BaseException) -> bool:
     if isinstance(exc, UNAVAILABLE):
         return True
     return isinstance(exc, ResponseError) and str(exc).startswith(REFUSED_WRITES)
+
+
+class OutageGuard:
+    """The context every hub command runs in: a failure that means Redis is down becomes HubUnavailable.
+
+    The outage is logged when it starts and when a command succeeds again, once each. A class, not a
+    generator-based context manager: it wraps every command of every call, and costs a seventh as much.
+    """
+
+    __slots__ = ("down_since",)
+
+    def __init__(self) -> None:
+        self.down_since: float | None = None
+
+    def __enter__(self) -> None:
+        """Nothing to set up."""
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> bool:
+        """Translate an outage; note its end on the first success after it."""
+        if exc is None:
+            if self.down_since is not None:
+                log.info("Redis reachable again after %.1f s", time.monotonic() - self.down_since)
+                self.down_since = None
+            return False
+        if not isinstance(exc, Exception) or not unavailable(exc):
+            return False
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)
+        raise HubUnavailable("session store unreachable") from None
 
 
 def connect(settings: Any, client_name: str) -> Any:

@@ -14,6 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from mcp_server.encoding import loads
 from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
+from mcp_server.hub.redis_resp import RespParser, pack
 
 log = logging.getLogger("mcp.hub")
 
@@ -25,6 +26,7 @@ RECONNECT_MAX_S = 2.0
 # With Sentinel, how often each worker asks where the master is: a master that outlived its failover (a planned
 # one, a partition) still takes writes, which its demotion then throws away.
 MASTER_CHECK_S = 1.0
+READ_SIZE = 65536
 
 
 class Listener:
@@ -43,9 +45,8 @@ class Listener:
                 # would move a stream past what was published while nobody listened, and that would be skipped.
                 for subscription in list(self.local.values()):
                     subscription.hold()
-                connection.send_command("SUBSCRIBE", CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
-                for _ in range(2):
-                    connection.read_response()
+                reader = SubscriberReader(connection)
+                reader.subscribe(CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
                 log.info("worker %s subscribed to Redis", self.worker_id)
                 # Subscribed first, so a change made meanwhile is heard too (versions make hearing it twice harmless).
                 self.registry_sync.load()
@@ -55,7 +56,7 @@ class Listener:
                 # Anything published while we were not listening is in the replay log.
                 gevent.spawn(self._resync_all)
                 self._master_moved = False
-                self._read(connection)
+                self._read(reader)
             except UNAVAILABLE as exc:
                 if self._listening:
                     log.warning("lost the Redis subscriber connection (%s); reconnecting", type(exc).__name__)
@@ -84,19 +85,20 @@ class Listener:
                 log.warning("the Sentinels name a new master; moving this worker's subscriber connection there")
                 self._master_moved = True  # the reader acts on it between messages (or within LISTEN_PING_S)
 
-    def _read(self, connection: Any) -> None:
+    def _read(self, reader: SubscriberReader) -> None:
         """Dispatch messages until the connection fails; ping when quiet to notice a silent Redis."""
         heard = time.monotonic()
         while not self._master_moved:
-            if connection.can_read(timeout=LISTEN_PING_S):
-                reply = connection.read_response()
-                heard = time.monotonic()
+            replies = reader.replies(LISTEN_PING_S)
+            if replies is None:
+                if time.monotonic() - heard > LISTEN_DEAD_S:
+                    raise RedisTimeoutError("no answer from Redis on the subscriber connection")
+                reader.send("PING")
+                continue
+            heard = time.monotonic()
+            for reply in replies:
                 if isinstance(reply, list) and len(reply) == 3 and reply[0] == b"message":
                     self._dispatch(reply[1], reply[2])
-            elif time.monotonic() - heard > LISTEN_DEAD_S:
-                raise RedisTimeoutError("no answer from Redis on the subscriber connection")
-            else:
-                connection.send_command("PING")
         raise RedisConnectionError("the Sentinels name another master")
 
     def _dispatch(self, channel: bytes, data: bytes) -> None:
@@ -130,3 +132,51 @@ class Listener:
         elif op == "tell":
             # The sender handed it to its own streams already (it skips its own echo above).
             self.hand_to_this_worker(command["message"])
+
+
+class SubscriberReader:
+    """The subscriber connection's socket, read directly: one receive and one parse for every message waiting.
+
+    redis-py's connection set it up (address, TLS, AUTH, SELECT); from SUBSCRIBE on, only this greenlet uses it.
+    """
+
+    def __init__(self, connection: Any) -> None:
+        self.sock = connection._sock
+        self.timeout = self.sock.gettimeout()  # MCP_REDIS_TIMEOUT_S, for the confirmations
+        self.parser = RespParser()
+        self.waiting: list[Any] = []
+
+    def send(self, *command: Any) -> None:
+        """Send one command."""
+        self.sock.sendall(pack(command))
+
+    def subscribe(self, *channels: str) -> None:
+        """Subscribe and wait for Redis to confirm each channel (messages behind the confirmations are kept)."""
+        self.send("SUBSCRIBE", *channels)
+        confirmed = 0
+        while confirmed < len(channels):
+            replies = self.replies(self.timeout)
+            if replies is None:
+                raise RedisTimeoutError("Redis did not confirm the subscription")
+            while replies and confirmed < len(channels):
+                reply = replies.pop(0)
+                if isinstance(reply, list) and reply[:1] == [b"subscribe"]:
+                    confirmed += 1
+            self.waiting = replies or []
+
+    def replies(self, timeout: float | None) -> list[Any] | None:
+        """The replies that arrive next (at least one); None after timeout seconds of silence."""
+        if self.waiting:
+            waiting, self.waiting = self.waiting, []
+            return waiting
+        self.sock.settimeout(timeout)
+        while True:
+            try:
+                data = self.sock.recv(READ_SIZE)
+            except TimeoutError:
+                return None
+            if not data:
+                raise RedisConnectionError("Redis closed the subscriber connection")
+            replies = self.parser.feed(data)
+            if replies:
+                return replies

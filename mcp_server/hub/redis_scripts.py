@@ -334,7 +334,29 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
-CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT}
+# KEYS: session, calls. ARGV: token, limit, lease ms, transport, principal ('' for none), '1' if there is one.
+# A session read for a tools/call and that call's slot, in one round trip; the slot is taken only for a session
+# of this transport and principal (another principal's probe takes none). Returns false for an unknown session,
+# else {json, 1} with the slot taken, {json, 0} when all are, {json, -1} for someone else's session.
+GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + """
+local data = redis.call('GET', KEYS[1])
+if not data then return false end
+local stored = cjson.decode(data)
+local principal = stored.principal
+if principal == cjson.null then principal = nil end
+if stored.transport ~= ARGV[4] or (principal ~= nil) ~= (ARGV[6] == '1') or (principal and principal ~= ARGV[5]) then
+  return {data, -1}
+end
+local now_ms = redis_now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return {data, 0} end
+redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return {data, 1}
+"""
+
+CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT,
+                     "get_taking_call_slot": GET_TAKING_CALL_SLOT_SCRIPT}
 
 
 SCRIPTS = {

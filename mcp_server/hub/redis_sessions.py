@@ -77,6 +77,11 @@ class Sessions:
         self._ttl_refreshed[session_id] = now
         return session_from_json(data)
 
+    def ttl_is_fresh(self, session_id: str) -> bool:
+        """True when this worker refreshed the session's TTL moments ago (a plain read suffices now)."""
+        refreshed = self._ttl_refreshed.get(session_id)
+        return refreshed is not None and time.monotonic() - refreshed < self._refresh_ttl_every_s
+
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
         with self._redis():

@@ -16,7 +16,7 @@ from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_RETRY_AFTER_S, STORE_UNAVAILABLE_MESSAGE
 from mcp_server.hub import CapacityError
 from mcp_server.limits import BodyLimitExceeded, check_body
-from mcp_server.messages import Body, ParseFailure, parse_body
+from mcp_server.messages import Body, Message, ParseFailure, parse_body
 from mcp_server.session import SESSION_ID_PATTERN, Session
 from mcp_server.transports.http_responses import HttpProblem
 
@@ -36,16 +36,23 @@ def server_busy(full: CapacityError) -> HttpProblem:
 
 
 def lookup_session(core: Dispatcher, session_id: str | None, transport: str, principal: str | None,
-                   request_id: Any = None) -> Session:
-    """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id)."""
+                   request_id: Any = None, call: Message | None = None) -> Session:
+    """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id).
+
+    For a body that is one tools/call (call), the hub may take the call's slot in the same step (call.call_slot).
+    """
     if not session_id or not SESSION_ID_PATTERN.match(session_id):
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Malformed session id: expected the 32 hex characters the server gave you",
                           request_id=request_id)
     # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
     # before the lookup touches anything, so a foreign probe does not keep the session alive.
-    session = core.hub.get_session(
-        session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+    if call is None:
+        session = core.hub.get_session(
+            session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+    else:
+        session, call.call_slot = core.hub.get_session_for_call(session_id, transport, principal,
+                                                                core.call_slots.limit)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",

@@ -50,7 +50,7 @@ def legacy_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | N
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",
                           request_id=body.request_id)
-    session = lookup_session(core, session_id, SSE, principal, body.request_id)
+    session = lookup_session(core, session_id, SSE, principal, body.request_id, body.single_tool_call)
     return post_message(core, session, body)
 
 

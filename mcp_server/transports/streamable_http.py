@@ -158,8 +158,13 @@ def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
-    session = lookup_session(core, session_id, STREAMABLE, principal, body.request_id)
-    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
+    call = body.single_tool_call
+    session = lookup_session(core, session_id, STREAMABLE, principal, body.request_id, call)
+    try:
+        check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
+    except HttpProblem:
+        core.give_back_unused_slot(session, call)
+        raise
     return post_messages(core, session, body, accepted, new_session=False)
 
 

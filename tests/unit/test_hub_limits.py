@@ -60,7 +60,7 @@ def test_a_session_s_call_slots_are_limited_and_given_back(make_hub):  # noqa: F
 
 @pytest.mark.redis
 def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_ends(redis_hubs, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(redis_call_slots, "CALL_LEASE_S", 0.5)
+    monkeypatch.setattr(redis_call_slots, "CALL_LEASE_MS", 500)
     alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
     assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
     dead._call_leases.clear()  # a killed worker renews nothing

@@ -7,13 +7,16 @@ be seen, exactly once, and a greenlet that never stores its answer still frees i
 
 from __future__ import annotations
 
+import time
+
 import gevent
 import pytest
 import redis
 
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_commands import LeanCommands, lean_commands, pack
+from mcp_server.hub.redis_commands import LeanCommands, lean_commands
 from mcp_server.hub.redis_keys import call_slots_key
+from mcp_server.hub.redis_resp import pack
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
 from tests.support.waiting import wait_until
@@ -62,16 +65,22 @@ def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F
 
 
 @pytest.mark.redis
-def test_a_pool_with_every_connection_out_answers_unavailable_within_its_timeout(redis_hubs):
+def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_within_the_timeout(redis_hubs):
     hub = redis_hubs(MCP_REDIS_POOL_SIZE=1, MCP_REDIS_TIMEOUT_S=0.2)
     session = new_session(hub)
     held = hub.client.connection_pool.get_connection()
     try:
+        # The per-call commands share the multiplexed connection: an exhausted pool does not stop them.
+        assert hub.peek_session(session.id) is not None
+        assert hub.take_call_slot(session.id, 1) is not None
+        # redis-py's own path (a session's save) waits for a pooled connection, and gives up in time.
+        started = time.monotonic()
         with pytest.raises(HubUnavailable):
-            hub.peek_session(session.id)
+            hub.save_session(session)
+        assert time.monotonic() - started < 2
     finally:
         hub.client.connection_pool.release(held)
-    assert hub.peek_session(session.id) is not None
+    hub.save_session(session)
 
 
 @pytest.mark.redis

@@ -1,0 +1,192 @@
+"""The Redis hub's per-call commands from every greenlet of a worker on one connection, written together.
+
+Each command a tool call makes used to cost a connection borrowed from the pool, a write, and a wait for its
+own read: several system calls and a wake-up of Redis per command. Here the commands that greenlets issue in the
+same turn of gevent's loop go out in one write, and one greenlet reads every reply in order and hands each to
+the greenlet that asked. Redis answers the commands of one connection in the order they arrive, so replies need
+no ids; what one greenlet sends in one call (a slot's release ahead of an answer, say) still runs in that order.
+
+Failure is shared: when Redis closes the connection, or the oldest command has waited MCP_REDIS_TIMEOUT_S, the
+connection is closed, every command waiting on it fails as redis-py's would (ConnectionError, TimeoutError), and
+the next command connects again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+import gevent
+import gevent.lock
+from gevent.hub import Waiter, get_hub
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from mcp_server.hub.redis_resp import RespParser, pack
+
+__all__ = ["Multiplexer"]
+
+READ_SIZE = 65536
+
+
+class PendingCall:
+    """The commands one greenlet sent together, waiting for their replies."""
+
+    __slots__ = ("expected", "deadline", "replies", "error", "waiter", "done")
+
+    def __init__(self, expected: int, deadline: float) -> None:
+        self.expected = expected
+        self.deadline = deadline
+        self.replies: list[Any] = []
+        self.error: BaseException | None = None
+        self.waiter: Waiter | None = None
+        self.done = False
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """Wake the asking greenlet (from the hub's loop: a Waiter is switched to from there only)."""
+        self.done = True
+        self.error = error
+        if self.waiter is not None:
+            get_hub().loop.run_callback(self.waiter.switch, None)
+
+    def wait(self) -> list[Any]:
+        """The replies, once all have arrived; the connection's failure as an exception."""
+        if not self.done:
+            self.waiter = Waiter()
+            self.waiter.get()
+        if self.error is not None:
+            raise self.error
+        return self.replies
+
+
+class Multiplexer:
+    """Commands of every greenlet on one connection made like the pool's (same address, credentials, database)."""
+
+    def __init__(self, pool: Any, timeout_s: float) -> None:
+        self.pool = pool
+        self.timeout_s = timeout_s
+        self._connection: Any = None
+        self._sock: Any = None
+        self._calls: deque[PendingCall] = deque()
+        self._outgoing: list[bytes] = []
+        self._writing = False
+        self._connecting = gevent.lock.Semaphore()
+        self._greenlets: list[gevent.Greenlet] = []
+
+    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+        """Send one command (after the commands in before, in the same write) and return its reply.
+
+        An error reply to this command is raised; the replies to the commands before it are not read for errors.
+        """
+        reply = self.pipeline([*before, args])[-1]
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
+    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
+
+        A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
+        """
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            return self.execute(*command, before=before)
+        except NoScriptError:
+            self.execute("SCRIPT", "LOAD", script.script)
+            return self.execute(*command)
+
+    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Send several commands together and return their replies in order, an error reply as its exception."""
+        data = b"".join([pack(command) for command in commands])
+        sock = self._sock if self._sock is not None else self._connect()
+        call = PendingCall(len(commands), time.monotonic() + self.timeout_s)
+        # The bytes and the call join their queues in the same step: replies come back in this order.
+        self._outgoing.append(data)
+        self._calls.append(call)
+        if not self._writing:
+            self._write(sock)
+        return call.wait()
+
+    def close(self) -> None:
+        """Close the connection and fail what waits on it (the hub's stop)."""
+        if self._sock is not None:
+            self._fail(self._sock, RedisConnectionError("Redis connection closed"))
+
+    def _write(self, sock: Any) -> None:
+        """Write what every greenlet queued, after letting the greenlets already runnable queue theirs too."""
+        self._writing = True
+        try:
+            gevent.sleep(0)
+            while self._outgoing and sock is self._sock:
+                data = b"".join(self._outgoing) if len(self._outgoing) > 1 else self._outgoing[0]
+                self._outgoing.clear()
+                sock.sendall(data)
+        except OSError as exc:
+            self._fail(sock, RedisConnectionError(f"Error writing to Redis: {exc}"))
+        finally:
+            self._writing = False
+
+    def _connect(self) -> Any:
+        """Connect (one greenlet does; the others wait for it) and start the reader and the watchdog."""
+        with self._connecting:
+            if self._sock is not None:
+                return self._sock
+            connection = self.pool.connection_class(**self.pool.connection_kwargs)
+            connection.connect()  # the handshake redis-py does: AUTH, SELECT, CLIENT SETNAME
+            sock = connection._sock
+            # Idle is not an outage: the watchdog times out commands, not the quiet between them.
+            sock.settimeout(None)
+            self._connection, self._sock = connection, sock
+            self._greenlets = [gevent.spawn(self._read_forever, sock), gevent.spawn(self._watch, sock)]
+            return sock
+
+    def _read_forever(self, sock: Any) -> None:
+        """Hand each reply to the call that asked, in order, until the connection fails."""
+        parser = RespParser()
+        calls = self._calls
+        try:
+            while True:
+                data = sock.recv(READ_SIZE)
+                if not data:
+                    raise RedisConnectionError("Redis closed the connection")
+                for reply in parser.feed(data):
+                    if not calls:
+                        raise RedisConnectionError("Redis sent a reply nobody asked for")
+                    call = calls[0]
+                    call.replies.append(reply)
+                    if len(call.replies) == call.expected:
+                        calls.popleft()
+                        call.finish()
+        except gevent.GreenletExit:
+            raise
+        except (OSError, RedisConnectionError, ValueError) as exc:
+            self._fail(sock, exc if isinstance(exc, RedisConnectionError)
+                       else RedisConnectionError(f"Error reading from Redis: {exc}"))
+
+    def _watch(self, sock: Any) -> None:
+        """Fail the connection when its oldest command has waited past MCP_REDIS_TIMEOUT_S."""
+        interval = min(0.25, self.timeout_s / 4)
+        while sock is self._sock:
+            gevent.sleep(interval)
+            if self._calls and time.monotonic() > self._calls[0].deadline:
+                self._fail(sock, RedisTimeoutError("Timeout reading from Redis"))
+
+    def _fail(self, sock: Any, error: BaseException) -> None:
+        """Close this connection once, fail every call waiting on it, and let the next command connect again."""
+        if sock is not self._sock:
+            return
+        connection, greenlets = self._connection, self._greenlets
+        self._connection = self._sock = None
+        self._greenlets = []
+        calls = list(self._calls)
+        self._calls.clear()
+        self._outgoing.clear()
+        connection.disconnect()
+        for call in calls:
+            call.finish(error)
+        current = gevent.getcurrent()
+        for greenlet in greenlets:
+            if greenlet is not current:
+                greenlet.kill(block=False)

@@ -1,0 +1,90 @@
+"""The Redis protocol (RESP2) both ways: commands packed into one bytes object, replies parsed from a byte stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis._parsers.base import BaseParser
+
+__all__ = ["RespParser", "pack"]
+
+CRLF = b"\r\n"
+
+
+def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
+    """One command in the Redis protocol (RESP), as one bytes object: arguments are str, bytes or int."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        kind = type(arg)
+        if kind is str:
+            arg = arg.encode()
+        elif kind is int:
+            arg = b"%d" % arg
+        elif kind is not bytes:
+            if not isinstance(arg, (bytearray, memoryview)):
+                raise TypeError(f"cannot send a {kind.__name__} to Redis")
+            arg = bytes(arg)
+        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+    return b"".join(parts)
+
+
+class Incomplete(Exception):
+    """The buffer ends inside a reply: wait for more bytes."""
+
+
+class RespParser:
+    """Replies out of the bytes a connection receives, as redis-py gives them undecoded.
+
+    Bulk and simple strings are bytes, integers int, a nil None, arrays lists; an error reply is the exception
+    redis-py would raise for it (NoScriptError for NOSCRIPT, ReadOnlyError for READONLY...), returned, not raised.
+    """
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def feed(self, data: bytes) -> list[Any]:
+        """Every reply completed by data, in order; a reply cut short waits for the next feed."""
+        buffer = self.buffer + data if self.buffer else data
+        replies = []
+        position, end = 0, len(buffer)
+        while position < end:
+            try:
+                reply, position_after = self._parse(buffer, position)
+            except Incomplete:
+                break
+            replies.append(reply)
+            position = position_after
+        self.buffer = buffer[position:]
+        return replies
+
+    def _parse(self, buffer: bytes, position: int) -> tuple[Any, int]:
+        """One reply starting at position, and where the next one starts."""
+        line_end = buffer.find(CRLF, position)
+        if line_end < 0:
+            raise Incomplete
+        kind = buffer[position]
+        line = buffer[position + 1:line_end]
+        after = line_end + 2
+        if kind == 36:  # $ bulk string
+            size = int(line)
+            if size < 0:
+                return None, after
+            if len(buffer) < after + size + 2:
+                raise Incomplete
+            return buffer[after:after + size], after + size + 2
+        if kind == 58:  # : integer
+            return int(line), after
+        if kind == 42:  # * array
+            count = int(line)
+            if count < 0:
+                return None, after
+            items = []
+            for _ in range(count):
+                item, after = self._parse(buffer, after)
+                items.append(item)
+            return items, after
+        if kind == 43:  # + simple string
+            return line, after
+        if kind == 45:  # - error
+            return BaseParser.parse_error(line.decode("utf-8", "replace")), after
+        raise ValueError(f"not a Redis reply: {bytes([kind])!r}")
