@@ -24,7 +24,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub.redis_resp import RespParser, pack
+from mcp_server.hub.redis_resp import RespParser, pack, pack_arguments
 
 __all__ = ["Multiplexer"]
 
@@ -74,6 +74,8 @@ class Multiplexer:
         self._writing = False
         self._connecting = gevent.lock.Semaphore()
         self._greenlets: list[gevent.Greenlet] = []
+        # EVALSHA, the script's SHA and its key count, packed once per script and shape of call.
+        self._evalsha_heads: dict[tuple[str, int, int], bytes] = {}
 
     def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
         """Send one command (after the commands in before, in the same write) and return its reply.
@@ -90,18 +92,30 @@ class Multiplexer:
 
         A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
         """
-        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        head_key = (script.sha, len(keys), len(args))
+        head = self._evalsha_heads.get(head_key)
+        if head is None:
+            count = b"*%d\r\n" % (3 + len(keys) + len(args))
+            head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, len(keys)))
+        command = head + pack_arguments([*keys, *args])
         try:
-            return self.execute(*command, before=before)
+            reply = self.send([*[pack(other) for other in before], command])[-1]
+            if isinstance(reply, ResponseError):
+                raise reply
+            return reply
         except NoScriptError:
             self.execute("SCRIPT", "LOAD", script.script)
-            return self.execute(*command)
+            return self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
-        data = b"".join([pack(command) for command in commands])
+        return self.send([pack(command) for command in commands])
+
+    def send(self, packed: list[bytes]) -> list[Any]:
+        """Send commands already in RESP together and return their replies in order."""
+        data = b"".join(packed) if len(packed) > 1 else packed[0]
         sock = self._sock if self._sock is not None else self._connect()
-        call = PendingCall(len(commands), time.monotonic() + self.timeout_s)
+        call = PendingCall(len(packed), time.monotonic() + self.timeout_s)
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(data)
         self._calls.append(call)

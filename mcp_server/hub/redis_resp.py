@@ -6,26 +6,39 @@ from typing import Any
 
 from redis._parsers.base import BaseParser
 
-__all__ = ["RespParser", "pack"]
+__all__ = ["RespParser", "pack", "pack_arguments"]
 
 CRLF = b"\r\n"
 
 
+# The length headers of arguments up to this many bytes, made once: formatting bytes is dear per argument.
+LENGTH_HEADERS = [b"$%d" % size for size in range(1024)]
+
+
 def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
     """One command in the Redis protocol (RESP), as one bytes object: arguments are str, bytes or int."""
-    parts = [b"*%d\r\n" % len(args)]
+    return b"*%d\r\n" % len(args) + pack_arguments(args)
+
+
+def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
+    """A command's arguments in RESP, without the count that heads the command."""
+    parts = []
+    append = parts.append
     for arg in args:
         kind = type(arg)
         if kind is str:
             arg = arg.encode()
         elif kind is int:
-            arg = b"%d" % arg
+            arg = str(arg).encode()
         elif kind is not bytes:
             if not isinstance(arg, (bytearray, memoryview)):
                 raise TypeError(f"cannot send a {kind.__name__} to Redis")
             arg = bytes(arg)
-        parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
-    return b"".join(parts)
+        size = len(arg)
+        append(LENGTH_HEADERS[size] if size < 1024 else b"$%d" % size)
+        append(arg)
+    append(b"")
+    return b"\r\n".join(parts)
 
 
 class Incomplete(Exception):
