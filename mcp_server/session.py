@@ -77,6 +77,8 @@ class Session:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Session:
         """Rebuild a session from storage, ignoring fields it no longer has."""
+        if data.keys() <= cls.__dataclass_fields__.keys():
+            return cls(**data)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 

@@ -100,6 +100,10 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._call_leases: dict[str, str] = {}
         # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
+        # A delivery token is remembered past the last retry, which may run up to a pool wait and a command
+        # timeout after its start.
+        self._remember_ms = milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
+                                         + DELIVERY_TOKEN_MARGIN_S)
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -185,11 +189,8 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
         keys, args = self._publish_arguments(session_id, message, stream)
-        # Remembered past the last retry, which may run up to a pool wait and a command timeout after its start.
-        remember_s = self.settings.delivery_retry_s + 2 * self.settings.redis_timeout_s + DELIVERY_TOKEN_MARGIN_S
         with self._redis():
-            position = self._run("deliver", [*keys, delivery_key(session_id, token)],
-                                 [*args, milliseconds(remember_s)])
+            position = self._run("deliver", [*keys, delivery_key(session_id, token)], [*args, self._remember_ms])
         return None if position is None else join_event_id(position.decode(), stream)
 
     def _publish_arguments(self, session_id: str, message: Any, stream: str | None) -> tuple[list[str], list[Any]]:
