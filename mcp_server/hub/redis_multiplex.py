@@ -73,7 +73,12 @@ class Multiplexer:
         self._outgoing: list[bytes] = []
         self._writing = False
         self._connecting = gevent.lock.Semaphore()
+        self._connect_attempts = 0
+        self._connect_failure: str | None = None
         self._greenlets: list[gevent.Greenlet] = []
+        # The watchdog looks every _watch_s and fails a command older than _patience_s: so within timeout_s.
+        self._watch_s = min(0.25, timeout_s / 4)
+        self._patience_s = timeout_s - self._watch_s
         # EVALSHA, the script's SHA and its key count, packed once per script and shape of call.
         self._evalsha_heads: dict[tuple[str, int, int], bytes] = {}
 
@@ -115,7 +120,7 @@ class Multiplexer:
         """Send commands already in RESP together and return their replies in order."""
         data = b"".join(packed) if len(packed) > 1 else packed[0]
         sock = self._sock if self._sock is not None else self._connect()
-        call = PendingCall(len(packed), time.monotonic() + self.timeout_s)
+        call = PendingCall(len(packed), time.monotonic() + self._patience_s)
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(data)
         self._calls.append(call)
@@ -144,11 +149,21 @@ class Multiplexer:
 
     def _connect(self) -> Any:
         """Connect (one greenlet does; the others wait for it) and start the reader and the watchdog."""
+        attempts_seen = self._connect_attempts
         with self._connecting:
             if self._sock is not None:
                 return self._sock
+            if self._connect_attempts != attempts_seen and self._connect_failure is not None:
+                # An attempt made while this greenlet waited failed: share its answer, do not queue up another.
+                raise RedisConnectionError(self._connect_failure)
+            self._connect_attempts += 1
             connection = self.pool.connection_class(**self.pool.connection_kwargs)
-            connection.connect()  # the handshake redis-py does: AUTH, SELECT, CLIENT SETNAME
+            try:
+                connection.connect()  # the handshake redis-py does: AUTH, SELECT, CLIENT SETNAME
+            except Exception as exc:
+                self._connect_failure = str(exc) or type(exc).__name__
+                raise
+            self._connect_failure = None
             sock = connection._sock
             # Idle is not an outage: the watchdog times out commands, not the quiet between them.
             sock.settimeout(None)
@@ -180,10 +195,9 @@ class Multiplexer:
                        else RedisConnectionError(f"Error reading from Redis: {exc}"))
 
     def _watch(self, sock: Any) -> None:
-        """Fail the connection when its oldest command has waited past MCP_REDIS_TIMEOUT_S."""
-        interval = min(0.25, self.timeout_s / 4)
+        """Fail the connection when its oldest command would otherwise wait past MCP_REDIS_TIMEOUT_S."""
         while sock is self._sock:
-            gevent.sleep(interval)
+            gevent.sleep(self._watch_s)
             if self._calls and time.monotonic() > self._calls[0].deadline:
                 self._fail(sock, RedisTimeoutError("Timeout reading from Redis"))
 
