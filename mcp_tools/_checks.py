@@ -11,6 +11,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from mcp_tools._quick_schema import QuickValidator
+
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
@@ -18,8 +20,8 @@ class RegistryError(ValueError):
     """A tool, resource or prompt declaration that cannot be registered."""
 
 
-def compile_schema(schema: dict[str, Any], what: str) -> Draft202012Validator:
-    """Check a JSON Schema once and return its compiled validator."""
+def compile_schema(schema: dict[str, Any], what: str) -> QuickValidator:
+    """Check a JSON Schema once and return its compiled validator (with a quick check if the schema is simple)."""
     if not isinstance(schema, dict):
         raise RegistryError(f"{what}: the schema must be a dict, got {type(schema).__name__}")
     if schema.get("type") != "object":
@@ -28,7 +30,7 @@ def compile_schema(schema: dict[str, Any], what: str) -> Draft202012Validator:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise RegistryError(f"{what}: invalid JSON Schema: {exc.message}") from None
-    return Draft202012Validator(schema)
+    return QuickValidator(schema)
 
 
 def check_name(name: str, what: str) -> str:

@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-
 from mcp_tools._checks import (
     RegistryError,
     check_name,
@@ -22,6 +20,7 @@ from mcp_tools._checks import (
     first_doc_line,
     takes_context,
 )
+from mcp_tools._quick_schema import QuickValidator
 
 __all__ = [
     "Prompt",
@@ -51,8 +50,8 @@ class Tool:
     output_schema: dict[str, Any] | None = None
     title: str | None = None
     annotations: dict[str, Any] | None = None
-    input_validator: Draft202012Validator = field(repr=False, compare=False, default=None)
-    output_validator: Draft202012Validator | None = field(repr=False, compare=False, default=None)
+    input_validator: QuickValidator = field(repr=False, compare=False, default=None)
+    output_validator: QuickValidator | None = field(repr=False, compare=False, default=None)
     wants_context: bool = False
     # The tasks extension (MCP 2026-07-28): None runs every call at once; "optional" lets a request that declared
     # io.modelcontextprotocol/tasks get a task; "required" refuses (-32021) a 2026-07-28 request that did not.
