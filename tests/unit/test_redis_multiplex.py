@@ -302,7 +302,7 @@ def test_a_stalled_redis_fails_waiting_commands_with_timeout_and_the_next_one_su
     elapsed = time.monotonic() - started
     assert all(type(greenlet.exception) is RedisTimeoutError for greenlet in waiting), \
         [greenlet.exception or greenlet.value for greenlet in waiting]
-    assert elapsed < 1.2, elapsed  # the timeout (0.3 s) plus the watchdog's interval, not the pause
+    assert elapsed < 1.4, elapsed  # the timeout (0.3 s) and the watchdog's interval, not the 1.5 s pause
     gevent.sleep(max(0.0, paused_until - time.monotonic()) + 0.2)
     assert mux.execute("PING") == b"PONG"
     assert len(connections_named(redis_server)) == 1
@@ -384,14 +384,35 @@ def test_a_writer_killed_before_it_wrote_costs_no_other_greenlet_its_reply(muxes
 
 @pytest.mark.xfail(strict=True, reason="BUG: a writer interrupted inside sendall (a gevent.Timeout, a kill) leaves "
                                        "half a command on the connection and what others queued unsent")
-def test_a_writer_interrupted_mid_write_costs_no_other_greenlet_its_reply(muxes, redis_server):
+def test_a_writer_interrupted_mid_write_costs_no_other_greenlet_its_reply(muxes, redis_server, monkeypatch):
     mux = muxes(timeout_s=1.5)
     assert mux.execute("PING") == b"PONG"
+    sock = mux._sock
+    original = type(sock).sendall
+    write = ["not started"]
+
+    def watched(self, data, *args):
+        if self is not sock:
+            return original(self, data, *args)
+        write[0] = "under way"
+        try:
+            original(self, data, *args)
+        except BaseException:
+            write[0] = "cut short"
+            raise
+        write[0] = "done"
+
+    monkeypatch.setattr(type(sock), "sendall", watched)
+    blocked: list[bool] = []
     redis_server.pause()  # Redis reads nothing: a big command fills the socket's buffers and its write blocks
     try:
         def big() -> None:
-            with gevent.Timeout(0.3):
-                mux.execute("SET", "big", b"x" * (32 << 20))
+            try:
+                with gevent.Timeout(0.3):
+                    mux.execute("SET", "big", b"x" * (32 << 20))
+            except gevent.Timeout:
+                blocked.append(write[0] != "done")  # the command was not all written when its caller gave up
+                raise
 
         writer = gevent.spawn(big)
         gevent.sleep(0.1)
@@ -400,6 +421,8 @@ def test_a_writer_interrupted_mid_write_costs_no_other_greenlet_its_reply(muxes,
         assert isinstance(writer.exception, gevent.Timeout)
     finally:
         redis_server.resume()
+    if blocked != [True]:
+        pytest.skip("the socket's buffers took the whole command: nothing was left to interrupt")
     other.join(5)
     assert other.successful(), other.exception  # fails: TimeoutError (Redis waits for the rest of the SET)
     assert other.value == 1
