@@ -71,7 +71,8 @@ class Multiplexer:
         self._sock: Any = None
         self._calls: deque[PendingCall] = deque()
         self._outgoing: list[bytes] = []
-        self._writing = False
+        # The writer greenlet's wake-up while it waits for something to write.
+        self._writer_waiting: Waiter | None = None
         self._connecting = gevent.lock.Semaphore()
         self._connect_attempts = 0
         self._connect_failure: str | None = None
@@ -118,14 +119,19 @@ class Multiplexer:
 
     def send(self, packed: list[bytes]) -> list[Any]:
         """Send commands already in RESP together and return their replies in order."""
+        if not packed:
+            return []
         data = b"".join(packed) if len(packed) > 1 else packed[0]
-        sock = self._sock if self._sock is not None else self._connect()
+        if self._sock is None:
+            self._connect()
         call = PendingCall(len(packed), time.monotonic() + self._patience_s)
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(data)
         self._calls.append(call)
-        if not self._writing:
-            self._write(sock)
+        writer = self._writer_waiting
+        if writer is not None:
+            self._writer_waiting = None
+            get_hub().loop.run_callback(writer.switch, None)
         return call.wait()
 
     def close(self) -> None:
@@ -133,22 +139,30 @@ class Multiplexer:
         if self._sock is not None:
             self._fail(self._sock, RedisConnectionError("Redis connection closed"))
 
-    def _write(self, sock: Any) -> None:
-        """Write what every greenlet queued, after letting the greenlets already runnable queue theirs too."""
-        self._writing = True
+    def _write_forever(self, sock: Any) -> None:
+        """Write what every greenlet queued, together, until the connection fails.
+
+        The connection's own greenlet writes, never a caller: a caller killed or timed out mid-write (a cancelled
+        tool call) would leave the others' commands unsent, or half a command on the wire.
+        """
         try:
-            gevent.sleep(0)
-            while self._outgoing and sock is self._sock:
+            while sock is self._sock:
+                if not self._outgoing:
+                    self._writer_waiting = Waiter()
+                    self._writer_waiting.get()  # a caller that queued something wakes it
+                    # Greenlets already runnable queue their commands too before this write goes.
+                    gevent.sleep(0)
+                    continue
                 data = b"".join(self._outgoing) if len(self._outgoing) > 1 else self._outgoing[0]
                 self._outgoing.clear()
                 sock.sendall(data)
+        except gevent.GreenletExit:
+            raise
         except OSError as exc:
             self._fail(sock, RedisConnectionError(f"Error writing to Redis: {exc}"))
-        finally:
-            self._writing = False
 
     def _connect(self) -> Any:
-        """Connect (one greenlet does; the others wait for it) and start the reader and the watchdog."""
+        """Connect (one greenlet does; the others wait for it) and start the reader, the writer and the watchdog."""
         attempts_seen = self._connect_attempts
         with self._connecting:
             if self._sock is not None:
@@ -168,7 +182,9 @@ class Multiplexer:
             # Idle is not an outage: the watchdog times out commands, not the quiet between them.
             sock.settimeout(None)
             self._connection, self._sock = connection, sock
-            self._greenlets = [gevent.spawn(self._read_forever, sock), gevent.spawn(self._watch, sock)]
+            self._writer_waiting = None
+            self._greenlets = [gevent.spawn(self._read_forever, sock), gevent.spawn(self._write_forever, sock),
+                               gevent.spawn(self._watch, sock)]
             return sock
 
     def _read_forever(self, sock: Any) -> None:

@@ -42,7 +42,11 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
 
 
 class Incomplete(Exception):
-    """The buffer ends inside a reply: wait for more bytes."""
+    """The buffer ends inside a reply: wait for more bytes (at least `needed` from the reply's start)."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
 
 
 class RespParser:
@@ -53,28 +57,50 @@ class RespParser:
     """
 
     def __init__(self) -> None:
-        self.buffer = b""
+        # The start of a reply cut short, in the pieces received, and how many bytes it needs at least.
+        self.pieces: list[bytes] = []
+        self.held = 0
+        self.needed = 0
+
+    @property
+    def buffer(self) -> bytes:
+        """The bytes received and not yet parsed into a reply."""
+        return b"".join(self.pieces)
 
     def feed(self, data: bytes) -> list[Any]:
-        """Every reply completed by data, in order; a reply cut short waits for the next feed."""
-        buffer = self.buffer + data if self.buffer else data
+        """Every reply completed by data, in order; a reply cut short waits for the next feed.
+
+        A large reply arriving in many pieces is joined and parsed once it can be whole, not at every piece.
+        """
+        if self.pieces:
+            self.pieces.append(data)
+            self.held += len(data)
+            if self.held < self.needed:
+                return []
+            buffer = b"".join(self.pieces)
+        else:
+            buffer = data
         replies = []
         position, end = 0, len(buffer)
+        self.needed = 0
         while position < end:
             try:
                 reply, position_after = self._parse(buffer, position)
-            except Incomplete:
+            except Incomplete as cut:
+                self.needed = cut.needed - position
                 break
             replies.append(reply)
             position = position_after
-        self.buffer = buffer[position:]
+        rest = buffer[position:] if position else buffer
+        self.pieces = [rest] if rest else []
+        self.held = len(rest)
         return replies
 
     def _parse(self, buffer: bytes, position: int) -> tuple[Any, int]:
         """One reply starting at position, and where the next one starts."""
         line_end = buffer.find(CRLF, position)
         if line_end < 0:
-            raise Incomplete
+            raise Incomplete(len(buffer) + 1)
         kind = buffer[position]
         line = buffer[position + 1:line_end]
         after = line_end + 2
@@ -83,7 +109,7 @@ class RespParser:
             if size < 0:
                 return None, after
             if len(buffer) < after + size + 2:
-                raise Incomplete
+                raise Incomplete(after + size + 2)
             return buffer[after:after + size], after + size + 2
         if kind == 58:  # : integer
             return int(line), after

@@ -36,23 +36,24 @@ def test_a_fresh_session_comes_with_a_slot_taken_by_one_script(redis_hubs, redis
     warm = fresh_session(hub)
     assert hub.get_session_for_call(warm.id, STREAMABLE, "alice", 4)[1]  # the script is loaded now
     session = fresh_session(hub)
-    sent: list[list[tuple]] = []
-    pipeline = hub._lean.pipeline
+    sent: list[list[bytes]] = []
+    send = hub._lean.send
 
-    def recorded(commands):
-        sent.append(list(commands))
-        return pipeline(commands)
+    def recorded(packed):
+        # Each command in RESP: "*<n>", "$<len>", then its name.
+        sent.append([command.split(b"\r\n")[2] for command in packed])
+        return send(packed)
 
-    hub._lean.pipeline = recorded
+    hub._lean.send = recorded
     before = command_calls(redis_server)
     found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
     after = command_calls(redis_server)
-    del hub._lean.pipeline
+    del hub._lean.send
     assert found is not None and found.id == session.id and found.principal == "alice"
     assert token and token.startswith(hub.worker_id + "|")
     assert slots(redis_server, session.id) == [token.encode()]
     # One round trip, one command: the script, reading the session and taking the slot.
-    assert [[command[0] for command in commands] for commands in sent] == [["EVALSHA"]]
+    assert sent == [[b"EVALSHA"]]
     assert after["cmdstat_evalsha"] - before["cmdstat_evalsha"] == 1
     # The lease runs from Redis's clock, and the set expires with it.
     client = redis_server.client()

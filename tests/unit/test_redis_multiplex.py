@@ -359,8 +359,6 @@ def test_close_fails_what_waits_and_a_later_command_connects_again(muxes, redis_
                       what="only the new connection left")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the greenlet that writes for everyone can be killed in its sleep(0) "
-                                       "before writing; what others queued stays unsent until the watchdog fails it")
 def test_a_writer_killed_before_it_wrote_costs_no_other_greenlet_its_reply(muxes):
     mux = muxes(timeout_s=1.0)
     assert mux.execute("PING") == b"PONG"
@@ -382,8 +380,6 @@ def test_a_writer_killed_before_it_wrote_costs_no_other_greenlet_its_reply(muxes
     assert other.value == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a writer interrupted inside sendall (a gevent.Timeout, a kill) leaves "
-                                       "half a command on the connection and what others queued unsent")
 def test_a_writer_interrupted_mid_write_costs_no_other_greenlet_its_reply(muxes, redis_server, monkeypatch):
     mux = muxes(timeout_s=1.5)
     assert mux.execute("PING") == b"PONG"
@@ -428,8 +424,6 @@ def test_a_writer_interrupted_mid_write_costs_no_other_greenlet_its_reply(muxes,
     assert other.value == 1
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (latent: no caller sends one today): an empty pipeline waits for a reply "
-                                       "that never comes, takes the next caller's, and the watchdog fails them all")
 def test_an_empty_pipeline_returns_nothing_at_once_and_costs_no_other_caller_its_reply(muxes):
     mux = muxes(timeout_s=1.0)
     assert mux.execute("PING") == b"PONG"

@@ -108,3 +108,20 @@ def test_an_unknown_type_byte_raises_value_error(data):
 def test_an_unknown_type_byte_after_good_replies_still_raises():
     with pytest.raises(ValueError):
         RespParser().feed(b"+OK\r\n!oops\r\n")
+
+
+def test_a_large_reply_in_many_pieces_is_parsed_once_it_can_be_whole(monkeypatch):
+    parser = RespParser()
+    value = b"x" * (4 * 1024 * 1024)
+    data = b"$%d\r\n%b\r\n:7\r\n" % (len(value), value)
+    parses = []
+    real_parse = RespParser._parse
+    monkeypatch.setattr(RespParser, "_parse", lambda self, buffer, position: parses.append(position)
+                        or real_parse(self, buffer, position))
+    replies = []
+    for start in range(0, len(data), 65536):
+        replies += parser.feed(data[start:start + 65536])
+    assert replies == [value, 7]
+    # Not once per piece (64 of them): the header tells how many bytes the reply needs.
+    assert len(parses) <= 4
+    assert parser.buffer == b""
