@@ -32,6 +32,9 @@ TARGETS = (
     ("modern_throughput_vs_sdk", ">=", 3.0),
     ("modern_cpu_per_call_vs_sdk", "<=", 0.333),
     ("modern_throughput_vs_ours_streamable", ">=", 1.0),
+    # Issue 14: one Redis worker against the in-memory hub, over each legacy wire.
+    ("sse_redis_1w_vs_memory", ">=", 0.8),
+    ("streamable_redis_1w_vs_memory", ">=", 0.9),
 )
 TRANSPORTS = ("sse", "streamable", "modern")
 # The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare. The WSGI floor (wsgi) is
@@ -148,6 +151,11 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         one, two = summary.get(f"ours-redis-1w/{transport}"), summary.get(f"ours-redis-2w/{transport}")
         if one and two:
             ratios[f"{transport}_redis_2w_vs_1w"] = ratio(two["req_per_s"], one["req_per_s"])
+        memory = summary.get(f"ours/{transport}")
+        if one and memory:
+            ratios[f"{transport}_redis_1w_vs_memory"] = ratio(one["req_per_s"], memory["req_per_s"])
+            ratios[f"{transport}_redis_1w_cpu_per_call_vs_memory"] = ratio(one["cpu_us_per_call"],
+                                                                             memory["cpu_us_per_call"])
     return ratios
 
 

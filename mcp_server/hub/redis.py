@@ -174,7 +174,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
 
     def _lean_path(self) -> LeanCommands | Multiplexer | None:
         """The per-call commands' path of this process, creating the client on first use."""
-        if self._lean is None or self._fork_seen != _forks[0] or self._listener is None or self._listener.dead:
+        if self._fork_seen != _forks[0] or self._client is None:
             self.client  # noqa: B018  (starts the worker's greenlets, creates the client and its lean path)
         return self._lean
 
