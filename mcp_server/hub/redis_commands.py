@@ -2,11 +2,11 @@
 
 redis-py's client spends more CPU around a command than the round trip itself costs: a dirty check that polls the
 socket, connection-count and wait-time records, a retry wrapper, the command packed in pieces and written with
-one sendall each. The commands every tool call makes go through here instead: one packed write, one read per
-reply. The connection is borrowed from the same bounded pool and put back, so MCP_REDIS_POOL_SIZE and
-MCP_REDIS_TIMEOUT_S bound these as they bound every other command; a connection that failed mid-command is
-closed before it goes back (redis-py's own send and read close it), and one Redis closed is reconnected before
-use, so none is ever reused dirty.
+one sendall each. Where the hub cannot multiplex (redis_multiplex.py: over TLS or a Unix socket), the commands
+every tool call makes go through here instead: one packed write, one read per reply. The connection is borrowed
+from the same bounded pool and put back, so MCP_REDIS_POOL_SIZE and MCP_REDIS_TIMEOUT_S bound these as they bound
+every other command; a connection that failed mid-command is closed before it goes back (redis-py's own send and
+read close it), and one Redis closed is reconnected before use, so none is ever reused dirty.
 """
 
 from __future__ import annotations

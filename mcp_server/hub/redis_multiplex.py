@@ -2,9 +2,10 @@
 
 Each command a tool call makes used to cost a connection borrowed from the pool, a write, and a wait for its
 own read: several system calls and a wake-up of Redis per command. Here the commands that greenlets issue in the
-same turn of gevent's loop go out in one write, and one greenlet reads every reply in order and hands each to
-the greenlet that asked. Redis answers the commands of one connection in the order they arrive, so replies need
-no ids; what one greenlet sends in one call (a slot's release ahead of an answer, say) still runs in that order.
+same turn of gevent's loop go out in one write by the connection's writer greenlet, and its reader greenlet reads
+every reply in order and hands each to the greenlet that asked. Redis answers the commands of one connection in
+the order they arrive, so replies need no ids; what one greenlet sends in one call (a slot's release ahead of an
+answer, say) still runs in that order.
 
 Failure is shared: when Redis closes the connection, or the oldest command has waited MCP_REDIS_TIMEOUT_S, the
 connection is closed, every command waiting on it fails as redis-py's would (ConnectionError, TimeoutError), and
