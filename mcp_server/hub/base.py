@@ -165,9 +165,12 @@ class Hub(ABC):
         The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
         (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
         """
-        session = self.get_session(
+        return self.get_own_session(session_id, transport, principal), None
+
+    def get_own_session(self, session_id: str, transport: str, principal: str | None) -> Session | None:
+        """Load a session of this transport and principal; anyone else's is None, its idle timer left alone."""
+        return self.get_session(
             session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
-        return session, None
 
     def hold_call_slot(self, session_id: str, token: str) -> None:
         """Keep a slot that get_session_for_call took for as long as its call runs (a hub with leases renews it)."""

@@ -21,26 +21,16 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack
+from mcp_server.hub.redis_resp import PipelinedCommands, pack
 
 __all__ = ["LeanCommands", "lean_commands"]
 
 
-class LeanCommands:
+class LeanCommands(PipelinedCommands):
     """Commands on connections borrowed from a redis-py BlockingConnectionPool's own queue."""
 
     def __init__(self, pool: redis.BlockingConnectionPool) -> None:
         self.pool = pool
-
-    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Send one command (after the commands in before, in the same write) and return its reply.
-
-        An error reply to this command is raised; the replies to the commands before it are not read for errors.
-        """
-        reply = self.pipeline([*before, args])[-1]
-        if isinstance(reply, ResponseError):
-            raise reply
-        return reply
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands in one write and return their replies in order, an error reply as its exception.

@@ -22,10 +22,10 @@ import gevent
 import gevent.lock
 from gevent.hub import Waiter, get_hub
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub.redis_resp import RespParser, pack, pack_arguments
+from mcp_server.hub.redis_resp import PipelinedCommands, RespParser, pack, pack_arguments, reply_or_raise
 
 __all__ = ["Multiplexer"]
 
@@ -62,7 +62,7 @@ class PendingCall:
         return self.replies
 
 
-class Multiplexer:
+class Multiplexer(PipelinedCommands):
     """Commands of every greenlet on one connection made like the pool's (same address, credentials, database)."""
 
     def __init__(self, pool: Any, timeout_s: float) -> None:
@@ -84,16 +84,6 @@ class Multiplexer:
         # EVALSHA, the script's SHA and its key count, packed once per script and shape of call.
         self._evalsha_heads: dict[tuple[str, int, int], bytes] = {}
 
-    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Send one command (after the commands in before, in the same write) and return its reply.
-
-        An error reply to this command is raised; the replies to the commands before it are not read for errors.
-        """
-        reply = self.pipeline([*before, args])[-1]
-        if isinstance(reply, ResponseError):
-            raise reply
-        return reply
-
     def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = ()) -> Any:
         """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
 
@@ -106,10 +96,7 @@ class Multiplexer:
             head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, len(keys)))
         command = head + pack_arguments([*keys, *args])
         try:
-            reply = self.send([*[pack(other) for other in before], command])[-1]
-            if isinstance(reply, ResponseError):
-                raise reply
-            return reply
+            return reply_or_raise(self.send([*[pack(other) for other in before], command])[-1])
         except NoScriptError:
             self.execute("SCRIPT", "LOAD", script.script)
             return self.execute("EVALSHA", script.sha, len(keys), *keys, *args)

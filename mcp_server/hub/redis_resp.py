@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from redis._parsers.base import BaseParser
+from redis.exceptions import ResponseError
 
-__all__ = ["RespParser", "pack", "pack_arguments"]
+__all__ = ["PipelinedCommands", "RespParser", "pack", "pack_arguments", "reply_or_raise"]
 
 CRLF = b"\r\n"
 
@@ -127,3 +128,25 @@ class RespParser:
         if kind == 45:  # - error
             return BaseParser.parse_error(line.decode("utf-8", "replace")), after
         raise ValueError(f"not a Redis reply: {bytes([kind])!r}")
+
+
+def reply_or_raise(reply: Any) -> Any:
+    """A command's reply, or its error reply raised."""
+    if isinstance(reply, ResponseError):
+        raise reply
+    return reply
+
+
+class PipelinedCommands:
+    """What both command paths (redis_commands.py, redis_multiplex.py) build on their pipeline()."""
+
+    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Send several commands together and return their replies in order, an error reply as its exception."""
+        raise NotImplementedError
+
+    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+        """Send one command (after the commands in before, in the same write) and return its reply.
+
+        An error reply to this command is raised; the replies to the commands before it are not read for errors.
+        """
+        return reply_or_raise(self.pipeline([*before, args])[-1])

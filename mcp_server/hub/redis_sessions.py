@@ -54,9 +54,8 @@ class Sessions:
         With accept, the session is read first without touching it, and refreshed only if accept takes it.
         """
         now = time.monotonic()
-        refreshed = self._ttl_refreshed.get(session_id)
         # A session read moments ago has a fresh TTL: a plain GET (one Redis command, not a script) suffices.
-        fresh = refreshed is not None and now - refreshed < self._refresh_ttl_every_s
+        fresh = self.ttl_is_fresh(session_id, now)
         if fresh or accept is not None:
             session = self.peek_session(session_id)
             if session is None or (accept is not None and not accept(session)):
@@ -77,10 +76,12 @@ class Sessions:
         self._ttl_refreshed[session_id] = now
         return session_from_json(data)
 
-    def ttl_is_fresh(self, session_id: str) -> bool:
+    def ttl_is_fresh(self, session_id: str, now: float | None = None) -> bool:
         """True when this worker refreshed the session's TTL moments ago (a plain read suffices now)."""
         refreshed = self._ttl_refreshed.get(session_id)
-        return refreshed is not None and time.monotonic() - refreshed < self._refresh_ttl_every_s
+        if refreshed is None:
+            return False
+        return (time.monotonic() if now is None else now) - refreshed < self._refresh_ttl_every_s
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""

@@ -48,8 +48,7 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
     # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
     # before the lookup touches anything, so a foreign probe does not keep the session alive.
     if call is None:
-        session = core.hub.get_session(
-            session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+        session = core.hub.get_own_session(session_id, transport, principal)
     else:
         session, call.call_slot = core.hub.get_session_for_call(session_id, transport, principal,
                                                                 core.call_slots.limit)
