@@ -1,17 +1,20 @@
 """CPU cost of the Redis hub's per-call work, in-process, against a throwaway redis-server (no HTTP, no generator).
 
-    python -m bench.redis_micro [--calls 4000] [--rounds 5]
+    python -m bench.redis_micro [--calls 4000] [--rounds 5] [--count]
 
 32 greenlets, one session each, do back to back what one `tools/call` asks of the hub: on legacy SSE the session
 lookup, the call slot taken and given back, the answer delivered and read from the session's stream; on
 Streamable HTTP the lookup and the slot. Each line is this process's CPU microseconds per call for each round and
 their minimum: the machine's other load inflates every round, the minimum least. Compare two trees in one
-sitting (run it from each); the memory hub's lines show the floor.
+sitting (run it from each); the memory hub's lines show the floor. With --count, each line is instead what one
+call does, counted rather than timed (function calls, Python and C, and greenlet switches): a shared machine's
+speed changes by tens of percent within minutes, a count does not.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import inspect
 import resource
 import sys
@@ -22,6 +25,7 @@ from gevent import monkey
 monkey.patch_all()
 
 import gevent  # noqa: E402
+import greenlet  # noqa: E402
 
 from bench.servers import redis_server  # noqa: E402
 from mcp_server.config import Settings  # noqa: E402
@@ -45,13 +49,21 @@ def sse_call(hub: Any, session: Session, stream: Any) -> None:
     """What a legacy SSE tools/call asks of the hub, the answer read back from the stream."""
     token = lookup_with_slot(hub, session)
     # As the dispatcher gives it back when the answer is stored next (a tree before that just frees it).
-    if "answer_follows" in inspect.signature(hub.give_back_call_slot).parameters:
+    if gives_back_ahead_of_the_answer(hub):
         hub.give_back_call_slot(session.id, token, answer_follows=True)
     else:
         hub.give_back_call_slot(session.id, token)
     hub.deliver(session.id, ANSWER)
     while stream.get(5) is None:
         pass
+
+
+def gives_back_ahead_of_the_answer(hub: Any, known: dict[type, bool] = {}) -> bool:  # noqa: B006 (a cache)
+    """Whether this tree's hub can send a slot's release with the answer (asked once per hub class, not per call)."""
+    kind = type(hub)
+    if kind not in known:
+        known[kind] = "answer_follows" in inspect.signature(hub.give_back_call_slot).parameters
+    return known[kind]
 
 
 def streamable_call(hub: Any, session: Session, stream: Any) -> None:
@@ -97,11 +109,40 @@ def per_call_us(hub: Any, call: Any, calls: int, rounds: int) -> list[float]:
     return figures
 
 
+def counted_per_call(hub: Any, call: Any, calls: int) -> dict[str, float]:
+    """Function calls (Python, C) and greenlet switches per call, over one round of calls."""
+    counts: collections.Counter = collections.Counter()
+
+    def on_call(frame: Any, event: str, arg: Any) -> None:
+        counts[event] += 1
+
+    def on_switch(event: str, args: Any) -> None:
+        counts["switch"] += 1
+
+    def counting_round(each: int) -> None:
+        sys.setprofile(on_call)
+        threading_profile = greenlet.settrace(on_switch)
+        try:
+            per_call_us(hub, call, each * SESSIONS, 1)
+        finally:
+            sys.setprofile(None)
+            greenlet.settrace(threading_profile)
+
+    counting_round(10)  # the first round connects and loads scripts: not counted
+    counts.clear()
+    each = calls // SESSIONS
+    counting_round(each)
+    done = each * SESSIONS + 20 * SESSIONS  # per_call_us warms up with 20 calls a session first
+    return {"python calls": counts["call"] / done, "C calls": counts["c_call"] / done,
+            "switches": counts["switch"] / done}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print CPU µs per call of each wire's hub work, on the memory hub and on the Redis hub."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--count", action="store_true", help="count function calls and switches, not time")
     args = parser.parse_args(argv)
     redis = redis_server()
     if redis is None:
@@ -112,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             hub = create_hub(Settings.from_environ(environ))
             hub.prepare()
             for wire, call in (("sse", sse_call), ("streamable", streamable_call)):
+                if args.count:
+                    counted = counted_per_call(hub, call, args.calls)
+                    print(f"{backend:<7} {wire:<11} " + "  ".join(f"{v:7.1f} {k}" for k, v in counted.items())
+                          + " per call")
+                    continue
                 figures = per_call_us(hub, call, args.calls, args.rounds)
                 rounds = " ".join(f"{figure:6.0f}" for figure in figures)
                 print(f"{backend:<7} {wire:<11} {rounds}   min {min(figures):6.0f} us/call")

@@ -14,7 +14,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from mcp_server.encoding import loads
 from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
-from mcp_server.hub.redis_resp import RespParser, pack
+from mcp_server.hub.redis_resp import pack, reply_parser
 
 log = logging.getLogger("mcp.hub")
 
@@ -143,7 +143,7 @@ class SubscriberReader:
     def __init__(self, connection: Any) -> None:
         self.sock = connection._sock
         self.timeout = self.sock.gettimeout()  # MCP_REDIS_TIMEOUT_S, for the confirmations
-        self.parser = RespParser()
+        self.parser = reply_parser()
         self.waiting: list[Any] = []
 
     def send(self, *command: Any) -> None:

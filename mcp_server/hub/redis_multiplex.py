@@ -25,7 +25,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub.redis_resp import PipelinedCommands, RespParser, pack, pack_arguments, reply_or_raise
+from mcp_server.hub.redis_resp import (
+    PipelinedCommands,
+    pack,
+    pack_arguments,
+    reply_or_raise,
+    reply_parser,
+)
 
 __all__ = ["Multiplexer"]
 
@@ -177,7 +183,7 @@ class Multiplexer(PipelinedCommands):
 
     def _read_forever(self, sock: Any) -> None:
         """Hand each reply to the call that asked, in order, until the connection fails."""
-        parser = RespParser()
+        parser = reply_parser()
         calls = self._calls
         try:
             while True:

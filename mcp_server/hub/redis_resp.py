@@ -7,7 +7,13 @@ from typing import Any
 from redis._parsers.base import BaseParser
 from redis.exceptions import ResponseError
 
-__all__ = ["PipelinedCommands", "RespParser", "pack", "pack_arguments", "reply_or_raise"]
+try:  # hiredis (requirements.txt pins it) parses replies in C; without it, RespParser does the same in Python
+    import hiredis
+except ImportError:  # pragma: no cover - a deployment that left it out
+    hiredis = None
+
+__all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "reply_parser",
+           "reply_or_raise"]
 
 CRLF = b"\r\n"
 
@@ -128,6 +134,29 @@ class RespParser:
         if kind == 45:  # - error
             return BaseParser.parse_error(line.decode("utf-8", "replace")), after
         raise ValueError(f"not a Redis reply: {bytes([kind])!r}")
+
+
+class HiredisParser:
+    """RespParser's replies, parsed by hiredis's C reader: the same values, about ten times faster."""
+
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader(protocolError=ValueError, replyError=BaseParser.parse_error)
+
+    def feed(self, data: bytes) -> list[Any]:
+        """Every reply completed by data, in order; a reply cut short waits for the next feed."""
+        reader = self.reader
+        reader.feed(data)
+        replies = []
+        reply = reader.gets()
+        while reply is not False:
+            replies.append(reply)
+            reply = reader.gets()
+        return replies
+
+
+def reply_parser() -> RespParser | HiredisParser:
+    """The fastest reply parser installed."""
+    return RespParser() if hiredis is None else HiredisParser()
 
 
 def reply_or_raise(reply: Any) -> Any:

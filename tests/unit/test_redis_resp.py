@@ -1,11 +1,15 @@
-"""hub/redis_resp.py: commands packed as redis-py sends them, and replies parsed alike however the bytes split."""
+"""hub/redis_resp.py: commands packed as redis-py sends them, and replies parsed alike however the bytes split.
+
+Every parsing test runs on both parsers: RespParser (Python) and HiredisParser (hiredis's C reader, the one a
+deployment runs), so they cannot drift apart.
+"""
 
 from __future__ import annotations
 
 import pytest
 from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 
-from mcp_server.hub.redis_resp import RespParser, pack
+from mcp_server.hub.redis_resp import HiredisParser, RespParser, pack, reply_parser
 
 # One reply of each kind, and what the parser makes of it.
 REPLIES = [
@@ -25,6 +29,21 @@ NESTED = (b"*4\r\n$-1\r\n*2\r\n$1\r\nx\r\n*-1\r\n*0\r\n*1\r\n*1\r\n$-1\r\n",
           [None, [b"x", None], [], [[None]]])
 
 
+@pytest.fixture(params=[RespParser, HiredisParser], ids=["python", "hiredis"])
+def make_parser(request):
+    """Each reply parser in turn."""
+    return request.param
+
+
+def holds_nothing(parser) -> bool:
+    """No bytes wait in the parser for the rest of a reply."""
+    return parser.buffer == b"" if isinstance(parser, RespParser) else not parser.reader.has_data()
+
+
+def test_the_hub_parses_replies_with_hiredis_when_it_is_installed():
+    assert isinstance(reply_parser(), HiredisParser)
+
+
 def test_pack_writes_text_as_utf8_bytes_as_they_are_and_integers_as_digits():
     assert pack(("SET", "clé", b"\x00\r\n", 0, -12)) == (
         b"*5\r\n$3\r\nSET\r\n$4\r\ncl\xc3\xa9\r\n$3\r\n\x00\r\n\r\n$1\r\n0\r\n$3\r\n-12\r\n")
@@ -39,42 +58,42 @@ def test_pack_refuses_bools_floats_none_and_other_objects(value):
 
 
 @pytest.mark.parametrize(("data", "expected"), REPLIES + [NESTED], ids=lambda value: repr(value)[:30])
-def test_each_reply_kind_parses_to_what_redis_py_gives_undecoded(data, expected):
-    parser = RespParser()
+def test_each_reply_kind_parses_to_what_redis_py_gives_undecoded(data, expected, make_parser):
+    parser = make_parser()
     assert parser.feed(data) == [expected]
-    assert parser.buffer == b""
+    assert holds_nothing(parser)
 
 
-def test_nested_arrays_keep_their_nil_members_in_place():
-    assert RespParser().feed(NESTED[0]) == [NESTED[1]]
+def test_nested_arrays_keep_their_nil_members_in_place(make_parser):
+    assert make_parser().feed(NESTED[0]) == [NESTED[1]]
 
 
-def test_several_replies_in_one_feed_come_back_in_order():
+def test_several_replies_in_one_feed_come_back_in_order(make_parser):
     data = b"".join(raw for raw, _ in REPLIES) + NESTED[0]
-    assert RespParser().feed(data) == [parsed for _, parsed in REPLIES] + [NESTED[1]]
+    assert make_parser().feed(data) == [parsed for _, parsed in REPLIES] + [NESTED[1]]
 
 
-def test_a_reply_stream_split_at_any_byte_parses_the_same():
+def test_a_reply_stream_split_at_any_byte_parses_the_same(make_parser):
     data = b"".join(raw for raw, _ in REPLIES) + NESTED[0] + b"-ERR boom\r\n"
-    whole = RespParser().feed(data)
+    whole = make_parser().feed(data)
     for cut in range(len(data) + 1):
-        parser = RespParser()
+        parser = make_parser()
         replies = parser.feed(data[:cut]) + parser.feed(data[cut:])
         assert [r if not isinstance(r, Exception) else (type(r), str(r)) for r in replies] == \
                [r if not isinstance(r, Exception) else (type(r), str(r)) for r in whole], cut
-        assert parser.buffer == b"", cut
+        assert holds_nothing(parser), cut
 
 
-def test_a_reply_fed_one_byte_at_a_time_completes_on_its_last_byte():
-    parser = RespParser()
+def test_a_reply_fed_one_byte_at_a_time_completes_on_its_last_byte(make_parser):
+    parser = make_parser()
     data = b"*2\r\n$3\r\nfoo\r\n:5\r\n"
     for byte in range(len(data) - 1):
         assert parser.feed(data[byte:byte + 1]) == []
     assert parser.feed(data[-1:]) == [[b"foo", 5]]
 
 
-def test_a_bulk_string_missing_only_its_final_crlf_waits():
-    parser = RespParser()
+def test_a_bulk_string_missing_only_its_final_crlf_waits(make_parser):
+    parser = make_parser()
     assert parser.feed(b"$3\r\nabc") == []
     assert parser.feed(b"\r") == []
     assert parser.feed(b"\n+next\r\n") == [b"abc", b"next"]
@@ -86,28 +105,35 @@ def test_a_bulk_string_missing_only_its_final_crlf_waits():
     (b"-ERR value is not an integer or out of range\r\n", ResponseError),
     (b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", ResponseError),
 ])
-def test_an_error_reply_is_returned_as_the_exception_redis_py_would_raise(line, kind):
-    (reply,) = RespParser().feed(line)
+def test_an_error_reply_is_returned_as_the_exception_redis_py_would_raise(line, kind, make_parser):
+    (reply,) = make_parser().feed(line)
     assert type(reply) is kind
     # The text after the code is kept, as redis-py keeps it.
     assert line[1:-2].decode().split(" ", 1)[1] in str(reply)
 
 
-def test_an_error_inside_an_array_is_an_exception_member_not_a_failure():
-    (reply,) = RespParser().feed(b"*3\r\n:1\r\n-ERR nope\r\n+OK\r\n")
+def test_an_error_inside_an_array_is_an_exception_member_not_a_failure(make_parser):
+    (reply,) = make_parser().feed(b"*3\r\n:1\r\n-ERR nope\r\n+OK\r\n")
     assert reply[0] == 1 and reply[2] == b"OK"
     assert type(reply[1]) is ResponseError and "nope" in str(reply[1])
 
 
-@pytest.mark.parametrize("data", [b"?what\r\n", b"%1\r\n", b"_\r\n", b"hello\r\n"])
-def test_an_unknown_type_byte_raises_value_error(data):
+@pytest.mark.parametrize("data", [b"?what\r\n", b"hello\r\n"])
+def test_an_unknown_type_byte_raises_value_error(data, make_parser):
+    with pytest.raises(ValueError):
+        make_parser().feed(data)
+
+
+@pytest.mark.parametrize("data", [b"%1\r\n", b"_\r\n"])
+def test_resp3_types_raise_value_error_in_the_python_parser(data):
+    # Redis sends them only to a connection that asked for RESP3 (HELLO 3); the hub's never does.
     with pytest.raises(ValueError):
         RespParser().feed(data)
 
 
-def test_an_unknown_type_byte_after_good_replies_still_raises():
+def test_an_unknown_type_byte_after_good_replies_still_raises(make_parser):
     with pytest.raises(ValueError):
-        RespParser().feed(b"+OK\r\n!oops\r\n")
+        make_parser().feed(b"+OK\r\n!oops\r\n")
 
 
 def test_a_large_reply_in_many_pieces_is_parsed_once_it_can_be_whole(monkeypatch):
