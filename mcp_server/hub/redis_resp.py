@@ -19,7 +19,11 @@ CRLF = b"\r\n"
 
 
 # The length headers of arguments up to this many bytes, made once: formatting bytes is dear per argument.
-LENGTH_HEADERS = [b"$%d" % size for size in range(1024)]
+LENGTH_HEADERS = [b"$%d\r\n" % size for size in range(1024)]
+# Text and integer arguments packed already, by value: at most this many, each of at most this many bytes.
+PACKED_MAX_ENTRIES = 8192
+PACKED_MAX_BYTES = 256
+_packed: dict[str | int, bytes] = {}
 
 
 def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
@@ -28,24 +32,43 @@ def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
 
 
 def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
-    """A command's arguments in RESP, without the count that heads the command."""
+    """A command's arguments in RESP, without the count that heads the command.
+
+    A short text or integer argument is packed once and remembered (a session's key names and a script's fixed
+    arguments come back with every call); the memory is bounded by forgetting them all when it is full.
+    """
     parts = []
     append = parts.append
+    known = _packed
     for arg in args:
         kind = type(arg)
-        if kind is str:
-            arg = arg.encode()
-        elif kind is int:
-            arg = str(arg).encode()
-        elif kind is not bytes:
+        if kind is str or kind is int:
+            piece = known.get(arg)
+            if piece is None:
+                piece = _packed_once(arg)
+            append(piece)
+            continue
+        if kind is not bytes:
             if not isinstance(arg, (bytearray, memoryview)):
                 raise TypeError(f"cannot send a {kind.__name__} to Redis")
             arg = bytes(arg)
         size = len(arg)
-        append(LENGTH_HEADERS[size] if size < 1024 else b"$%d" % size)
+        append(LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size)
         append(arg)
-    append(b"")
-    return b"\r\n".join(parts)
+        append(CRLF)
+    return b"".join(parts)
+
+
+def _packed_once(arg: str | int) -> bytes:
+    """One text or integer argument in RESP, remembered when it is short."""
+    data = arg.encode() if type(arg) is str else str(arg).encode()
+    size = len(data)
+    piece = (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
+    if size <= PACKED_MAX_BYTES:
+        if len(_packed) >= PACKED_MAX_ENTRIES:
+            _packed.clear()  # unique values (tokens) fill it up slowly; what repeats is packed again at once
+        _packed[arg] = piece
+    return piece
 
 
 class Incomplete(Exception):

@@ -7,8 +7,10 @@ deployment runs), so they cannot drift apart.
 from __future__ import annotations
 
 import pytest
+from redis.connection import PythonRespSerializer
 from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
 
+from mcp_server.hub import redis_resp
 from mcp_server.hub.redis_resp import HiredisParser, RespParser, pack, reply_parser
 
 # One reply of each kind, and what the parser makes of it.
@@ -151,3 +153,21 @@ def test_a_large_reply_in_many_pieces_is_parsed_once_it_can_be_whole(monkeypatch
     # Not once per piece (64 of them): the header tells how many bytes the reply needs.
     assert len(parses) <= 4
     assert parser.buffer == b""
+
+
+def test_arguments_packed_again_from_memory_are_the_same_bytes_as_redis_py_sends():
+    serializer = PythonRespSerializer(buffer_cutoff=1 << 30, encode=lambda value: value if isinstance(
+        value, bytes) else str(value).encode())
+    args = ("EVALSHA", "mcp:session:{ab}", "mcp:session:{ab}:calls", 7, 15000, "", "streamable", b"\x00raw", "é")
+    expected = b"".join(serializer.pack(*args))
+    assert pack(args) == expected
+    assert pack(args) == expected  # the second time from what was remembered
+
+
+def test_the_memory_of_packed_arguments_stays_bounded_and_skips_long_values():
+    for number in range(redis_resp.PACKED_MAX_ENTRIES + 100):
+        pack(("ZREM", "calls", f"worker|{number}"))
+    assert len(redis_resp._packed) <= redis_resp.PACKED_MAX_ENTRIES
+    long_value = "x" * (redis_resp.PACKED_MAX_BYTES + 1)
+    assert pack((long_value,)) == b"*1\r\n$%d\r\n%s\r\n" % (len(long_value), long_value.encode())
+    assert long_value not in redis_resp._packed
