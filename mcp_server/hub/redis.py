@@ -186,6 +186,10 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
             position = self._run("publish", keys, args)
         return None if position is None else join_event_id(position.decode(), stream)
 
+    def delivery_token(self) -> str:
+        """A delivery's token, made as a call slot's: this worker's id and a number (no randomness per call)."""
+        return self._new_slot_token()
+
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
         keys, args = self._publish_arguments(session_id, message, stream)

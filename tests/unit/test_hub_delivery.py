@@ -73,3 +73,15 @@ def test_an_answer_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noq
 def test_a_negative_delivery_retry_is_refused_at_start():
     with pytest.raises(ConfigError, match="MCP_DELIVERY_RETRY_S must be 0"):
         Settings.from_environ({"MCP_DELIVERY_RETRY_S": "-1"})
+
+
+@pytest.mark.redis
+def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  # noqa: F811
+    workers = [RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url})) for _ in range(2)]
+    try:
+        tokens = [worker.delivery_token() for worker in workers for _ in range(500)]
+        # A token shared by two deliveries would let the second be taken for a retry of the first, and dropped.
+        assert len(set(tokens)) == 1000
+    finally:
+        for worker in workers:
+            worker.stop()
