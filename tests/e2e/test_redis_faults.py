@@ -348,7 +348,7 @@ def test_sigterm_closes_streams_promptly_and_answers_calls_in_flight(redis_serve
 # idle sessions
 @pytest.mark.parametrize("backend", ["memory", "redis"])
 def test_idle_sessions_expire_after_the_ttl(backend, redis_server):  # noqa: F811
-    env = {"MCP_SESSION_TTL_S": "1"}
+    env = {"MCP_SESSION_TTL_S": "2"}  # long enough to count it once on a loaded machine, short enough to wait out
     if backend == "redis":
         redis_server.client().flushdb()
         env["MCP_REDIS_URL"] = redis_server.url
@@ -367,10 +367,11 @@ def test_idle_sessions_expire_after_the_ttl(backend, redis_server):  # noqa: F81
 
 
 def test_a_session_in_use_outlives_the_ttl(redis_server):  # noqa: F811
-    env = {"MCP_SESSION_TTL_S": "1", "MCP_REDIS_URL": redis_server.url}
+    # Pings every 0.3 s for two and a half TTLs: the margin (1.7 s a ping) absorbs a loaded machine's stalls.
+    env = {"MCP_SESSION_TTL_S": "2", "MCP_REDIS_URL": redis_server.url}
     with ServerProcess(env=env) as server, client() as http:
         session = StreamableSession(http, server.url)
-        deadline = time.monotonic() + 3.0
+        deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
             assert session.call(request("ping"))["result"] == {}
             time.sleep(0.3)

@@ -201,20 +201,21 @@ def test_the_ttl_is_the_default_or_the_asked_one_never_past_the_max(make_core, r
 
 
 def test_a_task_and_its_result_are_gone_after_the_ttl(make_core, registry):
-    core = make_core({"MCP_TASK_TTL_S": "0.3"}, registry=registry)
+    # A second to live: a loaded machine must still read the result back before it goes.
+    core = make_core({"MCP_TASK_TTL_S": "1.0"}, registry=registry)
     alice = Client(core, "alice")
     task_id = alice.call("quick")["taskId"]
     assert alice.until(task_id)["status"] == "completed"
-    gevent.sleep(0.5)
+    gevent.sleep(1.3)
     assert code_of(alice("tasks/get", taskId=task_id)) == -32602
 
 
 def test_a_task_whose_worker_stopped_renewing_fails_within_the_lease(make_core, registry):
-    core = make_core({"MCP_TASK_LEASE_S": "0.3"}, registry=registry)
+    core = make_core({"MCP_TASK_LEASE_S": "1.0"}, registry=registry)
     alice = Client(core, "alice")
     task_id = alice.call("sleepy", seconds=30)["taskId"]
-    gevent.sleep(0.4)
-    assert alice.get(task_id)["status"] == "working"  # renewed while it runs
+    gevent.sleep(1.5)
+    assert alice.get(task_id)["status"] == "working"  # renewed while it runs, past one lease
     # The worker "dies": its greenlets stop without writing anything.
     core.tasks._renewer.kill()
     for greenlet in list(core.tasks.running.values()):
