@@ -100,10 +100,10 @@ class CallSlots:
             gevent.spawn(self._free_slot, *release)
 
     def _free_slot(self, session_id: str, token: str) -> None:
-        """Remove the slot's lease token from the session's running calls."""
+        """Remove the slot's lease token from the session's running calls (written before the call's answer is)."""
         try:
             with self._redis():
-                self.command("ZREM", call_slots_key(session_id), token)
+                self.post_command("ZREM", call_slots_key(session_id), token)
         except HubUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 

@@ -14,6 +14,7 @@ the next command connects again.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from typing import Any
@@ -80,6 +81,8 @@ class Multiplexer(PipelinedCommands):
         self._outgoing: list[bytes] = []
         # The writer greenlet's wake-up while it waits for something to write.
         self._writer_waiting: Waiter | None = None
+        # The socket whose writer greenlet is inside a write that may yield: nobody else writes to it meanwhile.
+        self._writing: Any = None
         self._connecting = gevent.lock.Semaphore()
         self._connect_attempts = 0
         self._connect_failure: str | None = None
@@ -122,11 +125,44 @@ class Multiplexer(PipelinedCommands):
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(data)
         self._calls.append(call)
+        self._wake_writer()
+        return call.wait()
+
+    def post(self, packed: list[bytes]) -> None:
+        """Write commands before this greenlet goes on, and wait for no reply (the reader reads and drops it).
+
+        For a call slot's release: its greenlet does not wait for Redis once more, and the release is on its way
+        to Redis before the client can see the call's answer. The write is one non-blocking system call, which
+        cannot be interrupted halfway; what the socket does not take, the writer greenlet sends next.
+        """
+        if not packed:
+            return
+        if self._sock is None:
+            self._connect()
+        self._calls.append(PendingCall(len(packed), time.monotonic() + self._patience_s))
+        self._outgoing.extend(packed)
+        sock = self._sock
+        if self._writing is sock:
+            return  # the writer sends it as soon as its current write is done
+        data = b"".join(self._outgoing) if len(self._outgoing) > 1 else self._outgoing[0]
+        self._outgoing.clear()
+        try:
+            sent = os.write(sock.fileno(), data)
+        except BlockingIOError:
+            sent = 0
+        except OSError as exc:
+            self._fail(sock, RedisConnectionError(f"Error writing to Redis: {exc}"))
+            return
+        if sent < len(data):
+            self._outgoing.append(data[sent:])
+            self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        """Let the writer greenlet send what is queued, if it is waiting for something to send."""
         writer = self._writer_waiting
         if writer is not None:
             self._writer_waiting = None
             get_hub().loop.run_callback(writer.switch, None)
-        return call.wait()
 
     def close(self) -> None:
         """Close the connection and fail what waits on it (the hub's stop)."""
@@ -149,7 +185,12 @@ class Multiplexer(PipelinedCommands):
                     continue
                 data = b"".join(self._outgoing) if len(self._outgoing) > 1 else self._outgoing[0]
                 self._outgoing.clear()
-                sock.sendall(data)
+                self._writing = sock
+                try:
+                    sock.sendall(data)
+                finally:
+                    if self._writing is sock:  # a killed writer of a connection gone must not clear its successor's
+                        self._writing = None
         except gevent.GreenletExit:
             raise
         except OSError as exc:
@@ -221,6 +262,7 @@ class Multiplexer(PipelinedCommands):
         calls = list(self._calls)
         self._calls.clear()
         self._outgoing.clear()
+        self._writing = None
         connection.disconnect()
         for call in calls:
             call.finish(error)
