@@ -53,7 +53,6 @@ from mcp_server.hub.redis_keys import (
 )
 from mcp_server.hub.redis_listener import Listener
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack
 from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.hub.redis_sessions import REFRESH_TTL_EVERY_S, Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
@@ -176,10 +175,10 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
     def post_command(self, *args: Any) -> None:
         """Send one command whose reply nobody needs: on the multiplexer, written at once and not waited for."""
         lean = self._lean_path()
-        if isinstance(lean, Multiplexer):
-            lean.post([*(pack(other) for other in self.releases_before_next_command()), pack(args)])
+        if lean is not None:
+            lean.post([*self.releases_before_next_command(), args])
         else:
-            self.command(*args)
+            self.client.execute_command(*args)
 
     def _lean_path(self) -> LeanCommands | Multiplexer | None:
         """The per-call commands' path of this process, creating the client on first use."""

@@ -39,6 +39,11 @@ __all__ = ["Multiplexer"]
 READ_SIZE = 65536
 
 
+def _joined(parts: list[bytes]) -> bytes:
+    """The parts as one bytes object (one part as it is, without a copy)."""
+    return b"".join(parts) if len(parts) > 1 else parts[0]
+
+
 class PendingCall:
     """The commands one greenlet sent together, waiting for their replies."""
 
@@ -118,33 +123,24 @@ class Multiplexer(PipelinedCommands):
         """Send commands already in RESP together and return their replies in order."""
         if not packed:
             return []
-        data = b"".join(packed) if len(packed) > 1 else packed[0]
-        if self._sock is None:
-            self._connect()
-        call = PendingCall(len(packed), time.monotonic() + self._patience_s)
-        # The bytes and the call join their queues in the same step: replies come back in this order.
-        self._outgoing.append(data)
-        self._calls.append(call)
+        call = self._enqueue(packed)
         self._wake_writer()
         return call.wait()
 
-    def post(self, packed: list[bytes]) -> None:
+    def post(self, commands: list[tuple[Any, ...]]) -> None:
         """Write commands before this greenlet goes on, and wait for no reply (the reader reads and drops it).
 
         For a call slot's release: its greenlet does not wait for Redis once more, and the release is on its way
         to Redis before the client can see the call's answer. The write is one non-blocking system call, which
         cannot be interrupted halfway; what the socket does not take, the writer greenlet sends next.
         """
-        if not packed:
+        if not commands:
             return
-        if self._sock is None:
-            self._connect()
-        self._calls.append(PendingCall(len(packed), time.monotonic() + self._patience_s))
-        self._outgoing.extend(packed)
+        self._enqueue([pack(command) for command in commands])
         sock = self._sock
         if self._writing is sock:
             return  # the writer sends it as soon as its current write is done
-        data = b"".join(self._outgoing) if len(self._outgoing) > 1 else self._outgoing[0]
+        data = _joined(self._outgoing)
         self._outgoing.clear()
         try:
             sent = os.write(sock.fileno(), data)
@@ -156,6 +152,16 @@ class Multiplexer(PipelinedCommands):
         if sent < len(data):
             self._outgoing.append(data[sent:])
             self._wake_writer()
+
+    def _enqueue(self, packed: list[bytes]) -> PendingCall:
+        """Queue commands for the connection (connecting first if needed) and the call that awaits their replies."""
+        if self._sock is None:
+            self._connect()
+        call = PendingCall(len(packed), time.monotonic() + self._patience_s)
+        # The bytes and the call join their queues in the same step: replies come back in this order.
+        self._outgoing.append(_joined(packed))
+        self._calls.append(call)
+        return call
 
     def _wake_writer(self) -> None:
         """Let the writer greenlet send what is queued, if it is waiting for something to send."""
@@ -183,7 +189,7 @@ class Multiplexer(PipelinedCommands):
                     # Greenlets already runnable queue their commands too before this write goes.
                     gevent.sleep(0)
                     continue
-                data = b"".join(self._outgoing) if len(self._outgoing) > 1 else self._outgoing[0]
+                data = _joined(self._outgoing)
                 self._outgoing.clear()
                 self._writing = sock
                 try:

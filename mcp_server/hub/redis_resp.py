@@ -202,3 +202,7 @@ class PipelinedCommands:
         An error reply to this command is raised; the replies to the commands before it are not read for errors.
         """
         return reply_or_raise(self.pipeline([*before, args])[-1])
+
+    def post(self, commands: list[tuple[Any, ...]]) -> None:
+        """Send commands whose replies nobody needs (a path that cannot skip the wait reads them and drops them)."""
+        self.pipeline(commands)

@@ -54,6 +54,16 @@ def test_lean_replies_match_redis_py_and_an_error_reply_leaves_the_connection_cl
 
 
 @pytest.mark.redis
+def test_posted_commands_on_pooled_connections_run_and_leave_the_connection_clean(redis_server):  # noqa: F811
+    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
+    lean = lean_commands(client)
+    client.set("text", "not a number")
+    lean.post([("SET", "posted", "1"), ("INCR", "text")])  # an error reply nobody asked for raises nothing
+    assert client.get("posted") == b"1"
+    assert lean.execute("ECHO", "next") == b"next"  # the one connection came back with nothing unread
+
+
+@pytest.mark.redis
 def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url))
     lean = lean_commands(client)

@@ -434,22 +434,22 @@ def test_an_empty_pipeline_returns_nothing_at_once_and_costs_no_other_caller_its
 
 
 # post: a call slot's release, written at once and not waited for
-def raw_get(server, key: str) -> bytes:
-    """GET over a plain blocking socket: the test's greenlet never yields, so no other greenlet runs meanwhile."""
+def raw_reply(server, *command: str) -> bytes:
+    """One command over a plain blocking socket: this greenlet never yields, so no other greenlet runs meanwhile."""
     blocking_socket = gevent.monkey.get_original("socket", "socket")
     with blocking_socket() as sock:
         sock.settimeout(5)
         sock.connect(("127.0.0.1", server.port))
-        sock.sendall(pack(("GET", key)))
+        sock.sendall(pack(command))
         return sock.recv(1024)
 
 
 def test_a_posted_command_is_written_before_its_greenlet_goes_on(muxes, redis_server):
     mux = muxes()
     assert mux.execute("PING") == b"PONG"
-    mux.post([pack(("SET", "released", "yes"))])
+    mux.post([("SET", "released", "yes")])
     # Nothing has yielded since the post, so neither the writer greenlet nor the reader ran: the post wrote it.
-    assert raw_get(redis_server, "released") == b"$3\r\nyes\r\n"
+    assert raw_reply(redis_server, "GET", "released") == b"$3\r\nyes\r\n"
 
 
 def test_replies_to_posted_commands_reach_no_caller(muxes):
@@ -457,7 +457,7 @@ def test_replies_to_posted_commands_reach_no_caller(muxes):
     assert mux.execute("SET", "n", "0") == b"OK"
 
     def work(k: int) -> list:
-        mux.post([pack(("INCR", "n")), pack(("SET", f"k{k}", "posted"))])
+        mux.post([("INCR", "n"), ("SET", f"k{k}", "posted")])
         return [mux.execute("GET", f"k{k}"), mux.execute("ECHO", f"mine {k}")]
 
     greenlets = [gevent.spawn(work, k) for k in range(50)]
@@ -471,7 +471,7 @@ def test_what_the_socket_did_not_take_of_a_post_the_writer_sends_in_order(muxes,
     assert mux.execute("PING") == b"PONG"
     real_write = redis_multiplex.os.write
     monkeypatch.setattr(redis_multiplex.os, "write", lambda fd, data: real_write(fd, data[:5]))  # a full socket
-    mux.post([pack(("SET", "first", "1"))])
+    mux.post([("SET", "first", "1")])
     monkeypatch.setattr(redis_multiplex.os, "write", real_write)
     assert mux.execute("GET", "first") == b"1"  # the rest of the SET went out first, then the GET
 
@@ -498,7 +498,7 @@ def test_a_post_while_the_writer_is_mid_write_waits_for_that_write(muxes, monkey
     writes: list[bytes] = []
     real_write = redis_multiplex.os.write
     monkeypatch.setattr(redis_multiplex.os, "write", lambda fd, data: writes.append(data) or real_write(fd, data))
-    mux.post([pack(("SET", "after", "1"))])
+    mux.post([("SET", "after", "1")])
     assert writes == []  # not between the two halves of the SET
     big.join(5)
     assert big.value == b"OK"
@@ -510,7 +510,7 @@ def test_a_posted_command_on_a_dead_connection_fails_nobody_and_the_next_command
     assert mux.execute("PING") == b"PONG"
     redis_server.client().client_kill_filter(_type="normal", skipme=True)
     gevent.sleep(0.2)  # the reader sees the connection go
-    mux.post([pack(("SET", "lost", "1"))])  # connects again, or fails the connection: either way nobody waits
+    mux.post([("SET", "lost", "1")])  # connects again, or fails the connection: either way nobody waits
     assert mux.execute("SET", "kept", "1") == b"OK"
     assert mux.execute("GET", "kept") == b"1"
 
@@ -522,9 +522,4 @@ def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(red
     assert token and hub.take_call_slot(session.id, 1) is None
     hub.give_back_call_slot(session.id, token)
     # Without a yield in between, as when the HTTP answer is written right after: Redis has the release already.
-    blocking_socket = gevent.monkey.get_original("socket", "socket")
-    with blocking_socket() as sock:
-        sock.settimeout(5)
-        sock.connect(("127.0.0.1", redis_server.port))
-        sock.sendall(pack(("ZCARD", call_slots_key(session.id))))
-        assert sock.recv(64) == b":0\r\n"
+    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
