@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from redis._parsers.base import BaseParser
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 try:  # hiredis (requirements.txt pins it) parses replies in C; without it, RespParser does the same in Python
     import hiredis
@@ -20,10 +21,13 @@ CRLF = b"\r\n"
 
 # The length headers of arguments up to this many bytes, made once: formatting bytes is dear per argument.
 LENGTH_HEADERS = [b"$%d\r\n" % size for size in range(1024)]
-# Text and integer arguments packed already, by value: at most this many, each of at most this many bytes.
+# Text arguments packed already, by value: at most this many, each of at most this many bytes. Only text is kept
+# here, so a lookup by any argument is exact: True, 1 and 1.0 are equal keys, but none of them equals a str.
 PACKED_MAX_ENTRIES = 8192
 PACKED_MAX_BYTES = 256
-_packed: dict[str | int, bytes] = {}
+_packed: dict[str, bytes] = {}
+# Integer arguments are remembered the same way, apart (a script's limits and TTLs come back every call).
+_packed_ints: dict[int, bytes] = {}
 
 
 def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
@@ -34,29 +38,38 @@ def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
 def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
     """A command's arguments in RESP, without the count that heads the command.
 
-    A short text or integer argument is packed once and remembered (a session's key names and a script's fixed
-    arguments come back with every call); the memory is bounded by forgetting them all when it is full.
+    A short text argument is packed once and remembered (a session's key names and a script's fixed arguments
+    come back with every call), so a command of known arguments costs one lookup each, made in C by map; the
+    memory is bounded by forgetting them all when it is full.
     """
-    parts = []
-    append = parts.append
-    known = _packed
-    for arg in args:
-        kind = type(arg)
-        if kind is str or kind is int:
-            piece = known.get(arg)
+    try:
+        pieces = list(map(_packed.get, args))
+    except TypeError:  # an unhashable argument (a bytearray): each is packed on its own
+        pieces = [None] * len(args)
+    if None in pieces:
+        for index, piece in enumerate(pieces):
             if piece is None:
-                piece = _packed_once(arg)
-            append(piece)
-            continue
-        if kind is not bytes:
-            if not isinstance(arg, (bytearray, memoryview)):
-                raise TypeError(f"cannot send a {kind.__name__} to Redis")
-            arg = bytes(arg)
-        size = len(arg)
-        append(LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size)
-        append(arg)
-        append(CRLF)
-    return b"".join(parts)
+                arg = args[index]
+                kind = type(arg)
+                if kind is bytes:  # a message: the commonest argument never remembered
+                    size = len(arg)
+                    pieces[index] = (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + arg + CRLF
+                elif kind is int:
+                    pieces[index] = _packed_ints.get(arg) or _packed_once(arg)
+                elif kind is str:  # new text (a token): packed, and remembered if short
+                    pieces[index] = _packed_once(arg)
+                else:
+                    pieces[index] = _packed_argument(arg)
+    return b"".join(pieces)
+
+
+def _packed_argument(arg: Any) -> bytes:
+    """A bytes-like argument other than bytes, in RESP; TypeError for anything Redis cannot take."""
+    if not isinstance(arg, (bytearray, memoryview)):
+        raise TypeError(f"cannot send a {type(arg).__name__} to Redis")
+    data = bytes(arg)
+    size = len(data)
+    return (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
 
 
 def _packed_once(arg: str | int) -> bytes:
@@ -65,9 +78,10 @@ def _packed_once(arg: str | int) -> bytes:
     size = len(data)
     piece = (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
     if size <= PACKED_MAX_BYTES:
-        if len(_packed) >= PACKED_MAX_ENTRIES:
-            _packed.clear()  # unique values (tokens) fill it up slowly; what repeats is packed again at once
-        _packed[arg] = piece
+        known = _packed if type(arg) is str else _packed_ints
+        if len(known) >= PACKED_MAX_ENTRIES:
+            known.clear()  # unique values (tokens) fill it up slowly; what repeats is packed again at once
+        known[arg] = piece
     return piece
 
 
@@ -206,3 +220,18 @@ class PipelinedCommands:
     def post(self, commands: list[tuple[Any, ...]]) -> None:
         """Send commands whose replies nobody needs (a path that cannot skip the wait reads them and drops them)."""
         self.pipeline(commands)
+
+    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it."""
+        raise NotImplementedError
+
+    def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
+                     on_done: Callable[[BaseException | None], None]) -> None:
+        """Run a script whose reply nobody waits for; on_done hears None or its failure (a path that cannot skip
+        the wait runs it, waits, and calls on_done from this greenlet)."""
+        try:
+            self.evalsha(script, keys, args, before)
+        except (RedisError, OSError) as error:
+            on_done(error)
+            return
+        on_done(None)

@@ -171,3 +171,23 @@ def test_the_memory_of_packed_arguments_stays_bounded_and_skips_long_values():
     long_value = "x" * (redis_resp.PACKED_MAX_BYTES + 1)
     assert pack((long_value,)) == b"*1\r\n$%d\r\n%s\r\n" % (len(long_value), long_value.encode())
     assert long_value not in redis_resp._packed
+
+
+def test_a_remembered_integer_or_text_never_stands_in_for_a_bool_a_float_or_bytes():
+    # True == 1 == 1.0 and hash(b"k") == hash("k"): a lookup by value must still tell them apart.
+    assert pack(("SET", "k", 1)) == b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\n1\r\n"
+    for impostor in (True, 1.0):
+        with pytest.raises(TypeError):
+            pack(("SET", "k", impostor))
+    assert pack((b"k",)) == pack(("k",))
+    assert redis_resp._packed.get(b"k") is None
+
+
+def test_the_memory_of_packed_integers_stays_bounded():
+    for number in range(redis_resp.PACKED_MAX_ENTRIES + 100):
+        assert pack((number,)) == b"*1\r\n$%d\r\n%d\r\n" % (len(str(number)), number)
+    assert len(redis_resp._packed_ints) <= redis_resp.PACKED_MAX_ENTRIES
+
+
+def test_unhashable_arguments_are_packed_one_by_one_among_remembered_ones():
+    assert pack(("SET", bytearray(b"ab"), "SET")) == b"*3\r\n$3\r\nSET\r\n$2\r\nab\r\n$3\r\nSET\r\n"
