@@ -390,6 +390,8 @@ class Dispatcher:
             greenlet.kill(CallStopped, block=False)
         # Each answers itself (handle_request); delivering it may retry through a Redis stall, within bounds.
         inflight.wait_finished(stopped, self.settings.graceful_timeout_s / 4)
+        # Legacy answers the hub stores without waiting (deliver_later) are in the store before the worker goes.
+        self.hub.flush(self.settings.graceful_timeout_s / 4)
         if stopped:
             log.info("stopped %d call(s) still running at shutdown", len(stopped))
         return len(stopped)

@@ -181,14 +181,15 @@ class Hub(ABC):
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Queue a message for a stream of the session (None: its own) and its replay log; return its event id."""
 
-    def deliver(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+    def deliver(self, session_id: str, message: Any, stream: str | None = None, *,
+                token: str | None = None) -> str | None:
         """Publish an answer the client was promised (a legacy 202), retrying through a store outage.
 
-        Attempts go on, with backoff, for up to MCP_DELIVERY_RETRY_S; all carry one token, so an attempt that
-        reached the store although its reply was lost is not appended again. Past the bound the answer is
-        logged as lost: never dropped without a trace.
+        Attempts go on, with backoff, for up to MCP_DELIVERY_RETRY_S; all carry one token (a new one unless
+        given), so an attempt that reached the store although its reply was lost is not appended again. Past
+        the bound the answer is logged as lost: never dropped without a trace.
         """
-        token = self.delivery_token()
+        token = token or self.delivery_token()
         started = time.monotonic()
         delay = DELIVERY_BACKOFF_MIN_S
         while True:
@@ -208,6 +209,17 @@ class Hub(ABC):
                 log.info("answer to %s of session %s stored after %.1f s of retries", answered(message),
                          session_id[:8], time.monotonic() - started)
             return event_id
+
+    def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
+        """Deliver an answer whose event id nobody needs (a legacy 202's): a hub may store it without waiting.
+
+        The promise is deliver's: stored once, retried through an outage, or logged as lost. Here: deliver.
+        """
+        self.deliver(session_id, message, stream)
+
+    def flush(self, timeout: float) -> None:
+        """Wait up to timeout seconds for the answers deliver_later is still storing (here it stores at once)."""
+        return None
 
     def delivery_token(self) -> str:
         """A token that names one delivery among every delivery of the fleet (a hub may make it cheaper)."""

@@ -43,6 +43,7 @@ from mcp_server.hub.redis_codec import (
 )
 from mcp_server.hub.redis_commands import LeanCommands, lean_commands
 from mcp_server.hub.redis_connection import OutageGuard, connect
+from mcp_server.hub.redis_deliveries import PostedDeliveries
 from mcp_server.hub.redis_keys import (
     CONTROL_CHANNEL,
     SECRET_PREFIX,
@@ -72,7 +73,7 @@ _forks = [0]
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 
 
-class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
+class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
     """The hub for many workers and hosts."""
 
     # Answers published after this worker exits still reach their clients, from any other worker.
@@ -100,6 +101,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._call_leases: dict[str, str] = {}
         # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
+        self._init_posted_deliveries()
         # A delivery token is remembered past the last retry, which may run up to a pool wait and a command
         # timeout after its start.
         self._remember_ms = milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
@@ -137,6 +139,7 @@ class RedisHub(Sessions, Listener, Claims, CallSlots, Hub):
         self._lean = None
         self._scripts = {}
         self._releases = {}
+        self._init_posted_deliveries()
 
     @property
     def client(self) -> redis.Redis | RedisCluster:

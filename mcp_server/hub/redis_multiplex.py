@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import gevent
 import gevent.lock
 from gevent.hub import Waiter, get_hub
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.hub.redis_resp import (
@@ -47,20 +48,24 @@ def _joined(parts: list[bytes]) -> bytes:
 class PendingCall:
     """The commands one greenlet sent together, waiting for their replies."""
 
-    __slots__ = ("expected", "deadline", "replies", "error", "waiter", "done")
+    __slots__ = ("expected", "deadline", "replies", "error", "waiter", "done", "on_done")
 
-    def __init__(self, expected: int, deadline: float) -> None:
+    def __init__(self, expected: int, deadline: float, on_done: Callable[[PendingCall], None] | None = None) -> None:
         self.expected = expected
         self.deadline = deadline
         self.replies: list[Any] = []
         self.error: BaseException | None = None
         self.waiter: Waiter | None = None
         self.done = False
+        # For a post that wants to know how it went: called once, from whichever greenlet finishes the call.
+        self.on_done = on_done
 
     def finish(self, error: BaseException | None = None) -> None:
         """Wake the asking greenlet (from the hub's loop: a Waiter is switched to from there only)."""
         self.done = True
         self.error = error
+        if self.on_done is not None:
+            self.on_done(self)
         if self.waiter is not None:
             get_hub().loop.run_callback(self.waiter.switch, None)
 
@@ -103,17 +108,42 @@ class Multiplexer(PipelinedCommands):
 
         A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
         """
-        head_key = (script.sha, len(keys), len(args))
-        head = self._evalsha_heads.get(head_key)
-        if head is None:
-            count = b"*%d\r\n" % (3 + len(keys) + len(args))
-            head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, len(keys)))
-        command = head + pack_arguments([*keys, *args])
+        command = self._evalsha_command(script, keys, args)
         try:
             return reply_or_raise(self.send([*[pack(other) for other in before], command])[-1])
         except NoScriptError:
             self.execute("SCRIPT", "LOAD", script.script)
             return self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
+
+    def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
+                     on_done: Callable[[BaseException | None], None]) -> None:
+        """Run a registered script without waiting for its reply; on_done hears None, or its error or lost connection.
+
+        Unlike post, this does not write at once: for a store whose order against this greenlet's next steps
+        does not matter (a legacy answer, which reaches its client through Redis anyway).
+
+        on_done runs once, from the greenlet that reads the reply or fails the connection, so it must not block
+        (it may spawn). A NOSCRIPT reply is an error like any other: the script did not run.
+        """
+
+        def finished(call: PendingCall) -> None:
+            error = call.error
+            if error is None and isinstance(call.replies[-1], ResponseError):
+                error = call.replies[-1]
+            on_done(error)
+
+        # Written by the writer greenlet with what other greenlets send this turn: one system call for them all.
+        self._enqueue([*[pack(other) for other in before], self._evalsha_command(script, keys, args)], finished)
+        self._wake_writer()
+
+    def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any]) -> bytes:
+        """EVALSHA of a script with its keys and arguments in RESP (the head packed once per script and shape)."""
+        head_key = (script.sha, len(keys), len(args))
+        head = self._evalsha_heads.get(head_key)
+        if head is None:
+            count = b"*%d\r\n" % (3 + len(keys) + len(args))
+            head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, len(keys)))
+        return head + pack_arguments([*keys, *args])
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
@@ -134,9 +164,12 @@ class Multiplexer(PipelinedCommands):
         to Redis before the client can see the call's answer. The write is one non-blocking system call, which
         cannot be interrupted halfway; what the socket does not take, the writer greenlet sends next.
         """
-        if not commands:
-            return
-        self._enqueue([pack(command) for command in commands])
+        if commands:
+            self._post_packed([pack(command) for command in commands])
+
+    def _post_packed(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> None:
+        """Queue commands already in RESP and write them at once where the socket is free (see post)."""
+        self._enqueue(packed, on_done)
         sock = self._sock
         if self._writing is sock:
             return  # the writer sends it as soon as its current write is done
@@ -153,11 +186,11 @@ class Multiplexer(PipelinedCommands):
             self._outgoing.append(data[sent:])
             self._wake_writer()
 
-    def _enqueue(self, packed: list[bytes]) -> PendingCall:
+    def _enqueue(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> PendingCall:
         """Queue commands for the connection (connecting first if needed) and the call that awaits their replies."""
         if self._sock is None:
             self._connect()
-        call = PendingCall(len(packed), time.monotonic() + self._patience_s)
+        call = PendingCall(len(packed), time.monotonic() + self._patience_s, on_done)
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(_joined(packed))
         self._calls.append(call)

@@ -82,8 +82,9 @@ def post_message(core: Dispatcher, session: Session, body: Body) -> Response:
         core.hub.publish(session.id, message)
 
     def deliver(answer: Any) -> None:
-        # The 202 promised this answer: it is retried through a store outage (MCP_DELIVERY_RETRY_S).
-        core.hub.deliver(session.id, answer)
+        # The 202 promised this answer: it is retried through a store outage (MCP_DELIVERY_RETRY_S). Nobody here
+        # needs its event id, so the hub may store it without this greenlet waiting.
+        core.hub.deliver_later(session.id, answer)
 
     rejected = core.batch_error(session, body)
     if rejected is not None:
@@ -107,4 +108,4 @@ def publish_batch(core: Dispatcher, session: Session, running: list, errors: lis
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if answers:
-        core.hub.deliver(session.id, answers)
+        core.hub.deliver_later(session.id, answers)

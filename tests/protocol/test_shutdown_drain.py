@@ -7,12 +7,14 @@ import pytest
 from gevent.event import Event
 
 from mcp_server.dispatcher import CALL_STOPPED_MESSAGE
-from mcp_server.encoding import dumps
+from mcp_server.encoding import dumps, loads
 from mcp_server.errors import SERVER_UNAVAILABLE
 from mcp_server.hub import StreamClosed
+from mcp_server.hub.redis import session_keys
 from mcp_server.messages import parse_body
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
+from tests.redis_server import RedisServer
 
 WAIT_S = 10.0
 # One second of graceful_timeout: calls in flight get half of it.
@@ -93,3 +95,30 @@ def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
     assert b'"kept"' in data
     with pytest.raises(StreamClosed, match="server shutting down"):
         stream.get(WAIT_S)
+
+
+@pytest.mark.redis
+def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_core):
+    RELEASE.clear()
+    registry = Registry()
+    registry.add_function(wait_for_release)
+    with RedisServer() as server:
+        core = make_core({**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": server.url,
+                          "MCP_REDIS_TIMEOUT_S": "0.3"}, registry=registry)
+        client = Rpc(core, core.open_session("sse"))
+        client.initialize()
+        answers: list = []
+        call = start_call(client, 10, answers)
+        # As the legacy transport does: the answer is posted to Redis, and the call's greenlet goes on.
+        call.link_value(lambda done: core.hub.deliver_later(client.session.id, done.value))
+        server.pause()
+        try:
+            core.shutdown()
+            gevent.spawn_later(0.05, RELEASE.set)
+            gevent.spawn_later(0.6, server.resume)
+            assert core.drain() == 0
+            assert core.hub.posted_in_flight() == 0, "the drain returned before the answer was stored"
+        finally:
+            server.resume()
+        replay = server.client().xrange(session_keys(client.session.id)["replay"])
+        assert [loads(fields[b"d"])["id"] for _, fields in replay] == [10]

@@ -85,3 +85,76 @@ def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  
     finally:
         for worker in workers:
             worker.stop()
+
+
+def replayed(server: RedisServer, session_id: str) -> list[bytes]:
+    """Every answer in the session's replay log, oldest first."""
+    return [fields[b"d"] for _, fields in server.client().xrange(session_keys(session_id)["replay"])]
+
+
+def test_an_answer_delivered_later_reaches_the_stream_once(hub):  # noqa: F811
+    session = new_session(hub)
+    subscription = hub.subscribe(session.id)
+    hub.deliver_later(session.id, ANSWER)
+    hub.flush(2.0)
+    events = take(subscription, 2, timeout=1.0)
+    assert [data for _, data in events] == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
+    subscription.close()
+
+
+@pytest.mark.redis
+def test_an_answer_delivered_later_does_not_wait_for_a_stalled_redis_and_is_stored_exactly_once():
+    with RedisServer() as server:
+        stalling = stalling_hub(server, retry_s=20)
+        try:
+            session = new_session(stalling)
+            assert stalling.deliver(session.id, EARLIER) is not None
+            server.pause()
+            started = time.monotonic()
+            stalling.deliver_later(session.id, ANSWER)
+            assert time.monotonic() - started < 1.0, "deliver_later waited for Redis"
+            assert stalling.posted_in_flight() == 1
+            # The posted attempt times out and is retried; when Redis resumes both may run: one appends.
+            gevent.spawn_later(1.5, server.resume)
+            stalling.flush(10.0)
+            assert stalling.posted_in_flight() == 0
+            assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
+            assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
+                                                    b'{"jsonrpc":"2.0","id":7,"result":{}}']
+        finally:
+            server.resume()
+            stalling.stop()
+
+
+@pytest.mark.redis
+def test_an_answer_delivered_later_to_a_redis_that_forgot_the_script_is_stored_once(redis_server):  # noqa: F811
+    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    try:
+        session = new_session(hub)
+        assert hub.deliver(session.id, EARLIER) is not None
+        redis_server.client().script_flush()  # a restarted Redis: the posted EVALSHA gets NOSCRIPT
+        hub.deliver_later(session.id, ANSWER)
+        hub.flush(5.0)
+        assert hub.posted_in_flight() == 0
+        assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
+                                                      b'{"jsonrpc":"2.0","id":7,"result":{}}']
+    finally:
+        hub.stop()
+
+
+@pytest.mark.redis
+def test_an_answer_delivered_later_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noqa: F811
+    with RedisServer() as server:
+        stalling = stalling_hub(server, retry_s=0.5)
+        try:
+            session = new_session(stalling)
+            server.pause()
+            stalling.deliver_later(session.id, ANSWER)
+            stalling.flush(10.0)
+            assert stalling.posted_in_flight() == 0
+        finally:
+            server.resume()
+            stalling.stop()
+    assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [
+        f"gave up storing the answer to request 7 of session {session.id[:8]}: the session store stayed "
+        "unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it"]

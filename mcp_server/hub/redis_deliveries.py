@@ -1,0 +1,79 @@
+"""The Redis hub's answers stored without waiting: a legacy call's answer is written, and its greenlet goes on.
+
+A legacy (HTTP+SSE) call's answer goes to the session's stream, not to its POST, which had its 202 already; so
+nobody waits for the event id the store gives it. Its store is posted on the multiplexed connection (one
+non-blocking write, with the call slot's release ahead of it) and its reply is read by the connection's reader.
+An attempt that fails (Redis gone, or an error reply such as NOSCRIPT) starts deliver's retry loop in a greenlet
+of its own, with the same token, so an attempt that ran although its reply was lost is not appended twice.
+The worker's drain waits for what is still being stored (flush).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gevent.event import Event
+from gevent.pool import Group
+
+from mcp_server.hub.base import HubUnavailable
+from mcp_server.hub.redis_keys import delivery_key
+
+__all__ = ["PostedDeliveries"]
+
+
+class PostedDeliveries:
+    """RedisHub's deliver_later and flush (a mixin: it uses the hub's command path, scripts and deliver)."""
+
+    def _init_posted_deliveries(self) -> None:
+        """Nothing being stored yet (after a fork too: the parent's posts are not this process's)."""
+        self._unsettled = 0
+        self._settled = Event()
+        self._settled.set()
+        self._retries = Group()
+
+    def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
+        """Store an answer without waiting for Redis; a failed attempt is retried in a greenlet of its own."""
+        lean = self._lean_path()
+        if lean is None:  # Sentinel, Cluster: redis-py's path, which waits
+            self.deliver(session_id, message, stream)
+            return
+        token = self.delivery_token()
+        keys, args = self._publish_arguments(session_id, message, stream)
+        self._unsettled += 1
+        self._settled.clear()
+
+        def stored(error: BaseException | None) -> None:
+            if error is None:
+                self._settle_one()
+            else:  # from the connection's reader (or whoever failed it): it must not wait, so a greenlet retries
+                self._retries.spawn(self._deliver_settling, session_id, message, stream, token)
+
+        try:
+            with self._redis():
+                lean.post_evalsha(self._scripts["deliver"], [*keys, delivery_key(session_id, token)],
+                                  [*args, self._remember_ms], self.releases_before_next_command(), stored)
+        except HubUnavailable:
+            self._deliver_settling(session_id, message, stream, token)
+
+    def _deliver_settling(self, session_id: str, message: Any, stream: str | None, token: str) -> None:
+        """Deliver with the posted attempt's token (retrying within MCP_DELIVERY_RETRY_S), then count it settled."""
+        try:
+            self.deliver(session_id, message, stream, token=token)
+        finally:
+            self._settle_one()
+
+    def _settle_one(self) -> None:
+        """One posted answer is stored (or given up on, and logged)."""
+        self._unsettled -= 1
+        if self._unsettled <= 0:
+            self._unsettled = 0
+            self._settled.set()
+
+    def flush(self, timeout: float) -> None:
+        """Wait up to timeout seconds for every posted answer to be stored (or given up on)."""
+        if not self._settled.is_set():
+            self._settled.wait(timeout)
+
+    def posted_in_flight(self) -> int:
+        """How many posted answers are not stored yet (for tests and the drain's log)."""
+        return self._unsettled
