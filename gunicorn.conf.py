@@ -101,16 +101,22 @@ def on_starting(server):
         raise RuntimeError(str(refusal)) from None
 
 
+def mcp_extension(worker):
+    """The app's MCP extension in this worker, or None (a worker that failed to load the app has no wsgi)."""
+    extensions = getattr(getattr(worker, "wsgi", None), "extensions", None)
+    return extensions.get("mcp") if extensions else None
+
+
 def post_worker_init(worker):
     """Load the fleet's run-time registry changes; on SIGTERM close open streams at once and drain the calls."""
-    mcp = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
+    mcp = mcp_extension(worker)
     if mcp is not None:
         mcp.core.hub.prepare()  # before this worker accepts a connection
 
     def wind_down_on_exit():
         while worker.alive:
             gevent.sleep(0.25)
-        extension = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
+        extension = mcp_extension(worker)
         if extension is not None:
             extension.shutdown()
             # While gunicorn still serves this worker's connections, so each call's answer (or its error)
@@ -122,7 +128,7 @@ def post_worker_init(worker):
 
 def worker_exit(server, worker):
     """Before the worker exits, wait for the drain (a legacy call's answer outlives it with Redis), within bounds."""
-    extension = worker.wsgi.extensions.get("mcp") if hasattr(worker.wsgi, "extensions") else None
+    extension = mcp_extension(worker)
     if extension is not None:
         extension.drain()
 
