@@ -207,14 +207,18 @@ class Dispatcher:
     def run_request(self, session: Session, message: Message, send: Send,
                     on_done: Send | None) -> dict[str, Any] | None:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
-        # Done here rather than with greenlet links: a link spawns one more greenlet per request.
+        # Done here rather than with greenlet links: a link costs the hub's loop one more callback per request.
         try:
-            # A response handed to on_done is stored from this greenlet: the hub may free the call slot with it.
-            response = self.handle_request(session, message, send, answer_follows=on_done is not None)
+            try:
+                # A response handed to on_done is stored from this greenlet: the hub may free the call slot with it.
+                response = self.handle_request(session, message, send, answer_follows=on_done is not None)
+            finally:
+                self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
+            if on_done is not None and response is not None:
+                on_done(response)
         finally:
-            self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
-        if on_done is not None and response is not None:
-            on_done(response)
+            if on_done is not None:
+                self.hub.free_held_slot()  # a call stopped before its answer went out still frees its slot
         return response
 
     def handle_request(self, session: Session, message: Message, send: Send,
@@ -390,8 +394,7 @@ class Dispatcher:
             greenlet.kill(CallStopped, block=False)
         # Each answers itself (handle_request); delivering it may retry through a Redis stall, within bounds.
         inflight.wait_finished(stopped, self.settings.graceful_timeout_s / 4)
-        # Legacy answers the hub stores without waiting (deliver_later) are in the store before the worker goes.
-        self.hub.flush(self.settings.graceful_timeout_s / 4)
+        self.hub.flush(self.settings.graceful_timeout_s / 4)  # legacy answers still being stored (deliver_later)
         if stopped:
             log.info("stopped %d call(s) still running at shutdown", len(stopped))
         return len(stopped)

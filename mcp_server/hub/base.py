@@ -155,8 +155,13 @@ class Hub(ABC):
     def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False) -> None:
         """Free a slot taken with take_call_slot; answer_follows: this greenlet stores the call's answer next.
 
-        A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows).
+        A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows);
+        whoever passes answer_follows calls free_held_slot once the answer went out, or did not.
         """
+
+    def free_held_slot(self) -> None:
+        """Free a slot this greenlet gave back with answer_follows whose answer never went out (none held here)."""
+        return None
 
     def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
                              limit: int) -> tuple[Session | None, str | None]:

@@ -75,16 +75,21 @@ class CallSlots:
         """Free the slot; if Redis cannot be reached, its lease runs out instead.
 
         With answer_follows (this greenlet stores the call's answer next), the ZREM goes in the same write as that
-        answer, ahead of it: one round trip fewer, and the slot is still free before anyone can see the answer. A
-        greenlet that ends without storing anything frees it on its way out.
+        answer, ahead of it: one round trip fewer, and the slot is still free before anyone can see the answer. If
+        no answer goes out, free_held_slot frees it (the dispatcher calls it when the call's greenlet is done).
         """
         self._call_leases.pop(token, None)
-        current = gevent.getcurrent()
-        if answer_follows and self._lean is not None and isinstance(current, gevent.Greenlet):
-            self._releases[current] = (session_id, token)
-            current.rawlink(self._release_left_over)
+        if answer_follows and self._lean is not None:
+            self._releases[gevent.getcurrent()] = (session_id, token)
             return
         self._free_slot(session_id, token)
+
+    def free_held_slot(self) -> None:
+        """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
+        if self._releases:
+            release = self._releases.pop(gevent.getcurrent(), None)
+            if release is not None:
+                self._free_slot(*release)
 
     def releases_before_next_command(self) -> tuple[tuple[Any, ...], ...]:
         """The slot this greenlet gave back with answer_follows, as the command to send ahead of its next one."""
@@ -92,12 +97,6 @@ class CallSlots:
             return ()
         release = self._releases.pop(gevent.getcurrent(), None)
         return () if release is None else (("ZREM", call_slots_key(release[0]), release[1]),)
-
-    def _release_left_over(self, greenlet: gevent.Greenlet) -> None:
-        """A greenlet ended without the command its slot's release was waiting for: free the slot now."""
-        release = self._releases.pop(greenlet, None)
-        if release is not None:
-            gevent.spawn(self._free_slot, *release)
 
     def _free_slot(self, session_id: str, token: str) -> None:
         """Remove the slot's lease token from the session's running calls (written before the call's answer is)."""
