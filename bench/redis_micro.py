@@ -53,7 +53,11 @@ def sse_call(hub: Any, session: Session, stream: Any) -> None:
         hub.give_back_call_slot(session.id, token, answer_follows=True)
     else:
         hub.give_back_call_slot(session.id, token)
-    hub.deliver(session.id, ANSWER)
+    if hasattr(hub, "deliver_later"):  # as the legacy transport stores it: without waiting (a tree before: deliver)
+        hub.deliver_later(session.id, ANSWER)
+        hub.free_held_slot()
+    else:
+        hub.deliver(session.id, ANSWER)
     while stream.get(5) is None:
         pass
 
