@@ -165,7 +165,8 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline)."""
         lean = self._lean_path()
         if client is None and lean is not None:
-            return lean.evalsha(self._scripts[name], keys, args, self.releases_before_next_command())
+            before = self.releases_before_next_command() if self._releases else ()
+            return lean.evalsha(self._scripts[name], keys, args, before)
         return self._scripts[name](keys=keys, args=args, client=client)
 
     def command(self, *args: Any) -> Any:

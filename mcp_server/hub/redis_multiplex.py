@@ -31,18 +31,12 @@ from mcp_server.hub.redis_resp import (
     PipelinedCommands,
     pack,
     pack_arguments,
-    reply_or_raise,
     reply_parser,
 )
 
 __all__ = ["Multiplexer"]
 
 READ_SIZE = 65536
-
-
-def _joined(parts: list[bytes]) -> bytes:
-    """The parts as one bytes object (one part as it is, without a copy)."""
-    return b"".join(parts) if len(parts) > 1 else parts[0]
 
 
 class PendingCall:
@@ -110,7 +104,10 @@ class Multiplexer(PipelinedCommands):
         """
         command = self._evalsha_command(script, keys, args)
         try:
-            return reply_or_raise(self.send([*[pack(other) for other in before], command])[-1])
+            reply = self.send([*map(pack, before), command])[-1]
+            if isinstance(reply, ResponseError):
+                raise reply
+            return reply
         except NoScriptError:
             self.execute("SCRIPT", "LOAD", script.script)
             return self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
@@ -133,7 +130,7 @@ class Multiplexer(PipelinedCommands):
             on_done(error)
 
         # Written by the writer greenlet with what other greenlets send this turn: one system call for them all.
-        self._enqueue([*[pack(other) for other in before], self._evalsha_command(script, keys, args)], finished)
+        self._enqueue([*map(pack, before), self._evalsha_command(script, keys, args)], finished)
         self._wake_writer()
 
     def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any]) -> bytes:
@@ -147,7 +144,7 @@ class Multiplexer(PipelinedCommands):
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
-        return self.send([pack(command) for command in commands])
+        return self.send(list(map(pack, commands)))
 
     def send(self, packed: list[bytes]) -> list[Any]:
         """Send commands already in RESP together and return their replies in order."""
@@ -165,7 +162,7 @@ class Multiplexer(PipelinedCommands):
         cannot be interrupted halfway; what the socket does not take, the writer greenlet sends next.
         """
         if commands:
-            self._post_packed([pack(command) for command in commands])
+            self._post_packed(list(map(pack, commands)))
 
     def _post_packed(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> None:
         """Queue commands already in RESP and write them at once where the socket is free (see post)."""
@@ -173,7 +170,7 @@ class Multiplexer(PipelinedCommands):
         sock = self._sock
         if self._writing is sock:
             return  # the writer sends it as soon as its current write is done
-        data = _joined(self._outgoing)
+        data = b"".join(self._outgoing)
         self._outgoing.clear()
         try:
             sent = os.write(sock.fileno(), data)
@@ -192,7 +189,7 @@ class Multiplexer(PipelinedCommands):
             self._connect()
         call = PendingCall(len(packed), time.monotonic() + self._patience_s, on_done)
         # The bytes and the call join their queues in the same step: replies come back in this order.
-        self._outgoing.append(_joined(packed))
+        self._outgoing.append(b"".join(packed))
         self._calls.append(call)
         return call
 
@@ -222,7 +219,7 @@ class Multiplexer(PipelinedCommands):
                     # Greenlets already runnable queue their commands too before this write goes.
                     gevent.sleep(0)
                     continue
-                data = _joined(self._outgoing)
+                data = b"".join(self._outgoing)
                 self._outgoing.clear()
                 self._writing = sock
                 try:
