@@ -1,8 +1,9 @@
 """The Redis hub's answers stored without waiting: a legacy call's answer is written, and its greenlet goes on.
 
 A legacy (HTTP+SSE) call's answer goes to the session's stream, not to its POST, which had its 202 already; so
-nobody waits for the event id the store gives it. Its store is posted on the multiplexed connection (one
-non-blocking write, with the call slot's release ahead of it) and its reply is read by the connection's reader.
+nobody waits for the event id the store gives it. Its store is queued on the multiplexed connection (written by
+the writer greenlet with the turn's other commands, the call slot's release ahead of it) and its reply is read by
+the connection's reader.
 An attempt that fails (Redis gone, or an error reply such as NOSCRIPT) starts deliver's retry loop in a greenlet
 of its own, with the same token, so an attempt that ran although its reply was lost is not appended twice.
 The worker's drain waits for what is still being stored (flush).
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import gevent
 from gevent.event import Event
-from gevent.pool import Group
 
 from mcp_server.hub.base import HubUnavailable
 from mcp_server.hub.redis_keys import delivery_key
@@ -29,7 +30,6 @@ class PostedDeliveries:
         self._unsettled = 0
         self._settled = Event()
         self._settled.set()
-        self._retries = Group()
 
     def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
         """Store an answer without waiting for Redis; a failed attempt is retried in a greenlet of its own."""
@@ -46,7 +46,7 @@ class PostedDeliveries:
             if error is None:
                 self._settle_one()
             else:  # from the connection's reader (or whoever failed it): it must not wait, so a greenlet retries
-                self._retries.spawn(self._deliver_settling, session_id, message, stream, token)
+                gevent.spawn(self._deliver_settling, session_id, message, stream, token)
 
         try:
             with self._redis():
@@ -75,5 +75,5 @@ class PostedDeliveries:
             self._settled.wait(timeout)
 
     def posted_in_flight(self) -> int:
-        """How many posted answers are not stored yet (for tests and the drain's log)."""
+        """How many posted answers are not stored yet (for tests)."""
         return self._unsettled

@@ -31,6 +31,7 @@ from mcp_server.hub.redis_resp import (
     PipelinedCommands,
     pack,
     pack_arguments,
+    reply_or_raise,
     reply_parser,
 )
 
@@ -104,10 +105,7 @@ class Multiplexer(PipelinedCommands):
         """
         command = self._evalsha_command(script, keys, args)
         try:
-            reply = self.send([*map(pack, before), command])[-1]
-            if isinstance(reply, ResponseError):
-                raise reply
-            return reply
+            return reply_or_raise(self.send([*map(pack, before), command])[-1])
         except NoScriptError:
             self.execute("SCRIPT", "LOAD", script.script)
             return self.execute("EVALSHA", script.sha, len(keys), *keys, *args)

@@ -52,8 +52,7 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
                 arg = args[index]
                 kind = type(arg)
                 if kind is bytes:  # a message: the commonest argument never remembered
-                    size = len(arg)
-                    pieces[index] = (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + arg + CRLF
+                    pieces[index] = _bulk(arg)
                 elif kind is int:
                     pieces[index] = _packed_ints.get(arg) or _packed_once(arg)
                 elif kind is str:  # new text (a token): packed, and remembered if short
@@ -67,7 +66,11 @@ def _packed_argument(arg: Any) -> bytes:
     """A bytes-like argument other than bytes, in RESP; TypeError for anything Redis cannot take."""
     if not isinstance(arg, (bytearray, memoryview)):
         raise TypeError(f"cannot send a {type(arg).__name__} to Redis")
-    data = bytes(arg)
+    return _bulk(bytes(arg))
+
+
+def _bulk(data: bytes) -> bytes:
+    """Bytes as one RESP bulk string: the length header, the bytes, CRLF."""
     size = len(data)
     return (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
 
@@ -75,9 +78,8 @@ def _packed_argument(arg: Any) -> bytes:
 def _packed_once(arg: str | int) -> bytes:
     """One text or integer argument in RESP, remembered when it is short."""
     data = arg.encode() if type(arg) is str else str(arg).encode()
-    size = len(data)
-    piece = (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
-    if size <= PACKED_MAX_BYTES:
+    piece = _bulk(data)
+    if len(data) <= PACKED_MAX_BYTES:
         known = _packed if type(arg) is str else _packed_ints
         if len(known) >= PACKED_MAX_ENTRIES:
             known.clear()  # unique values (tokens) fill it up slowly; what repeats is packed again at once
