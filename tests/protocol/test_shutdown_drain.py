@@ -4,58 +4,32 @@ from __future__ import annotations
 
 import gevent
 import pytest
-from gevent.event import Event
 
 from mcp_server.dispatcher import CALL_STOPPED_MESSAGE
-from mcp_server.encoding import dumps, loads
+from mcp_server.encoding import loads
 from mcp_server.errors import SERVER_UNAVAILABLE
 from mcp_server.hub import StreamClosed
 from mcp_server.hub.redis import session_keys
-from mcp_server.messages import parse_body
-from mcp_tools import Registry, tool
+from tests.protocol.blocking_call import RELEASE, blocking_rpc, start_call
 from tests.protocol.conftest import Rpc
 from tests.redis_server import RedisServer
 
 WAIT_S = 10.0
 # One second of graceful_timeout: calls in flight get half of it.
 STOPPING = {"MCP_GRACEFUL_TIMEOUT_S": "1"}
-RELEASE = Event()
-
-
-@tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
-def wait_for_release() -> str:
-    """Block until the test releases it."""
-    RELEASE.wait()
-    return "released"
 
 
 @pytest.fixture
 def rpc(make_core) -> Rpc:
     """An initialized session of a core whose only tool blocks, with a one-second graceful_timeout."""
-    RELEASE.clear()
-    registry = Registry()
-    registry.add_function(wait_for_release)
-    core = make_core(STOPPING, registry=registry)
-    client = Rpc(core, core.open_session("sse"))
-    client.initialize()
+    client = blocking_rpc(make_core, STOPPING)
     yield client
     RELEASE.set()
 
 
-def start_call(rpc: Rpc, request_id: int, answers: list) -> gevent.Greenlet:
-    """Start the blocking call; every answer it delivers (as a legacy POST's would be) goes to answers."""
-    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-               "params": {"name": "wait_for_release", "arguments": {}}}
-    (greenlet,), errors = rpc.core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append,
-                                          on_done=answers.append)
-    assert errors == []
-    gevent.sleep(0)
-    return greenlet
-
-
 def test_a_call_past_the_grace_is_answered_with_the_shutdown_error_as_its_own_response(rpc):
     answers: list = []
-    call = start_call(rpc, 7, answers)
+    call = start_call(rpc, 7, answers.append)
     rpc.core.shutdown()
     assert rpc.core.drain() == 1
     stopped = {"jsonrpc": "2.0", "id": 7, "error": {"code": SERVER_UNAVAILABLE, "message": CALL_STOPPED_MESSAGE}}
@@ -66,7 +40,7 @@ def test_a_call_past_the_grace_is_answered_with_the_shutdown_error_as_its_own_re
 
 def test_a_call_that_ends_within_the_grace_keeps_its_result(rpc):
     answers: list = []
-    call = start_call(rpc, 8, answers)
+    call = start_call(rpc, 8, answers.append)
     rpc.core.shutdown()
     gevent.spawn_later(0.05, RELEASE.set)
     assert rpc.core.drain() == 0
@@ -76,7 +50,7 @@ def test_a_call_that_ends_within_the_grace_keeps_its_result(rpc):
 
 def test_draining_twice_at_once_answers_each_stopped_call_once(rpc):
     answers: list = []
-    call = start_call(rpc, 9, answers)
+    call = start_call(rpc, 9, answers.append)
     rpc.core.shutdown()
     # gunicorn drains from the stop watcher and again from worker_exit; a second stop must not cut the answer.
     drains = [gevent.spawn(rpc.core.drain), gevent.spawn(rpc.core.drain)]
@@ -99,18 +73,12 @@ def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
 
 @pytest.mark.redis
 def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_core):
-    RELEASE.clear()
-    registry = Registry()
-    registry.add_function(wait_for_release)
     with RedisServer() as server:
-        core = make_core({**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": server.url,
-                          "MCP_REDIS_TIMEOUT_S": "0.3"}, registry=registry)
-        client = Rpc(core, core.open_session("sse"))
-        client.initialize()
-        answers: list = []
-        call = start_call(client, 10, answers)
+        client = blocking_rpc(make_core, {**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": server.url,
+                                          "MCP_REDIS_TIMEOUT_S": "0.3"})
+        core = client.core
         # As the legacy transport does: the answer is posted to Redis, and the call's greenlet goes on.
-        call.link_value(lambda done: core.hub.deliver_later(client.session.id, done.value))
+        start_call(client, 10, lambda answer: core.hub.deliver_later(client.session.id, answer))
         server.pause()
         try:
             core.shutdown()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import gevent
 import pytest
@@ -16,10 +18,29 @@ EARLIER = {"jsonrpc": "2.0", "id": 6, "result": {}}
 ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {}}
 
 
-def stalling_hub(server: RedisServer, retry_s: float) -> RedisHub:
-    """A Redis hub with a short command timeout, so a paused Redis fails each attempt quickly."""
-    return RedisHub(Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.3",
-                                           "MCP_DELIVERY_RETRY_S": str(retry_s)}))
+@contextmanager
+def stalling_hub(retry_s: float) -> Iterator[tuple[RedisServer, RedisHub]]:
+    """A Redis of its own and a hub with a short command timeout, so a paused Redis fails each attempt quickly;
+    afterwards Redis is resumed and the hub stopped."""
+    with RedisServer() as server:
+        stalling = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.3",
+                                                   "MCP_DELIVERY_RETRY_S": str(retry_s)}))
+        try:
+            yield server, stalling
+        finally:
+            server.resume()
+            stalling.stop()
+
+
+def replayed(server: RedisServer, session_id: str) -> list[bytes]:
+    """Every answer in the session's replay log, oldest first."""
+    return [fields[b"d"] for _, fields in server.client().xrange(session_keys(session_id)["replay"])]
+
+
+def given_up_line(session_id: str) -> str:
+    """The ERROR line of an answer given up past MCP_DELIVERY_RETRY_S=0.5."""
+    return (f"gave up storing the answer to request 7 of session {session_id[:8]}: the session store stayed "
+            "unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it")
 
 
 def test_a_delivered_answer_reaches_the_stream_once(hub):  # noqa: F811
@@ -33,41 +54,28 @@ def test_a_delivered_answer_reaches_the_stream_once(hub):  # noqa: F811
 
 @pytest.mark.redis
 def test_an_answer_delivered_through_a_stall_is_stored_exactly_once():
-    with RedisServer() as server:
-        stalling = stalling_hub(server, retry_s=20)
-        try:
-            session = new_session(stalling)
-            # Redis knows the script now, so an attempt that times out still runs when Redis resumes.
-            assert stalling.deliver(session.id, EARLIER) is not None
-            server.pause()
-            # The first attempt reaches the frozen Redis and times out; it runs once Redis resumes, and so
-            # does the retry that follows: only one of them may append the answer.
-            gevent.spawn_later(1.5, server.resume)
-            started = time.monotonic()
-            assert stalling.deliver(session.id, ANSWER) is not None
-            assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
-            entries = server.client().xrange(session_keys(session.id)["replay"])
-            assert [fields[b"d"] for _, fields in entries] == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
-                                                               b'{"jsonrpc":"2.0","id":7,"result":{}}']
-        finally:
-            server.resume()
-            stalling.stop()
+    with stalling_hub(retry_s=20) as (server, stalling):
+        session = new_session(stalling)
+        # Redis knows the script now, so an attempt that times out still runs when Redis resumes.
+        assert stalling.deliver(session.id, EARLIER) is not None
+        server.pause()
+        # The first attempt reaches the frozen Redis and times out; it runs once Redis resumes, and so
+        # does the retry that follows: only one of them may append the answer.
+        gevent.spawn_later(1.5, server.resume)
+        started = time.monotonic()
+        assert stalling.deliver(session.id, ANSWER) is not None
+        assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
+        assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
+                                                b'{"jsonrpc":"2.0","id":7,"result":{}}']
 
 
 @pytest.mark.redis
 def test_an_answer_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noqa: F811
-    with RedisServer() as server:
-        stalling = stalling_hub(server, retry_s=0.5)
-        try:
-            session = new_session(stalling)
-            server.pause()
-            assert stalling.deliver(session.id, ANSWER) is None
-        finally:
-            server.resume()
-            stalling.stop()
-    given_up = [r.getMessage() for r in hub_log if r.levelname == "ERROR"]
-    assert given_up == [f"gave up storing the answer to request 7 of session {session.id[:8]}: the session "
-                        "store stayed unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it"]
+    with stalling_hub(retry_s=0.5) as (server, stalling):
+        session = new_session(stalling)
+        server.pause()
+        assert stalling.deliver(session.id, ANSWER) is None
+    assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
 
 
 def test_a_negative_delivery_retry_is_refused_at_start():
@@ -87,11 +95,6 @@ def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  
             worker.stop()
 
 
-def replayed(server: RedisServer, session_id: str) -> list[bytes]:
-    """Every answer in the session's replay log, oldest first."""
-    return [fields[b"d"] for _, fields in server.client().xrange(session_keys(session_id)["replay"])]
-
-
 def test_an_answer_delivered_later_reaches_the_stream_once(hub):  # noqa: F811
     session = new_session(hub)
     subscription = hub.subscribe(session.id)
@@ -104,26 +107,21 @@ def test_an_answer_delivered_later_reaches_the_stream_once(hub):  # noqa: F811
 
 @pytest.mark.redis
 def test_an_answer_delivered_later_does_not_wait_for_a_stalled_redis_and_is_stored_exactly_once():
-    with RedisServer() as server:
-        stalling = stalling_hub(server, retry_s=20)
-        try:
-            session = new_session(stalling)
-            assert stalling.deliver(session.id, EARLIER) is not None
-            server.pause()
-            started = time.monotonic()
-            stalling.deliver_later(session.id, ANSWER)
-            assert time.monotonic() - started < 1.0, "deliver_later waited for Redis"
-            assert stalling.posted_in_flight() == 1
-            # The posted attempt times out and is retried; when Redis resumes both may run: one appends.
-            gevent.spawn_later(1.5, server.resume)
-            stalling.flush(10.0)
-            assert stalling.posted_in_flight() == 0
-            assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
-            assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
-                                                    b'{"jsonrpc":"2.0","id":7,"result":{}}']
-        finally:
-            server.resume()
-            stalling.stop()
+    with stalling_hub(retry_s=20) as (server, stalling):
+        session = new_session(stalling)
+        assert stalling.deliver(session.id, EARLIER) is not None
+        server.pause()
+        started = time.monotonic()
+        stalling.deliver_later(session.id, ANSWER)
+        assert time.monotonic() - started < 1.0, "deliver_later waited for Redis"
+        assert stalling.posted_in_flight() == 1
+        # The posted attempt times out and is retried; when Redis resumes both may run: one appends.
+        gevent.spawn_later(1.5, server.resume)
+        stalling.flush(10.0)
+        assert stalling.posted_in_flight() == 0
+        assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
+        assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
+                                                b'{"jsonrpc":"2.0","id":7,"result":{}}']
 
 
 @pytest.mark.redis
@@ -144,17 +142,10 @@ def test_an_answer_delivered_later_to_a_redis_that_forgot_the_script_is_stored_o
 
 @pytest.mark.redis
 def test_an_answer_delivered_later_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noqa: F811
-    with RedisServer() as server:
-        stalling = stalling_hub(server, retry_s=0.5)
-        try:
-            session = new_session(stalling)
-            server.pause()
-            stalling.deliver_later(session.id, ANSWER)
-            stalling.flush(10.0)
-            assert stalling.posted_in_flight() == 0
-        finally:
-            server.resume()
-            stalling.stop()
-    assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [
-        f"gave up storing the answer to request 7 of session {session.id[:8]}: the session store stayed "
-        "unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it"]
+    with stalling_hub(retry_s=0.5) as (server, stalling):
+        session = new_session(stalling)
+        server.pause()
+        stalling.deliver_later(session.id, ANSWER)
+        stalling.flush(10.0)
+        assert stalling.posted_in_flight() == 0
+    assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]

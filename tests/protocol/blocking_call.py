@@ -1,0 +1,45 @@
+"""A tool that blocks until its test releases it, and a legacy call of it started as a legacy POST starts one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gevent
+from gevent.event import Event
+
+from mcp_server.encoding import dumps
+from mcp_server.messages import parse_body
+from mcp_tools import Registry, tool
+from tests.protocol.conftest import Rpc
+
+RELEASE = Event()
+
+
+@tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+def wait_for_release() -> str:
+    """Block until the test releases it."""
+    RELEASE.wait()
+    return "released"
+
+
+def blocking_rpc(make_core: Callable[..., Any], environ: dict[str, str]) -> Rpc:
+    """An initialized legacy session of a core built from environ whose only tool blocks (RELEASE cleared)."""
+    RELEASE.clear()
+    registry = Registry()
+    registry.add_function(wait_for_release)
+    core = make_core(environ, registry=registry)
+    client = Rpc(core, core.open_session("sse"))
+    client.initialize()
+    return client
+
+
+def start_call(rpc: Rpc, request_id: int, on_done: Callable[[Any], None]) -> gevent.Greenlet:
+    """Start the blocking call; its answer goes to on_done from the call's greenlet, as a legacy POST's does."""
+    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+               "params": {"name": "wait_for_release", "arguments": {}}}
+    (greenlet,), errors = rpc.core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append,
+                                          on_done=on_done)
+    assert errors == []
+    gevent.sleep(0)
+    return greenlet
