@@ -82,6 +82,15 @@ class Session:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
+    def copy(self) -> Session:
+        """A copy to change freely: its subscriptions and client fields are its own (shallow copies)."""
+        twin = object.__new__(Session)
+        twin.__dict__.update(self.__dict__)
+        twin.subscriptions = list(self.subscriptions)
+        twin.client_info = dict(self.client_info)
+        twin.client_capabilities = dict(self.client_capabilities)
+        return twin
+
     def take_fields(self, other: Session) -> None:
         """Copy every field of another copy of this session (keeps objects that share this one in step)."""
         for name in (f.name for f in fields(self)):

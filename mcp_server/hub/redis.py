@@ -37,6 +37,7 @@ from mcp_server.hub.redis_batch import ScriptBatch
 from mcp_server.hub.redis_call_slots import CallSlots
 from mcp_server.hub.redis_claims import ATTACH_TTL_S, Claims
 from mcp_server.hub.redis_codec import (
+    DecodedSessions,
     entries_of,
     milliseconds,
     replay_position,
@@ -95,6 +96,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._first_attempt = Event()
         self._outage = OutageGuard()
         self._ttl_refreshed: dict[str, float] = {}
+        self._decoded = DecodedSessions()
         self.registry_sync = RegistrySync(self)
         self.tasks = RedisTaskStore(self, int(settings.task_max_ttl_s * 1000))
         # The call slots this worker holds, token -> session id, renewed while their calls run.

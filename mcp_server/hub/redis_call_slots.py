@@ -9,7 +9,7 @@ from typing import Any
 import gevent
 
 from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
-from mcp_server.hub.redis_codec import milliseconds, session_from_json
+from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.session import Session
 
@@ -57,7 +57,7 @@ class CallSlots:
         if reply is None:
             return None, None
         data, taken = reply
-        session = session_from_json(data)
+        session = self._decoded.decode(session_id, data)
         if taken < 0 or session.transport != transport or session.principal != principal:
             return None, None
         return session, token if taken else ALL_SLOTS_TAKEN

@@ -14,7 +14,6 @@ the next command connects again.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -74,6 +73,14 @@ class PendingCall:
         return self.replies
 
 
+def wake_all(waiters: list[Waiter]) -> None:
+    """Wake the greenlets waiting on these (from the hub's loop, where a Waiter is switched from)."""
+    if waiters:
+        run_callback = get_hub().loop.run_callback
+        for waiter in waiters:
+            run_callback(waiter.switch, None)
+
+
 class Multiplexer(PipelinedCommands):
     """Commands of every greenlet on one connection made like the pool's (same address, credentials, database)."""
 
@@ -86,6 +93,8 @@ class Multiplexer(PipelinedCommands):
         self._outgoing: list[bytes] = []
         # The writer greenlet's wake-up while it waits for something to write.
         self._writer_waiting: Waiter | None = None
+        # Greenlets that posted what is queued now, woken once the write that takes it is done.
+        self._written_waiters: list[Waiter] = []
         # The socket whose writer greenlet is inside a write that may yield: nobody else writes to it meanwhile.
         self._writing: Any = None
         self._connecting = gevent.lock.Semaphore()
@@ -153,33 +162,21 @@ class Multiplexer(PipelinedCommands):
         return call.wait()
 
     def post(self, commands: list[tuple[Any, ...]]) -> None:
-        """Write commands before this greenlet goes on, and wait for no reply (the reader reads and drops it).
+        """Have commands written before this greenlet goes on, and wait for no reply (the reader reads and drops it).
 
         For a call slot's release: its greenlet does not wait for Redis once more, and the release is on its way
-        to Redis before the client can see the call's answer. The write is one non-blocking system call, which
-        cannot be interrupted halfway; what the socket does not take, the writer greenlet sends next.
+        to Redis before the client can see the call's answer. The writer greenlet writes it with what the other
+        greenlets send this turn, one system call for them all (and one wake-up of Redis), and wakes this greenlet
+        when that write is done; if the connection fails first, it wakes it all the same (a lease runs out).
         """
-        if commands:
-            self._post_packed(list(map(pack, commands)))
-
-    def _post_packed(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> None:
-        """Queue commands already in RESP and write them at once where the socket is free (see post)."""
-        self._enqueue(packed, on_done)
-        sock = self._sock
-        if self._writing is sock:
-            return  # the writer sends it as soon as its current write is done
-        data = b"".join(self._outgoing)
-        self._outgoing.clear()
-        try:
-            sent = os.write(sock.fileno(), data)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            self._fail(sock, RedisConnectionError(f"Error writing to Redis: {exc}"))
+        if not commands:
             return
-        if sent < len(data):
-            self._outgoing.append(data[sent:])
-            self._wake_writer()
+        self._enqueue(list(map(pack, commands)))
+        waiter = Waiter()
+        # Joined to the queue in the same step as the bytes: the write that takes them wakes it.
+        self._written_waiters.append(waiter)
+        self._wake_writer()
+        waiter.get()
 
     def _enqueue(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> PendingCall:
         """Queue commands for the connection (connecting first if needed) and the call that awaits their replies."""
@@ -219,12 +216,14 @@ class Multiplexer(PipelinedCommands):
                     continue
                 data = b"".join(self._outgoing)
                 self._outgoing.clear()
+                written, self._written_waiters = self._written_waiters, []
                 self._writing = sock
                 try:
                     sock.sendall(data)
                 finally:
                     if self._writing is sock:  # a killed writer of a connection gone must not clear its successor's
                         self._writing = None
+                    wake_all(written)
         except gevent.GreenletExit:
             raise
         except OSError as exc:
@@ -296,6 +295,8 @@ class Multiplexer(PipelinedCommands):
         calls = list(self._calls)
         self._calls.clear()
         self._outgoing.clear()
+        written, self._written_waiters = self._written_waiters, []
+        wake_all(written)
         self._writing = None
         connection.disconnect()
         for call in calls:

@@ -47,19 +47,20 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
     except TypeError:  # an unhashable argument (a bytearray): each is packed on its own
         pieces = [None] * len(args)
     if None in pieces:
-        for index, piece in enumerate(pieces):
-            if piece is None:
-                arg = args[index]
-                kind = type(arg)
-                if kind is bytes:  # a message: the commonest argument never remembered
-                    pieces[index] = _bulk(arg)
-                elif kind is int:
-                    pieces[index] = _packed_ints.get(arg) or _packed_once(arg)
-                elif kind is str:  # new text (a token): packed, and remembered if short
-                    pieces[index] = _packed_once(arg)
-                else:
-                    pieces[index] = _packed_argument(arg)
+        pieces = [piece or _packed_miss(arg) for piece, arg in zip(pieces, args)]
     return b"".join(pieces)
+
+
+def _packed_miss(arg: Any) -> bytes:
+    """One argument the remembered text did not have, in RESP."""
+    kind = type(arg)
+    if kind is bytes:  # a message: the commonest argument never remembered
+        return _bulk(arg)
+    if kind is int:  # a script's limits and TTLs come back every call
+        return _packed_ints.get(arg) or _packed_once(arg)
+    if kind is str:  # new text (a token): packed, and remembered if short
+        return _packed_once(arg)
+    return _packed_argument(arg)
 
 
 def _packed_argument(arg: Any) -> bytes:

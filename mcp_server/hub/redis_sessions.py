@@ -12,7 +12,6 @@ from mcp_server.hub.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
     client_chosen_json,
     milliseconds,
-    session_from_json,
     session_json,
 )
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, SESSION_INDEX, owner_key, session_keys
@@ -74,7 +73,7 @@ class Sessions:
         if len(self._ttl_refreshed) >= MAX_TTL_REFRESH_MEMORY:
             self._ttl_refreshed.clear()
         self._ttl_refreshed[session_id] = now
-        return session_from_json(data)
+        return self._decoded.decode(session_id, data)
 
     def ttl_is_fresh(self, session_id: str, now: float | None = None) -> bool:
         """True when this worker refreshed the session's TTL moments ago (a plain read suffices now)."""
@@ -87,7 +86,7 @@ class Sessions:
         """Load a session without refreshing its idle TTL (quota checks)."""
         with self._redis():
             data = self.command("GET", session_keys(session_id)["session"])
-        return None if data is None else session_from_json(data)
+        return None if data is None else self._decoded.decode(session_id, data)
 
     def save_session(self, session: Session) -> None:
         """Store a changed session, keeping its TTL; a closed session stays closed."""
@@ -108,11 +107,12 @@ class Sessions:
             )
         if reply[0] == 0:
             return SessionUpdate(False, None)
-        return SessionUpdate(reply[0] == 1, session_from_json(reply[1]))
+        return SessionUpdate(reply[0] == 1, self._decoded.decode(session_id, reply[1]))
 
     def close_session(self, session_id: str) -> bool:
         """Delete the session's keys and end its streams on whichever workers hold them."""
         self._ttl_refreshed.pop(session_id, None)
+        self._decoded.forget(session_id)
         self._end_local(session_id, "session closed")
         keys = session_keys(session_id)
         with self._redis():
