@@ -84,11 +84,12 @@ class Session:
 
     def copy(self) -> Session:
         """A copy to change freely: its subscriptions and client fields are its own (shallow copies)."""
+        fields = self.__dict__.copy()
+        fields["subscriptions"] = self.subscriptions.copy()
+        fields["client_info"] = self.client_info.copy()
+        fields["client_capabilities"] = self.client_capabilities.copy()
         twin = object.__new__(Session)
-        twin.__dict__.update(self.__dict__)
-        twin.subscriptions = list(self.subscriptions)
-        twin.client_info = dict(self.client_info)
-        twin.client_capabilities = dict(self.client_capabilities)
+        twin.__dict__ = fields
         return twin
 
     def take_fields(self, other: Session) -> None:

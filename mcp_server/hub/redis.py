@@ -68,6 +68,8 @@ log = logging.getLogger("mcp.hub")
 
 # A delivery token outlives the last retry of its answer by this much.
 DELIVERY_TOKEN_MARGIN_S = 5.0
+# How many (session, stream) pairs the publish script's key names are kept for before they are all made again.
+MAX_PUBLISH_KEYS = 10_000
 
 # Forks this process has gone through: a hub checks it, not os.getpid() (a system call), on every command.
 _forks = [0]
@@ -106,8 +108,14 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._init_posted_deliveries()
         # A delivery token is remembered past the last retry, which may run up to a pool wait and a command
         # timeout after its start.
-        self._remember_ms = milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
-                                         + DELIVERY_TOKEN_MARGIN_S)
+        # The publish and deliver scripts' fixed arguments, as the text Redis is sent (packing finds text among the
+        # arguments it remembers; Redis reads every argument as text anyway).
+        self._remember_ms = str(milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
+                                             + DELIVERY_TOKEN_MARGIN_S))
+        self._replay_max_arg = str(settings.replay_max)
+        self._replay_max_bytes_arg = str(settings.replay_max_bytes)
+        # The publish script's keys of each (session, stream) this worker published to lately (bounded).
+        self._publish_keys: dict[tuple[str, str | None], tuple[str, ...]] = {}
         self._refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                         settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
 
@@ -211,12 +219,18 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
             position = self._run("deliver", [*keys, delivery_key(session_id, token)], [*args, self._remember_ms])
         return None if position is None else join_event_id(position.decode(), stream)
 
-    def _publish_arguments(self, session_id: str, message: Any, stream: str | None) -> tuple[list[str], list[Any]]:
+    def _publish_arguments(self, session_id: str, message: Any,
+                           stream: str | None) -> tuple[tuple[str, ...], list[Any]]:
         """The keys and arguments of the publish script for one message."""
-        keys = session_keys(session_id, stream)
-        return ([keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"]],
-                [dumps(message), self.settings.replay_max, session_id, stream or "", WORKER_CHANNEL,
-                 self.settings.replay_max_bytes])
+        script_keys = self._publish_keys.get((session_id, stream))
+        if script_keys is None:
+            keys = session_keys(session_id, stream)
+            script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"])
+            if len(self._publish_keys) >= MAX_PUBLISH_KEYS:
+                self._publish_keys.clear()
+            self._publish_keys[session_id, stream] = script_keys
+        return (script_keys, [dumps(message), self._replay_max_arg, session_id, stream or "", WORKER_CHANNEL,
+                              self._replay_max_bytes_arg])
 
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False

@@ -33,7 +33,7 @@ class CallSlots:
         token = self._new_slot_token()
         with self._redis():
             taken = self._run("take_call_slot", [call_slots_key(session_id)],
-                              [token, limit, CALL_LEASE_MS])
+                              [token, str(limit), str(CALL_LEASE_MS)])
         if not taken:
             return None
         self._call_leases[token] = session_id
@@ -51,7 +51,8 @@ class CallSlots:
             return super().get_session_for_call(session_id, transport, principal, limit)
         token = self._new_slot_token()
         keys = [session_base(session_id), call_slots_key(session_id)]
-        args = [token, limit, CALL_LEASE_MS, transport, principal or "", "0" if principal is None else "1"]
+        # Numbers as text, which packing finds among the arguments it remembers (Redis reads all as text).
+        args = [token, str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1"]
         with self._redis():
             reply = self._run("get_taking_call_slot", keys, args)
         if reply is None:
@@ -113,5 +114,5 @@ class CallSlots:
             with self._redis():
                 scripts = self.script_batch()
                 for token, session_id in leases[start:start + RENEW_BATCH]:
-                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, CALL_LEASE_MS])
+                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, str(CALL_LEASE_MS)])
                 scripts.execute()

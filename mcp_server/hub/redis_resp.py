@@ -47,7 +47,7 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
     except TypeError:  # an unhashable argument (a bytearray): each is packed on its own
         pieces = [None] * len(args)
     if None in pieces:
-        pieces = [piece or _packed_miss(arg) for piece, arg in zip(pieces, args)]
+        pieces = [piece or _packed_miss(arg) for piece, arg in zip(pieces, args, strict=True)]
     return b"".join(pieces)
 
 

@@ -13,7 +13,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub import HubUnavailable, redis_multiplex
+from mcp_server.hub import HubUnavailable
 from mcp_server.hub.redis_commands import lean_commands
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
