@@ -187,7 +187,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         return self.client.execute_command(*args)
 
     def post_command(self, *args: Any) -> None:
-        """Send one command whose reply nobody needs: on the multiplexer, written at once and not waited for."""
+        """Send one command whose reply nobody needs: on the multiplexer, written before this greenlet goes on."""
         lean = self._lean_path()
         if lean is not None:
             lean.post([*self.releases_before_next_command(), args])

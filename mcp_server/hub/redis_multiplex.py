@@ -211,8 +211,6 @@ class Multiplexer(PipelinedCommands):
                 if not self._outgoing:
                     self._writer_waiting = Waiter()
                     self._writer_waiting.get()  # a caller that queued something wakes it
-                    # Greenlets already runnable queue their commands too before this write goes.
-                    gevent.sleep(0)
                     continue
                 data = b"".join(self._outgoing)
                 self._outgoing.clear()
