@@ -106,11 +106,10 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
         self._init_posted_deliveries()
-        # A delivery token is remembered past the last retry, which may run up to a pool wait and a command
-        # timeout after its start.
         # The publish and deliver scripts' fixed arguments, as the text Redis is sent (packing finds text among the
-        # arguments it remembers; Redis reads every argument as text anyway).
-        self._remember_ms = str(milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
+        # arguments it remembers; Redis reads every argument as text anyway). A delivery token is remembered past
+        # the last retry, which may run up to a pool wait and a command timeout after its start.
+        self._remember_ms_arg = str(milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
                                              + DELIVERY_TOKEN_MARGIN_S))
         self._replay_max_arg = str(settings.replay_max)
         self._replay_max_bytes_arg = str(settings.replay_max_bytes)
@@ -216,7 +215,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
         keys, args = self._publish_arguments(session_id, message, stream)
         with self._redis():
-            position = self._run("deliver", [*keys, delivery_key(session_id, token)], [*args, self._remember_ms])
+            position = self._run("deliver", [*keys, delivery_key(session_id, token)], [*args, self._remember_ms_arg])
         return None if position is None else join_event_id(position.decode(), stream)
 
     def _publish_arguments(self, session_id: str, message: Any,

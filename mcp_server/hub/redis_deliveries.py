@@ -51,7 +51,7 @@ class PostedDeliveries:
         try:
             with self._redis():
                 lean.post_evalsha(self._scripts["deliver"], [*keys, delivery_key(session_id, token)],
-                                  [*args, self._remember_ms], self.releases_before_next_command(), stored)
+                                  [*args, self._remember_ms_arg], self.releases_before_next_command(), stored)
         except HubUnavailable:
             self._deliver_settling(session_id, message, stream, token)
 

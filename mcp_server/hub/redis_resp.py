@@ -56,7 +56,7 @@ def _packed_miss(arg: Any) -> bytes:
     kind = type(arg)
     if kind is bytes:  # a message: the commonest argument never remembered
         return _bulk(arg)
-    if kind is int:  # a script's limits and TTLs come back every call
+    if kind is int:  # a number sent as such (the hub's own scripts send theirs as text)
         return _packed_ints.get(arg) or _packed_once(arg)
     if kind is str:  # new text (a token): packed, and remembered if short
         return _packed_once(arg)

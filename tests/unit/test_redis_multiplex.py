@@ -521,6 +521,25 @@ def test_a_post_while_the_writer_is_mid_write_goes_on_only_after_its_own_write(m
     assert big.value == b"OK"
 
 
+def test_a_post_whose_write_fails_lets_its_greenlet_go_on_and_the_next_command_reconnects(muxes, monkeypatch):
+    mux = muxes()
+    assert mux.execute("PING") == b"PONG"
+    sock = mux._sock
+    original = type(sock).sendall
+
+    def broken(self, data, *args):
+        if self is sock:
+            raise OSError("Broken pipe")
+        return original(self, data, *args)
+
+    monkeypatch.setattr(type(sock), "sendall", broken)
+    posting = gevent.spawn(mux.post, [("SET", "lost", "1")])
+    posting.join(5)
+    assert posting.successful()  # woken when the connection failed, not left waiting for a write
+    assert mux.execute("GET", "lost") is None  # on a new connection; the release's lease would run out
+    assert mux._sock is not sock
+
+
 def test_a_posted_command_on_a_dead_connection_fails_nobody_and_the_next_command_reconnects(muxes, redis_server):
     mux = muxes(timeout_s=1.0)
     assert mux.execute("PING") == b"PONG"
