@@ -141,11 +141,14 @@ def run_under_load(outage: Callable[[RedisServer], None], redis_args: tuple[str,
                     resume_if_dropped(server.base_url, readers)
                     return set(poster.acknowledged) <= set(received(readers))
 
-                if not wait_until(complete, timeout=40):
+                try:
+                    wait_until(complete, timeout=40)
+                except AssertionError:
+                    # wait_until raises when time runs out: name what is missing, and what the servers said.
                     missing = set(poster.acknowledged) - set(received(readers))
                     stored = set(produced_response_ids(store.client(), readers[0].session_id))
                     pytest.fail(f"acknowledged but never answered: {missing} (in the replay log: {missing & stored})"
-                                f"\n{hub_lines(server.read_log())}")
+                                f"; streams read: {len(readers)}\n{hub_lines(server.read_log())}")
                 # A last call on the same session: anything still on its way (a repeat) arrives before its answer.
                 barrier = request("ping")
                 assert http.post(server.base_url + readers[0].endpoint, json=barrier).status_code == 202
