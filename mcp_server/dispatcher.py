@@ -44,7 +44,7 @@ from mcp_server.protocol.request_context import (
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
 from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
-from mcp_server.session import STATELESS, Session
+from mcp_server.session import STATELESS, STREAMABLE, Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
@@ -253,8 +253,8 @@ class Dispatcher:
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
                 return None
             finally:
-                if slot is not None:
-                    self.call_slots.release(session.id, slot, answer_follows)
+                if slot is not None:  # a Streamable HTTP answer is written by its POST's greenlet: it waits for this
+                    self.call_slots.release(session.id, slot, answer_follows, session.transport == STREAMABLE)
             response = self.polish(response, message.method)
         if modern and isinstance(response, dict):
             response = self.decorate_modern(message, response)

@@ -118,9 +118,10 @@ class CallSlots:
         """Take a slot for one call; its token, or None when the session already runs its maximum."""
         return self.hub.take_call_slot(session_id, self.limit)
 
-    def release(self, session_id: str, token: str, answer_follows: bool = False) -> None:
-        """Give a slot back when the call ends, however it ends (answer_follows: its answer is stored next)."""
-        self.hub.give_back_call_slot(session_id, token, answer_follows)
+    def release(self, session_id: str, token: str, answer_follows: bool = False, answer_waits: bool = False) -> None:
+        """Give a slot back when the call ends, however it ends (answer_follows: its answer is stored next;
+        answer_waits: another greenlet writes it, after hub.wait_for_release)."""
+        self.hub.give_back_call_slot(session_id, token, answer_follows, answer_waits)
 
 
 class SessionQuotaExceeded(CapacityError):

@@ -152,15 +152,22 @@ class Hub(ABC):
         """Take one of a session's limit call slots; return its token, or None when all are taken."""
 
     @abstractmethod
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False) -> None:
+    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
+                            answer_waits: bool = False) -> None:
         """Free a slot taken with take_call_slot; answer_follows: this greenlet stores the call's answer next.
 
         A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows);
         whoever passes answer_follows calls free_held_slot once the answer went out, or did not.
+        answer_waits: another greenlet writes the call's answer to the client, and calls wait_for_release with
+        this one first; a hub may then send the release without this greenlet waiting for it.
         """
 
     def free_held_slot(self) -> None:
         """Free a slot this greenlet gave back with answer_follows whose answer never went out (none held here)."""
+        return None
+
+    def wait_for_release(self, greenlet: Any) -> None:
+        """Before a call's answer is written: wait until the slot its greenlet gave back is on its way (here, it is)."""
         return None
 
     def get_session_for_call(self, session_id: str, transport: str, principal: str | None,

@@ -105,6 +105,8 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._call_leases: dict[str, str] = {}
         # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
+        # Slots given back with answer_waits whose release is not written yet, by greenlet (see wait_for_release).
+        self._unwritten_releases: dict[gevent.Greenlet, Any] = {}
         self._init_posted_deliveries()
         # The publish and deliver scripts' fixed arguments, as the text Redis is sent (packing finds text among the
         # arguments it remembers; Redis reads every argument as text anyway). A delivery token is remembered past
@@ -148,6 +150,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._lean = None
         self._scripts = {}
         self._releases = {}
+        self._unwritten_releases = {}
         self._init_posted_deliveries()
 
     @property

@@ -11,6 +11,7 @@ import gevent
 from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
+from mcp_server.hub.redis_multiplex import Multiplexer, Written
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -72,18 +73,51 @@ class CallSlots:
         self._lean_path()
         return f"{self.worker_id}|{next(_token_numbers)}"
 
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False) -> None:
+    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
+                            answer_waits: bool = False) -> None:
         """Free the slot; if Redis cannot be reached, its lease runs out instead.
 
         With answer_follows (this greenlet stores the call's answer next), the ZREM goes in the same write as that
         answer, ahead of it: one round trip fewer, and the slot is still free before anyone can see the answer. If
         no answer goes out, free_held_slot frees it (the dispatcher calls it when the call's greenlet is done).
+        With answer_waits (another greenlet writes the answer, after wait_for_release), the ZREM is queued for the
+        writer's next write and this greenlet goes on: the writer runs before the greenlet that waits for this
+        one's end, so that wait is almost always over at once.
         """
         self._call_leases.pop(token, None)
         if answer_follows and self._lean is not None:
             self._releases[gevent.getcurrent()] = (session_id, token)
             return
+        if answer_waits and isinstance(self._lean, Multiplexer):
+            self._post_release(session_id, token)
+            return
         self._free_slot(session_id, token)
+
+    def _post_release(self, session_id: str, token: str) -> None:
+        """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
+        greenlet = gevent.getcurrent()
+        unwritten = self._unwritten_releases
+
+        def written(release: Written) -> None:
+            if unwritten.get(greenlet) is release:
+                del unwritten[greenlet]
+
+        try:
+            with self._redis():
+                release = self._lean.post_nowait([*self.releases_before_next_command(),
+                                                  ("ZREM", call_slots_key(session_id), token)], written)
+        except HubUnavailable:
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
+            return
+        if not release.done:
+            unwritten[greenlet] = release
+
+    def wait_for_release(self, greenlet: Any) -> None:
+        """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
+        if self._unwritten_releases:
+            release = self._unwritten_releases.get(greenlet)
+            if release is not None:
+                release.wait()
 
     def free_held_slot(self) -> None:
         """Free the slot this greenlet gave back with answer_follows if no command carried its release."""

@@ -73,12 +73,36 @@ class PendingCall:
         return self.replies
 
 
-def wake_all(waiters: list[Waiter]) -> None:
-    """Wake the greenlets waiting on these (from the hub's loop, where a Waiter is switched from)."""
-    if waiters:
-        run_callback = get_hub().loop.run_callback
-        for waiter in waiters:
-            run_callback(waiter.switch, None)
+class Written:
+    """Whether the write that takes some posted commands is done (or the connection failed before it was)."""
+
+    __slots__ = ("done", "waiter", "on_written")
+
+    def __init__(self, on_written: Callable[[Written], None] | None = None) -> None:
+        self.done = False
+        self.waiter: Waiter | None = None
+        # Called once, from the writer greenlet (or whoever failed the connection): it must not wait.
+        self.on_written = on_written
+
+    def mark(self) -> None:
+        """The write is done or failed: wake whoever waits (from the hub's loop, where a Waiter is switched from)."""
+        self.done = True
+        if self.on_written is not None:
+            self.on_written(self)
+        if self.waiter is not None:
+            get_hub().loop.run_callback(self.waiter.switch, None)
+
+    def wait(self) -> None:
+        """Return once the write is done (or failed)."""
+        if not self.done:
+            self.waiter = Waiter()
+            self.waiter.get()
+
+
+def mark_all(written: list[Written]) -> None:
+    """Mark every one of these writes done."""
+    for one in written:
+        one.mark()
 
 
 class Multiplexer(PipelinedCommands):
@@ -93,8 +117,8 @@ class Multiplexer(PipelinedCommands):
         self._outgoing: list[bytes] = []
         # The writer greenlet's wake-up while it waits for something to write.
         self._writer_waiting: Waiter | None = None
-        # Greenlets that posted what is queued now, woken once the write that takes it is done.
-        self._written_waiters: list[Waiter] = []
+        # Posts of what is queued now, marked once the write that takes it is done.
+        self._written_waiters: list[Written] = []
         # The socket whose writer greenlet is inside a write that may yield: nobody else writes to it meanwhile.
         self._writing: Any = None
         self._connecting = gevent.lock.Semaphore()
@@ -169,14 +193,21 @@ class Multiplexer(PipelinedCommands):
         greenlets send this turn, one system call for them all (and one wake-up of Redis), and wakes this greenlet
         when that write is done; if the connection fails first, it wakes it all the same (a lease runs out).
         """
-        if not commands:
-            return
+        if commands:
+            self.post_nowait(commands).wait()
+
+    def post_nowait(self, commands: list[tuple[Any, ...]],
+                    on_written: Callable[[Written], None] | None = None) -> Written:
+        """Queue commands whose reply nobody needs, for the writer's next write; what says when it is done.
+
+        Anything this worker sends later goes out behind them (one connection, written in order).
+        """
         self._enqueue(list(map(pack, commands)))
-        waiter = Waiter()
-        # Joined to the queue in the same step as the bytes: the write that takes them wakes it.
-        self._written_waiters.append(waiter)
+        written = Written(on_written)
+        # Joined to the queue in the same step as the bytes: the write that takes them marks it.
+        self._written_waiters.append(written)
         self._wake_writer()
-        waiter.get()
+        return written
 
     def _enqueue(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> PendingCall:
         """Queue commands for the connection (connecting first if needed) and the call that awaits their replies."""
@@ -221,7 +252,7 @@ class Multiplexer(PipelinedCommands):
                 finally:
                     if self._writing is sock:  # a killed writer of a connection gone must not clear its successor's
                         self._writing = None
-                    wake_all(written)
+                    mark_all(written)
         except gevent.GreenletExit:
             raise
         except OSError as exc:
@@ -294,7 +325,7 @@ class Multiplexer(PipelinedCommands):
         self._calls.clear()
         self._outgoing.clear()
         written, self._written_waiters = self._written_waiters, []
-        wake_all(written)
+        mark_all(written)
         self._writing = None
         connection.disconnect()
         for call in calls:

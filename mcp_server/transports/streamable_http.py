@@ -220,15 +220,17 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
         running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m))
-        return answer_as_json(body, running, errors, headers)
+        return answer_as_json(core, body, running, errors, headers)
     exchange = Exchange(core, session)
     running, errors = core.accept(session, body, exchange)
     if not running:
-        return answer_as_json(body, running, errors, headers)
+        return answer_as_json(core, body, running, errors, headers)
     greenlet = running[0]
     # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
     greenlet.rawlink(lambda g: exchange.outbox.put_nowait(DONE))
     first = exchange.outbox.get()
+    if first is DONE:
+        core.hub.wait_for_release(greenlet)  # the call's slot is free before its answer can be seen
     if first is DONE and is_store_unavailable(greenlet.value):
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
@@ -244,11 +246,13 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
     return response
 
 
-def answer_as_json(body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
+def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
     """Wait for the requests and answer with their responses as one JSON body."""
     if not running and not errors:
         return empty_response(HTTPStatus.ACCEPTED, headers)
     gevent.joinall(running)
+    for greenlet in running:
+        core.hub.wait_for_release(greenlet)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
         return empty_response(HTTPStatus.ACCEPTED, headers)

@@ -558,3 +558,80 @@ def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(red
     hub.give_back_call_slot(session.id, token)
     # Without a yield in between, as when the HTTP answer is written right after: Redis has the release already.
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
+
+
+def test_a_post_that_does_not_wait_is_marked_written_once_the_writer_wrote_it(muxes, redis_server):
+    mux = muxes()
+    assert mux.execute("PING") == b"PONG"
+    heard: list = []
+    written = mux.post_nowait([("SET", "released", "yes")], heard.append)
+    assert not written.done and heard == []  # nothing yielded yet: the writer has not run
+    written.wait()
+    assert written.done and heard == [written]
+    assert raw_reply(redis_server, "GET", "released") == b"$3\r\nyes\r\n"
+
+
+def test_a_post_that_does_not_wait_is_marked_when_its_write_fails(muxes, monkeypatch):
+    mux = muxes()
+    assert mux.execute("PING") == b"PONG"
+    sock = mux._sock
+    original = type(sock).sendall
+
+    def broken(self, data, *args):
+        if self is sock:
+            raise OSError("Broken pipe")
+        return original(self, data, *args)
+
+    monkeypatch.setattr(type(sock), "sendall", broken)
+    written = mux.post_nowait([("SET", "lost", "1")])
+    waiting = gevent.spawn(written.wait)
+    waiting.join(5)
+    assert waiting.successful() and written.done  # nobody is left waiting for a write that never comes
+    assert mux.execute("GET", "lost") is None
+
+
+def test_through_the_hub_a_release_left_to_the_answer_s_writer_is_written_before_it_waits_no_more(
+        redis_hubs, redis_server):  # noqa: F811
+    hub = redis_hubs()
+    session = new_session(hub)
+    token = hub.take_call_slot(session.id, 1)
+    seen: list[bytes] = []
+
+    def call() -> None:
+        hub.give_back_call_slot(session.id, token, answer_waits=True)
+        # This greenlet went on at once: the release is queued, not written yet.
+        seen.append(raw_reply(redis_server, "ZCARD", call_slots_key(session.id)))
+
+    greenlet = gevent.spawn(call)
+    greenlet.join(5)
+    assert seen == [b":1\r\n"]
+    hub.wait_for_release(greenlet)  # what the POST's greenlet does before it writes the answer
+    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
+    assert hub._unwritten_releases == {}  # nothing kept once written
+    hub.wait_for_release(greenlet)  # and nothing to wait for after
+
+
+def test_through_the_hub_the_answer_s_writer_waits_for_a_release_the_writer_has_not_written(
+        redis_hubs, redis_server, monkeypatch):  # noqa: F811
+    hub = redis_hubs()
+    session = new_session(hub)
+    token = hub.take_call_slot(session.id, 1)
+    mux = hub._lean
+    sock = mux._sock
+    original = type(sock).sendall
+    gate = gevent.event.Event()
+
+    def held(self, data, *args):
+        if self is sock and b"ZREM" in bytes(data):
+            gate.wait(5)  # the writer yields inside its write, as on a full socket
+        return original(self, data, *args)
+
+    monkeypatch.setattr(type(sock), "sendall", held)
+    greenlet = gevent.spawn(hub.give_back_call_slot, session.id, token, answer_waits=True)
+    greenlet.join(5)
+    answer = gevent.spawn(lambda: (hub.wait_for_release(greenlet),
+                                   raw_reply(redis_server, "ZCARD", call_slots_key(session.id)))[1])
+    gevent.sleep(0.1)
+    assert not answer.ready()  # the answer is held back while its release is unwritten
+    gate.set()
+    assert answer.get(timeout=5) == b":0\r\n"
