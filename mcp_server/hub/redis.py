@@ -105,8 +105,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._call_leases: dict[str, str] = {}
         # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
-        # Slots given back with answer_waits whose release is not written yet, by greenlet (see wait_for_release).
-        self._unwritten_releases: dict[gevent.Greenlet, Any] = {}
+        self._unwritten_releases: dict[gevent.Greenlet, Any] = {}  # answer_waits releases unwritten, by greenlet
         self._init_posted_deliveries()
         # The publish and deliver scripts' fixed arguments, as the text Redis is sent (packing finds text among the
         # arguments it remembers; Redis reads every argument as text anyway). A delivery token is remembered past
@@ -261,7 +260,8 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
             with self._redis():
                 reply = self._run(
                     "attach",
-                    [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"]],
+                    [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"],
+                     keys["replay_sizes"], keys["replay_bytes"]],
                     [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
                      milliseconds(self.settings.session_ttl_s), session_id, WORKER_CHANNEL, self.worker_id,
                      stream or "", *self._claim_holder_alive(keys["claim"])],

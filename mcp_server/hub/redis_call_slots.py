@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from typing import Any
 
 import gevent
 
+from mcp_server.encoding import dumps
 from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
@@ -24,6 +26,12 @@ CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 RENEW_BATCH = 500
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
+
+
+@functools.lru_cache(maxsize=1024)
+def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
+    """The session JSON's transport and principal fields as session_json writes them (see the script)."""
+    return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
 
 
 class CallSlots:
@@ -53,7 +61,8 @@ class CallSlots:
         token = self._new_slot_token()
         keys = [session_base(session_id), call_slots_key(session_id)]
         # Numbers as text, which packing finds among the arguments it remembers (Redis reads all as text).
-        args = [token, str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1"]
+        args = [token, str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
+                *owner_fields(transport, principal)]
         with self._redis():
             reply = self._run("get_taking_call_slot", keys, args)
         if reply is None:

@@ -54,7 +54,8 @@ class Claims:
                     delivered = subscription.delivered if subscription.stream is None else None
                     scripts.add(
                         "refresh",
-                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"]],
+                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"],
+                         keys["replay_sizes"], keys["replay_bytes"]],
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
                          delivered or ""],
                     )
@@ -141,7 +142,8 @@ class Claims:
             with self._redis():
                 self._run(
                     "detach",
-                    [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"]],
+                    [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"],
+                     keys["replay_sizes"], keys["replay_bytes"]],
                     [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
                      "1" if subscription.stream is None else "0"],
                 )

@@ -66,16 +66,15 @@ end
 return 1
 """
 
-# KEYS: session, detached, replay, delivered. ARGV: ttl ms.
+# KEYS: session, detached, replay, delivered[, replay sizes, replay bytes]. ARGV: ttl ms.
 # A client request ends a resume window: the session gets the full idle TTL again (Streamable clients need no stream).
-# The caller then moves the session's expiry in the index (TOUCH_SCRIPT).
+# The caller then moves the session's expiry in the index (TOUCH_SCRIPT). Every script that moves a session's TTL
+# moves its replay log's (the log and its bookkeeping) with it: the publish script sets theirs only on keys it makes.
 GET_SCRIPT = """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
 redis.call('DEL', KEYS[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-redis.call('PEXPIRE', KEYS[3], ARGV[1])
-redis.call('PEXPIRE', KEYS[4], ARGV[1])
+for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do redis.call('PEXPIRE', key, ARGV[1]) end
 return data
 """
 
@@ -137,6 +136,8 @@ end
 # stream ('' for the session's own), worker channel prefix, replay max bytes.
 # Append and route in one atomic step, so every worker sees one order of events per session. The log is trimmed
 # from its oldest entries past MCP_REPLAY_MAX entries or MCP_REPLAY_MAX_BYTES bytes; the newest always stays.
+# A new log (or one whose bookkeeping is rebuilt) takes the session's TTL here; after that, the scripts that move
+# the session's TTL move the log's (GET, ATTACH, REFRESH and DETACH, given its sizes and bytes keys).
 PUBLISH_SCRIPT = REBUILD_SIZES + """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return false end
@@ -147,12 +148,13 @@ if ARGV[4] == '' then
 else
   id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 's', ARGV[4])
 end
-local bytes
-if redis.call('LLEN', KEYS[4]) == kept - 1 and redis.call('EXISTS', KEYS[5]) == 1 then
+local bytes, rebuilt
+if kept > 1 and redis.call('LLEN', KEYS[4]) == kept - 1 and redis.call('EXISTS', KEYS[5]) == 1 then
   redis.call('RPUSH', KEYS[4], string.len(ARGV[1]))
   bytes = redis.call('INCRBY', KEYS[5], string.len(ARGV[1]))
 else
   bytes = rebuild_sizes(KEYS[2], KEYS[4], KEYS[5])
+  rebuilt = true
 end
 local dropped, freed = 0, 0
 while kept - dropped > 1 and (kept - dropped > tonumber(ARGV[2]) or bytes - freed > tonumber(ARGV[6])) do
@@ -163,7 +165,9 @@ if dropped > 0 then
   redis.call('XTRIM', KEYS[2], 'MAXLEN', kept - dropped)
   redis.call('DECRBY', KEYS[5], freed)
 end
-if ttl > 0 then
+-- Only keys made here (a new log, its bookkeeping rebuilt) take the session's TTL: from then on, every script
+-- that moves the session's TTL moves theirs too.
+if ttl > 0 and rebuilt then
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('PEXPIRE', KEYS[4], ttl)
   redis.call('PEXPIRE', KEYS[5], ttl)
@@ -195,7 +199,7 @@ redis.call('SET', KEYS[#KEYS], id or '', 'PX', ARGV[#ARGV])
 return id
 """
 
-# KEYS: session, claim, replay, delivered, detached.
+# KEYS: session, claim, replay, delivered, detached[, replay sizes, replay bytes].
 # ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
 # request stream ('' for the session's own)[, the claim's worker if it is alive ('' if not)].
 # On a Redis Cluster, PUBSUB NUMSUB counts only one node's subscribers: there the caller asks every node
@@ -221,9 +225,7 @@ end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
 if ARGV[9] == '' then redis.call('DEL', KEYS[5]) end
 if redis.call('EXISTS', KEYS[5]) == 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-  redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[5]) end
 end
 local after = ARGV[3]
 if after == '' then after = redis.call('GET', KEYS[4]) end
@@ -235,9 +237,10 @@ if after then return {1, redis.call('XRANGE', KEYS[3], '(' .. after, '+'), after
 return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
 """
 
-# KEYS: claim, delivered, session, replay, detached. ARGV: owner, delivered id, resume window ms,
-# '1' for the session's own stream. Only the stream that still holds its claim lets go of it; the
-# session's own stream also records what it delivered and starts the resume window.
+# KEYS: claim, delivered, session, replay, detached[, replay sizes, replay bytes].
+# ARGV: owner, delivered id, resume window ms, '1' for the session's own stream.
+# Only the stream that still holds its claim lets go of it; the session's own stream also records what it
+# delivered and starts the resume window.
 DETACH_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -248,18 +251,17 @@ if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', math.max(ttl, 1)
 local window = tonumber(ARGV[3])
 if window <= 0 then
   redis.call('DEL', KEYS[3], KEYS[4], KEYS[2])
+  if KEYS[7] then redis.call('DEL', KEYS[6], KEYS[7]) end
   return 1
 end
 redis.call('SET', KEYS[5], '1', 'PX', window)
 if ttl < 0 or ttl > window then
-  redis.call('PEXPIRE', KEYS[3], window)
-  redis.call('PEXPIRE', KEYS[4], window)
-  redis.call('PEXPIRE', KEYS[2], window)
+  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[2], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, window) end
 end
 return 1
 """
 
-# KEYS: claim, session, replay, delivered, detached.
+# KEYS: claim, session, replay, delivered, detached[, replay sizes, replay bytes].
 # ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it).
 # Returns 0 when the session is gone, 1 when the claim held (the session in its resume window), 4 when the claim
 # held and the session's TTL moved (the caller moves it in the index too), 2 when the claim is gone (the caller
@@ -273,9 +275,7 @@ if current ~= ARGV[1] then return 3 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3]) end
 if redis.call('EXISTS', KEYS[5]) == 0 then
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
-  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+  for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[3]) end
   return 4
 end
 return 1
@@ -334,18 +334,24 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
-# KEYS: session, calls. ARGV: token, limit, lease ms, transport, principal ('' for none), '1' if there is one.
+# KEYS: session, calls. ARGV: token, limit, lease ms, transport, principal ('' for none), '1' if there is one[,
+# '"transport":' and '"principal":' as the worker writes them, each with its value in JSON].
 # A session read for a tools/call and that call's slot, in one round trip; the slot is taken only for a session
 # of this transport and principal (another principal's probe takes none). Returns false for an unknown session,
 # else {json, 1} with the slot taken, {json, 0} when all are, {json, -1} for someone else's session.
+# The JSON as workers write it holds those two fields exactly as given (no other field holds raw JSON text that
+# could look like them: the client's are stored as strings), so finding both spares decoding it; JSON written
+# otherwise (by the update script's cjson, or an older release) is decoded and compared field by field.
 GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
-local stored = cjson.decode(data)
-local principal = stored.principal
-if principal == cjson.null then principal = nil end
-if stored.transport ~= ARGV[4] or (principal ~= nil) ~= (ARGV[6] == '1') or (principal and principal ~= ARGV[5]) then
-  return {data, -1}
+if not (ARGV[8] and string.find(data, ARGV[7], 1, true) and string.find(data, ARGV[8], 1, true)) then
+  local stored = cjson.decode(data)
+  local principal = stored.principal
+  if principal == cjson.null then principal = nil end
+  if stored.transport ~= ARGV[4] or (principal ~= nil) ~= (ARGV[6] == '1') or (principal and principal ~= ARGV[5]) then
+    return {data, -1}
+  end
 end
 local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)

@@ -64,7 +64,8 @@ class Sessions:
         keys = session_keys(session_id)
         ttl_ms = milliseconds(self.settings.session_ttl_s)
         with self._redis():
-            data = self._run("get", [keys["session"], keys["detached"], keys["replay"], keys["delivered"]], [ttl_ms])
+            data = self._run("get", [keys["session"], keys["detached"], keys["replay"], keys["delivered"],
+                                     keys["replay_sizes"], keys["replay_bytes"]], [ttl_ms])
             if data is not None:
                 self._run("touch", [SESSION_INDEX], [ttl_ms, session_id])
         if data is None:

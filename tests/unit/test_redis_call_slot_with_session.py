@@ -8,7 +8,7 @@ import pytest
 from mcp_server.hub import redis_call_slots
 from mcp_server.hub.base import ALL_SLOTS_TAKEN
 from mcp_server.hub.redis_keys import call_slots_key, session_base
-from mcp_server.session import SSE, STREAMABLE
+from mcp_server.session import SSE, STREAMABLE, SessionChange
 from tests.support.hubs import Hubs, new_session
 
 
@@ -175,3 +175,33 @@ def test_the_memory_hub_leaves_the_slot_to_the_dispatcher():
         assert hub.get_session_for_call(session.id, SSE, "alice", 1) == (None, None)
     finally:
         hubs.close()
+
+
+@pytest.mark.parametrize("owner", ["a/b", "ünïcode", 'x","principal":"bob', "bob\\"])
+@pytest.mark.parametrize("rewritten", [False, True])
+@pytest.mark.redis
+def test_the_owner_is_told_apart_whether_the_json_is_as_written_or_rewritten_by_the_update_script(
+        redis_hubs, redis_server, owner, rewritten):
+    hub = redis_hubs()
+    session = fresh_session(hub, principal=owner)
+    if rewritten:  # the update script re-encodes the JSON with cjson (its own escapes, its own field order)
+        hub.update_session(session.id, SessionChange(assign={"log_level": "info"}))
+        assert hub.get_session(session.id).log_level == "info"
+    found, token = hub.get_session_for_call(session.id, STREAMABLE, owner, 3)
+    assert found is not None and found.principal == owner and token
+    for stranger in ("bob", "a", "", None, owner + "x"):
+        assert hub.get_session_for_call(session.id, STREAMABLE, stranger, 3) == (None, None)
+    assert hub.get_session_for_call(session.id, SSE, owner, 3) == (None, None)
+    assert slots(redis_server, session.id) == [token.encode()]
+
+
+@pytest.mark.redis
+def test_a_client_chosen_field_that_spells_the_owner_s_fields_makes_no_one_the_owner(redis_hubs, redis_server):
+    hub = redis_hubs()
+    forged = '"transport":"streamable","principal":"bob"'
+    session = fresh_session(hub, principal="alice")
+    hub.update_session(session.id, SessionChange(assign={"client_info": {"name": forged, forged: forged}}))
+    hub.save_session(hub.get_session(session.id))  # written back as workers write it, with that text inside
+    assert forged.encode() not in redis_server.client().get(session_base(session.id))  # stored escaped
+    assert hub.get_session_for_call(session.id, STREAMABLE, "bob", 3) == (None, None)
+    assert hub.get_session_for_call(session.id, STREAMABLE, "alice", 3)[1]

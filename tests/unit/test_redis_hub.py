@@ -169,6 +169,55 @@ def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_hubs, redis_serve
     assert wait_until(lambda: client.exists(*keys.values()) == 0, timeout=3.0)
 
 
+def replay_ttls_ms(client, session_id: str) -> dict[str, int]:
+    """The remaining TTL of a session's key and of its replay log's keys."""
+    keys = session_keys(session_id)
+    return {name: client.pttl(keys[name]) for name in ("session", "replay", "replay_sizes", "replay_bytes")}
+
+
+def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_server):  # noqa: F811
+    worker = redis_hubs(MCP_SESSION_TTL_S=30)
+    session = new_session(worker)
+    client = redis_server.client()
+    worker.publish(session.id, message(1))  # a new log takes the session's TTL
+    ttls = replay_ttls_ms(client, session.id)
+    assert all(0 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls
+    client.pexpire(session_keys(session.id)["session"], 2_000)  # shorter, so a refresh visibly moves it
+    for name in ("replay", "replay_sizes", "replay_bytes"):
+        client.pexpire(session_keys(session.id)[name], 2_000)
+    worker._ttl_refreshed.clear()
+    assert worker.get_session(session.id) is not None  # refreshes the TTL (the get script)
+    worker.publish(session.id, message(2))  # a publish to an existing log leaves its TTL alone
+    ttls = replay_ttls_ms(client, session.id)
+    assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
+    # Bookkeeping that vanished on its own is rebuilt, and takes the session's TTL again.
+    client.delete(session_keys(session.id)["replay_sizes"])
+    worker.publish(session.id, message(3))
+    ttls = replay_ttls_ms(client, session.id)
+    assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
+    assert client.llen(session_keys(session.id)["replay_sizes"]) == 3
+
+
+def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the_session_s(
+        redis_hubs, redis_server):  # noqa: F811
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5)
+    session = new_session(worker)
+    client = redis_server.client()
+    worker.publish(session.id, message(1))
+    for key in session_keys(session.id).values():
+        client.pexpire(key, 2_000)
+    subscription = worker.subscribe(session.id)  # attach: the full idle TTL again
+    ttls = replay_ttls_ms(client, session.id)
+    assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
+    for key in session_keys(session.id).values():
+        client.pexpire(key, 2_000)
+    worker.refresh()  # the refresher, every few seconds while the stream is open
+    ttls = replay_ttls_ms(client, session.id)
+    assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
+    subscription.close()  # detach: the resume window
+    assert wait_until(lambda: all(0 < ttl <= 5_000 for ttl in replay_ttls_ms(client, session.id).values()))
+
+
 def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, redis_server):  # noqa: F811
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
