@@ -97,29 +97,20 @@ class CallSlots:
         if answer_follows and self._lean is not None:
             self._releases[gevent.getcurrent()] = (session_id, token)
             return
-        if answer_waits and isinstance(self._lean, Multiplexer):
-            self._post_release(session_id, token)
-            return
-        self._free_slot(session_id, token)
+        self._free_slot(session_id, token, answer_waits and isinstance(self._lean, Multiplexer))
 
-    def _post_release(self, session_id: str, token: str) -> None:
+    def _post_release(self, release: tuple[Any, ...]) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
         greenlet = gevent.getcurrent()
         unwritten = self._unwritten_releases
 
-        def written(release: Written) -> None:
-            if unwritten.get(greenlet) is release:
+        def written(posted: Written) -> None:
+            if unwritten.get(greenlet) is posted:
                 del unwritten[greenlet]
 
-        try:
-            with self._redis():
-                release = self._lean.post_nowait([*self.releases_before_next_command(),
-                                                  ("ZREM", call_slots_key(session_id), token)], written)
-        except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
-            return
-        if not release.done:
-            unwritten[greenlet] = release
+        posted = self._lean.post_nowait([*self.releases_before_next_command(), release], written)
+        if not posted.done:
+            unwritten[greenlet] = posted
 
     def wait_for_release(self, greenlet: Any) -> None:
         """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
@@ -142,11 +133,16 @@ class CallSlots:
         release = self._releases.pop(gevent.getcurrent(), None)
         return () if release is None else (("ZREM", call_slots_key(release[0]), release[1]),)
 
-    def _free_slot(self, session_id: str, token: str) -> None:
-        """Remove the slot's lease token from the session's running calls (written before the call's answer is)."""
+    def _free_slot(self, session_id: str, token: str, unwaited: bool = False) -> None:
+        """Remove the slot's lease token from the session's running calls (written before the call's answer is;
+        unwaited, on the multiplexer: queued, and the answer's writer waits for it instead of this greenlet)."""
+        release = ("ZREM", call_slots_key(session_id), token)
         try:
             with self._redis():
-                self.post_command("ZREM", call_slots_key(session_id), token)
+                if unwaited:
+                    self._post_release(release)
+                else:
+                    self.post_command(*release)
         except HubUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 

@@ -521,9 +521,8 @@ def test_a_post_while_the_writer_is_mid_write_goes_on_only_after_its_own_write(m
     assert big.value == b"OK"
 
 
-def test_a_post_whose_write_fails_lets_its_greenlet_go_on_and_the_next_command_reconnects(muxes, monkeypatch):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
+def break_writes(mux: Multiplexer, monkeypatch) -> object:
+    """Make every write to the multiplexer's current socket fail, as on a broken pipe; return that socket."""
     sock = mux._sock
     original = type(sock).sendall
 
@@ -533,6 +532,13 @@ def test_a_post_whose_write_fails_lets_its_greenlet_go_on_and_the_next_command_r
         return original(self, data, *args)
 
     monkeypatch.setattr(type(sock), "sendall", broken)
+    return sock
+
+
+def test_a_post_whose_write_fails_lets_its_greenlet_go_on_and_the_next_command_reconnects(muxes, monkeypatch):
+    mux = muxes()
+    assert mux.execute("PING") == b"PONG"
+    sock = break_writes(mux, monkeypatch)
     posting = gevent.spawn(mux.post, [("SET", "lost", "1")])
     posting.join(5)
     assert posting.successful()  # woken when the connection failed, not left waiting for a write
@@ -574,15 +580,7 @@ def test_a_post_that_does_not_wait_is_marked_written_once_the_writer_wrote_it(mu
 def test_a_post_that_does_not_wait_is_marked_when_its_write_fails(muxes, monkeypatch):
     mux = muxes()
     assert mux.execute("PING") == b"PONG"
-    sock = mux._sock
-    original = type(sock).sendall
-
-    def broken(self, data, *args):
-        if self is sock:
-            raise OSError("Broken pipe")
-        return original(self, data, *args)
-
-    monkeypatch.setattr(type(sock), "sendall", broken)
+    break_writes(mux, monkeypatch)
     written = mux.post_nowait([("SET", "lost", "1")])
     waiting = gevent.spawn(written.wait)
     waiting.join(5)
