@@ -9,6 +9,8 @@ Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree.
 
 from __future__ import annotations
 
+from mcp_server.hub.redis_replay_scripts import DELIVER_SCRIPT, PUBLISH_SCRIPT
+
 __all__ = [
     "ATTACH_SCRIPT",
     "CALL_SLOT_SCRIPTS",
@@ -109,94 +111,6 @@ if #subscriptions > 0 then session.subscriptions = subscriptions else session.su
 data = cjson.encode(session)
 redis.call('SET', KEYS[1], data, 'KEEPTTL')
 return {1, data}
-"""
-
-# Rebuilds a replay log's bookkeeping (the size of each entry, oldest first, and their sum) from the log itself,
-# for when it expired or was deleted apart from the log; returns the sum.
-REBUILD_SIZES = """
-local function rebuild_sizes(replay, sizes, total)
-  redis.call('DEL', sizes)
-  local bytes = 0
-  for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do
-    local fields = entry[2]
-    for i = 1, #fields, 2 do
-      if fields[i] == 'd' then
-        local size = string.len(fields[i + 1])
-        redis.call('RPUSH', sizes, size)
-        bytes = bytes + size
-      end
-    end
-  end
-  redis.call('SET', total, bytes)
-  return bytes
-end
-"""
-
-# KEYS: session, replay, claim, replay sizes, replay bytes. ARGV: message json, replay max, session id, request
-# stream ('' for the session's own), worker channel prefix, replay max bytes.
-# Append and route in one atomic step, so every worker sees one order of events per session. The log is trimmed
-# from its oldest entries past MCP_REPLAY_MAX entries or MCP_REPLAY_MAX_BYTES bytes; the newest always stays.
-# A new log (or one whose bookkeeping is rebuilt) takes the session's TTL here; after that, the scripts that move
-# the session's TTL move the log's (GET, ATTACH, REFRESH and DETACH, given its sizes and bytes keys).
-PUBLISH_SCRIPT = REBUILD_SIZES + """
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl == -2 then return false end
-local kept = redis.call('XLEN', KEYS[2]) + 1
-local id
-if ARGV[4] == '' then
-  id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1])
-else
-  id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 's', ARGV[4])
-end
-local bytes, rebuilt
-if kept > 1 and redis.call('LLEN', KEYS[4]) == kept - 1 and redis.call('EXISTS', KEYS[5]) == 1 then
-  redis.call('RPUSH', KEYS[4], string.len(ARGV[1]))
-  bytes = redis.call('INCRBY', KEYS[5], string.len(ARGV[1]))
-else
-  bytes = rebuild_sizes(KEYS[2], KEYS[4], KEYS[5])
-  rebuilt = true
-end
-local dropped, freed = 0, 0
-while kept - dropped > 1 and (kept - dropped > tonumber(ARGV[2]) or bytes - freed > tonumber(ARGV[6])) do
-  freed = freed + tonumber(redis.call('LPOP', KEYS[4]))
-  dropped = dropped + 1
-end
-if dropped > 0 then
-  redis.call('XTRIM', KEYS[2], 'MAXLEN', kept - dropped)
-  redis.call('DECRBY', KEYS[5], freed)
-end
--- Only keys made here (a new log, its bookkeeping rebuilt) take the session's TTL: from then on, every script
--- that moves the session's TTL moves theirs too.
-if ttl > 0 and rebuilt then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
-  redis.call('PEXPIRE', KEYS[5], ttl)
-end
-local owner = redis.call('GET', KEYS[3])
-if owner then
-  local worker = string.match(owner, '^([^|]*)|')
-  redis.call('PUBLISH', ARGV[5] .. worker,
-             'm\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. id .. '\\n' .. ARGV[1])
-end
-return id
-"""
-
-# The publish script, at most once per delivery token. KEYS and ARGV: the publish script's, then the token's key
-# (last KEY) and how long to remember it in ms (last ARGV). An answer's publish is retried through a Redis
-# outage, and an attempt that timed out may still run once Redis answers again: every attempt after the first
-# that ran returns what that one did instead of appending the answer again.
-DELIVER_SCRIPT = """
-local earlier = redis.call('GET', KEYS[#KEYS])
-if earlier then
-  if earlier == '' then return false end
-  return earlier
-end
-local function publish()
-""" + PUBLISH_SCRIPT + """
-end
-local id = publish()
-redis.call('SET', KEYS[#KEYS], id or '', 'PX', ARGV[#ARGV])
-return id
 """
 
 # KEYS: session, claim, replay, delivered, detached[, replay sizes, replay bytes].
@@ -314,13 +228,23 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
+# Prepended to the scripts that take a call slot: whether fewer than limit leases in the set are still running.
+# Leases that ran out (a killed worker's) are removed only when the set looks full, so a take costs one command
+# fewer while it does not.
+FREE_SLOT = """
+local function has_free_slot(calls, limit, now_ms)
+  if redis.call('ZCARD', calls) < limit then return true end
+  redis.call('ZREMRANGEBYSCORE', calls, '-inf', now_ms)
+  return redis.call('ZCARD', calls) < limit
+end
+"""
+
 # A session's running tool calls: a sorted set of lease tokens scored by when each lease ends. The worker
 # running a call renews its lease; a lease of a killed worker runs out, so its slot comes back by itself.
 # KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
-TAKE_CALL_SLOT_SCRIPT = NOW_MS + """
+TAKE_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
 local now_ms = redis_now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+if not has_free_slot(KEYS[1], tonumber(ARGV[2]), now_ms) then return 0 end
 redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
@@ -342,7 +266,7 @@ return 1
 # The JSON as workers write it holds those two fields exactly as given (no other field holds raw JSON text that
 # could look like them: the client's are stored as strings), so finding both spares decoding it; JSON written
 # otherwise (by the update script's cjson, or an older release) is decoded and compared field by field.
-GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + """
+GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
 if not (ARGV[8] and string.find(data, ARGV[7], 1, true) and string.find(data, ARGV[8], 1, true)) then
@@ -354,8 +278,7 @@ if not (ARGV[8] and string.find(data, ARGV[7], 1, true) and string.find(data, AR
   end
 end
 local now_ms = redis_now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return {data, 0} end
+if not has_free_slot(KEYS[2], tonumber(ARGV[2]), now_ms) then return {data, 0} end
 redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return {data, 1}

@@ -79,6 +79,30 @@ def test_with_every_slot_taken_it_answers_all_slots_taken_and_takes_none(redis_h
     assert hub.get_session_for_call(session.id, STREAMABLE, "alice", 2)[1]
 
 
+@pytest.mark.parametrize("take", ["with the session", "alone"])
+@pytest.mark.redis
+def test_leases_that_ran_out_free_their_slots_once_the_set_looks_full(redis_hubs, redis_server, take):
+    hub = redis_hubs()
+    session = fresh_session(hub)
+    client = redis_server.client()
+    calls = call_slots_key(session.id)
+    client.zadd(calls, {"dead|1": 1, "dead|2": 2})  # a killed worker's leases, run out long ago
+    client.pexpire(calls, 60_000)
+
+    def taken(limit: int) -> bool:
+        if take == "alone":
+            return hub.take_call_slot(session.id, limit) is not None
+        return bool(hub.get_session_for_call(session.id, STREAMABLE, "alice", limit)[1])
+
+    assert taken(3)  # room left: the dead leases are not even looked at
+    assert b"dead|1" in slots(redis_server, session.id)
+    assert taken(3)  # full to the count, but two ran out: they go, and this one is taken
+    assert not any(token.startswith(b"dead|") for token in slots(redis_server, session.id))
+    assert len(slots(redis_server, session.id)) == 2
+    assert taken(3)
+    assert not taken(3)  # three live leases: full
+
+
 @pytest.mark.parametrize(("transport", "principal"), [
     (STREAMABLE, "bob"),   # another principal
     (STREAMABLE, None),    # no principal at all

@@ -14,7 +14,7 @@ import pytest
 
 from mcp_server import notifications
 from mcp_server.config import Settings
-from mcp_server.encoding import loads
+from mcp_server.encoding import dumps, loads
 from mcp_server.hub import HubUnavailable, StreamClosed, StreamConflict
 from mcp_server.hub.redis import RedisHub, session_keys
 from mcp_server.session import SessionChange
@@ -175,8 +175,13 @@ def replay_ttls_ms(client, session_id: str) -> dict[str, int]:
     return {name: client.pttl(keys[name]) for name in ("session", "replay", "replay_sizes", "replay_bytes")}
 
 
+# A byte bound this small makes every entry larger than MCP_REPLAY_MAX_BYTES / MCP_REPLAY_MAX: its log keeps the
+# byte bookkeeping (a log of entries no larger than that has none; see the publish script).
+COUNTED_BYTES = {"MCP_REPLAY_MAX_BYTES": 400}
+
+
 def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30)
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, **COUNTED_BYTES)
     session = new_session(worker)
     client = redis_server.client()
     worker.publish(session.id, message(1))  # a new log takes the session's TTL
@@ -200,7 +205,7 @@ def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_se
 
 def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the_session_s(
         redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5)
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5, **COUNTED_BYTES)
     session = new_session(worker)
     client = redis_server.client()
     worker.publish(session.id, message(1))
@@ -216,6 +221,55 @@ def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     subscription.close()  # detach: the resume window
     assert wait_until(lambda: all(0 < ttl <= 5_000 for ttl in replay_ttls_ms(client, session.id).values()))
+
+
+def test_a_log_of_small_entries_has_no_byte_bookkeeping_and_keeps_the_newest_replay_max(
+        redis_hubs, redis_server):  # noqa: F811
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=5)
+    session = new_session(worker)
+    client = redis_server.client()
+    for n in range(12):
+        worker.publish(session.id, message(n))
+    keys = session_keys(session.id)
+    assert client.exists(keys["replay_sizes"], keys["replay_bytes"]) == 0
+    assert client.xlen(keys["replay"]) == 5
+    subscription = worker.subscribe(session.id, "0")
+    assert numbers(drain(subscription)) == [7, 8, 9, 10, 11]
+    subscription.close()
+    ttls = replay_ttls_ms(client, session.id)
+    assert 25_000 < ttls["replay"] <= ttls["session"] + 50, ttls  # a new log took the session's TTL
+
+
+def padded(n: int, size: int) -> dict:
+    """message(n), padded so that its JSON is exactly size bytes."""
+    padding = size - len(dumps({**message(n), "pad": ""}))
+    return {**message(n), "pad": "x" * padding}
+
+
+def test_an_entry_past_its_share_of_the_byte_bound_builds_the_bookkeeping_from_the_whole_log(
+        redis_hubs, redis_server):  # noqa: F811
+    size = len(dumps(message(0)))
+    share = size + 25  # of MCP_REPLAY_MAX_BYTES, per entry
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=4, MCP_REPLAY_MAX_BYTES=4 * share + 3)
+    session = new_session(worker)
+    client = redis_server.client()
+    keys = session_keys(session.id)
+    worker.publish(session.id, message(0))
+    worker.publish(session.id, message(1))
+    worker.publish(session.id, padded(2, share))
+    assert client.exists(keys["replay_sizes"], keys["replay_bytes"]) == 0  # none past its share: counted alone
+    worker.publish(session.id, padded(3, share + 1))
+    assert client.lrange(keys["replay_sizes"], 0, -1) == [b"%d" % n for n in (size, size, share, share + 1)]
+    assert int(client.get(keys["replay_bytes"])) == 2 * size + 2 * share + 1
+    ttls = replay_ttls_ms(client, session.id)
+    assert all(25_000 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls
+    # From then on the log is trimmed by bytes too: by count alone it would keep 1 to 4.
+    worker.publish(session.id, padded(4, 2 * share))
+    subscription = worker.subscribe(session.id, "0")
+    kept = drain(subscription)
+    subscription.close()
+    assert numbers(kept) == [2, 3, 4]
+    assert int(client.get(keys["replay_bytes"])) == sum(len(data) for _, data in kept) == 4 * share + 1
 
 
 def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, redis_server):  # noqa: F811
