@@ -58,28 +58,22 @@ PUBLISH_SCRIPT = ROUTE + REBUILD_SIZES + """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return false end
 local size = string.len(ARGV[1])
+local fields = {'d', ARGV[1]}
+if ARGV[4] ~= '' then fields = {'d', ARGV[1], 's', ARGV[4]} end
 local id
 if size <= math.floor(tonumber(ARGV[6]) / tonumber(ARGV[2])) and redis.call('EXISTS', KEYS[4], KEYS[5]) == 0 then
-  if ARGV[4] == '' then
-    id = redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', 'd', ARGV[1])
-  else
-    id = redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', 'd', ARGV[1], 's', ARGV[4])
-  end
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', unpack(fields))
   if ttl > 0 and redis.call('XLEN', KEYS[2]) == 1 then
     redis.call('PEXPIRE', KEYS[2], ttl)  -- a new log
   end
   return route(id)
 end
 local kept = redis.call('XLEN', KEYS[2]) + 1
-if ARGV[4] == '' then
-  id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1])
-else
-  id = redis.call('XADD', KEYS[2], '*', 'd', ARGV[1], 's', ARGV[4])
-end
+id = redis.call('XADD', KEYS[2], '*', unpack(fields))
 local bytes, rebuilt
 if kept > 1 and redis.call('LLEN', KEYS[4]) == kept - 1 and redis.call('EXISTS', KEYS[5]) == 1 then
-  redis.call('RPUSH', KEYS[4], string.len(ARGV[1]))
-  bytes = redis.call('INCRBY', KEYS[5], string.len(ARGV[1]))
+  redis.call('RPUSH', KEYS[4], size)
+  bytes = redis.call('INCRBY', KEYS[5], size)
 else
   bytes = rebuild_sizes(KEYS[2], KEYS[4], KEYS[5])
   rebuilt = true
