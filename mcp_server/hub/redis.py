@@ -101,11 +101,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._decoded = DecodedSessions()
         self.registry_sync = RegistrySync(self)
         self.tasks = RedisTaskStore(self, int(settings.task_max_ttl_s * 1000))
-        # The call slots this worker holds, token -> session id, renewed while their calls run.
-        self._call_leases: dict[str, str] = {}
-        # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
-        self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
-        self._unwritten_releases: dict[gevent.Greenlet, Any] = {}  # answer_waits releases unwritten, by greenlet
+        self._init_call_slots()
         self._init_posted_deliveries()
         # The publish and deliver scripts' fixed arguments, as the text Redis is sent (packing finds text among the
         # arguments it remembers; Redis reads every argument as text anyway). A delivery token is remembered past
@@ -138,7 +134,7 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         # The pid makes a stream's owner readable in Redis (which process holds it); the token, unique.
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
         self.local = {}
-        self._call_leases = {}
+        self._init_call_slots()
         self._listener = self._refresher = self._watcher = None
         self._subscriber = None
         self._master_moved = False
@@ -148,8 +144,6 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         self._client = None
         self._lean = None
         self._scripts = {}
-        self._releases = {}
-        self._unwritten_releases = {}
         self._init_posted_deliveries()
 
     @property
@@ -172,12 +166,12 @@ class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
         """Script runs to queue and run together: one round trip per Redis server."""
         return ScriptBatch(self.client, self._scripts)
 
-    def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None) -> Any:
-        """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline)."""
+    def _run(self, name: str, keys: list[str], args: list[Any], client: Any = None, packed: bytes | None = None) -> Any:
+        """Run one of the hub's Lua scripts (on the lean path unless it goes into a pipeline; packed: see evalsha)."""
         lean = self._lean_path()
         if client is None and lean is not None:
             before = self.releases_before_next_command() if self._releases else ()
-            return lean.evalsha(self._scripts[name], keys, args, before)
+            return lean.evalsha(self._scripts[name], keys, args, before, packed)
         return self._scripts[name](keys=keys, args=args, client=client)
 
     def command(self, *args: Any) -> Any:

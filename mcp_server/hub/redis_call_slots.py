@@ -14,6 +14,7 @@ from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.hub.redis_multiplex import Multiplexer, Written
+from mcp_server.hub.redis_resp import pack_arguments, pack_unique
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -24,6 +25,8 @@ CALL_LEASE_S = 15.0
 CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 # Leases renewed per round trip.
 RENEW_BATCH = 500
+# Sessions whose slot lookup this worker keeps packed (see _slot_lookups).
+MAX_SLOT_LOOKUPS = 10_000
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
 
@@ -36,6 +39,17 @@ def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
 
 class CallSlots:
     """RedisHub's call slots (a mixin: it uses the hub's worker id, connection and scripts)."""
+
+    def _init_call_slots(self) -> None:
+        """No slots held yet (after a fork too: the parent's are not this process's)."""
+        # The call slots this worker holds, token -> session id, renewed while their calls run.
+        self._call_leases: dict[str, str] = {}
+        # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
+        self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
+        self._unwritten_releases: dict[gevent.Greenlet, Any] = {}  # answer_waits releases unwritten, by greenlet
+        # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
+        # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
+        self._slot_lookups: dict[tuple[str, str, str | None, int], tuple[list[str], list[str], bytes, bytes]] = {}
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -59,12 +73,11 @@ class CallSlots:
         if not self.ttl_is_fresh(session_id):
             return super().get_session_for_call(session_id, transport, principal, limit)
         token = self._new_slot_token()
-        keys = [session_base(session_id), call_slots_key(session_id)]
-        # Numbers as text, which packing finds among the arguments it remembers (Redis reads all as text).
-        args = [token, str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
-                *owner_fields(transport, principal)]
+        keys, fixed, packed_keys, packed_fixed = self._slot_lookup(session_id, transport, principal, limit)
+        # Only the multiplexer sends what it is given packed; redis-py's connections pack their own.
+        packed = packed_keys + pack_unique(token) + packed_fixed if isinstance(self._lean, Multiplexer) else None
         with self._redis():
-            reply = self._run("get_taking_call_slot", keys, args)
+            reply = self._run("get_taking_call_slot", keys, [token, *fixed], packed=packed)
         if reply is None:
             return None, None
         data, taken = reply
@@ -72,6 +85,20 @@ class CallSlots:
         if taken < 0 or session.transport != transport or session.principal != principal:
             return None, None
         return session, token if taken else ALL_SLOTS_TAKEN
+
+    def _slot_lookup(self, session_id: str, transport: str, principal: str | None,
+                     limit: int) -> tuple[list[str], list[str], bytes, bytes]:
+        """The slot lookup's keys and its arguments after the token, as lists and in RESP (made once, kept)."""
+        lookup = self._slot_lookups.get((session_id, transport, principal, limit))
+        if lookup is None:
+            keys = [session_base(session_id), call_slots_key(session_id)]
+            fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
+                     *owner_fields(transport, principal)]
+            if len(self._slot_lookups) >= MAX_SLOT_LOOKUPS:
+                self._slot_lookups.clear()
+            lookup = self._slot_lookups[session_id, transport, principal, limit] = (
+                keys, fixed, pack_arguments(keys), pack_arguments(fixed))
+        return lookup
 
     def hold_call_slot(self, session_id: str, token: str) -> None:
         """Renew the slot's lease while its call runs, as for one take_call_slot took."""
@@ -131,12 +158,13 @@ class CallSlots:
         if not self._releases:
             return ()
         release = self._releases.pop(gevent.getcurrent(), None)
-        return () if release is None else (("ZREM", call_slots_key(release[0]), release[1]),)
+        return () if release is None else (("ZREM", call_slots_key(release[0]), release[1].encode()),)
 
     def _free_slot(self, session_id: str, token: str, unwaited: bool = False) -> None:
         """Remove the slot's lease token from the session's running calls (written before the call's answer is;
         unwaited, on the multiplexer: queued, and the answer's writer waits for it instead of this greenlet)."""
-        release = ("ZREM", call_slots_key(session_id), token)
+        # The token as bytes: packing does not remember it (it never comes back).
+        release = ("ZREM", call_slots_key(session_id), token.encode())
         try:
             with self._redis():
                 if unwaited:

@@ -50,9 +50,11 @@ class LeanCommands(PipelinedCommands):
         finally:
             self.pool.pool.put_nowait(connection)
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
+                packed: bytes | None = None) -> Any:
         """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
 
+        packed (keys and args in RESP already) is not used here: redis-py's connection packs its own.
         A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
         """
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)

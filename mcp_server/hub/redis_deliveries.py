@@ -50,7 +50,8 @@ class PostedDeliveries:
 
         try:
             with self._redis():
-                lean.post_evalsha(self._scripts["deliver"], [*keys, delivery_key(session_id, token)],
+                # The token's key as bytes: packing does not remember it (it never comes back).
+                lean.post_evalsha(self._scripts["deliver"], [*keys, delivery_key(session_id, token).encode()],
                                   [*args, self._remember_ms_arg], self.releases_before_next_command(), stored)
         except HubUnavailable:
             self._deliver_settling(session_id, message, stream, token)

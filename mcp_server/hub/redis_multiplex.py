@@ -131,17 +131,19 @@ class Multiplexer(PipelinedCommands):
         # EVALSHA, the script's SHA and its key count, packed once per script and shape of call.
         self._evalsha_heads: dict[tuple[str, int, int], bytes] = {}
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
+                packed: bytes | None = None) -> Any:
         """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
 
+        packed, if given, is keys and args in RESP already (a caller that packs their fixed part once).
         A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
         """
-        command = self._evalsha_command(script, keys, args)
+        command = self._evalsha_command(script, keys, args, packed)
         try:
             return reply_or_raise(self.send([*map(pack, before), command])[-1])
         except NoScriptError:
             self.execute("SCRIPT", "LOAD", script.script)
-            return self.execute("EVALSHA", script.sha, len(keys), *keys, *args)
+            return reply_or_raise(self.send([command])[-1])
 
     def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
                      on_done: Callable[[BaseException | None], None]) -> None:
@@ -164,14 +166,14 @@ class Multiplexer(PipelinedCommands):
         self._enqueue([*map(pack, before), self._evalsha_command(script, keys, args)], finished)
         self._wake_writer()
 
-    def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any]) -> bytes:
+    def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any], packed: bytes | None = None) -> bytes:
         """EVALSHA of a script with its keys and arguments in RESP (the head packed once per script and shape)."""
         head_key = (script.sha, len(keys), len(args))
         head = self._evalsha_heads.get(head_key)
         if head is None:
             count = b"*%d\r\n" % (3 + len(keys) + len(args))
             head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, len(keys)))
-        return head + pack_arguments([*keys, *args])
+        return head + (pack_arguments([*keys, *args]) if packed is None else packed)
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""

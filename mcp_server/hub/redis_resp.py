@@ -13,8 +13,8 @@ try:  # hiredis (requirements.txt pins it) parses replies in C; without it, Resp
 except ImportError:  # pragma: no cover - a deployment that left it out
     hiredis = None
 
-__all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "reply_parser",
-           "reply_or_raise"]
+__all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "pack_unique",
+           "reply_parser", "reply_or_raise"]
 
 CRLF = b"\r\n"
 
@@ -49,6 +49,11 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
     if None in pieces:
         pieces = [piece or _packed_miss(arg) for piece, arg in zip(pieces, args, strict=True)]
     return b"".join(pieces)
+
+
+def pack_unique(text: str) -> bytes:
+    """A text argument that never comes back (a token) in RESP, without remembering it as pack_arguments would."""
+    return _bulk(text.encode())
 
 
 def _packed_miss(arg: Any) -> bytes:
@@ -224,8 +229,11 @@ class PipelinedCommands:
         """Send commands whose replies nobody needs (a path that cannot skip the wait reads them and drops them)."""
         self.pipeline(commands)
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it."""
+    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
+                packed: bytes | None = None) -> Any:
+        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
+
+        packed, when a path can use it, is keys and args in RESP already."""
         raise NotImplementedError
 
     def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.hub import redis_call_slots
+from mcp_server.hub import redis_call_slots, redis_resp
 from mcp_server.hub.base import ALL_SLOTS_TAKEN
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.session import SSE, STREAMABLE, SessionChange
@@ -229,3 +229,33 @@ def test_a_client_chosen_field_that_spells_the_owner_s_fields_makes_no_one_the_o
     assert forged.encode() not in redis_server.client().get(session_base(session.id))  # stored escaped
     assert hub.get_session_for_call(session.id, STREAMABLE, "bob", 3) == (None, None)
     assert hub.get_session_for_call(session.id, STREAMABLE, "alice", 3)[1]
+
+
+@pytest.mark.redis
+def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(redis_hubs):
+    hub = redis_hubs()
+    session = fresh_session(hub, principal=None)
+    assert hub.get_session_for_call(session.id, STREAMABLE, None, 4)[1]  # loads the script, packs the lookup
+    sent: list[bytes] = []
+    send = hub._lean.send
+    hub._lean.send = lambda packed: sent.extend(packed) or send(packed)
+    found, token = hub.get_session_for_call(session.id, STREAMABLE, None, 4)
+    del hub._lean.send
+    assert found is not None and token
+    keys, fixed, _, _ = hub._slot_lookup(session.id, STREAMABLE, None, 4)
+    script = hub._scripts["get_taking_call_slot"]
+    # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token and the fixed arguments.
+    assert sent[-1] == redis_resp.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))
+
+
+@pytest.mark.redis
+def test_call_tokens_are_sent_without_filling_the_packer_s_memory(redis_hubs):
+    hub = redis_hubs()
+    session = fresh_session(hub)
+    remembered = redis_resp._packed
+    for _ in range(20):
+        found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
+        assert found is not None and token
+        hub.give_back_call_slot(session.id, token)
+        assert token not in remembered  # a token never comes back: keeping it would only crowd out what does
+    assert session_base(session.id) in remembered  # what comes back with every call is kept

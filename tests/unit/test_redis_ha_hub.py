@@ -58,8 +58,8 @@ def masters_in_turn(monkeypatch):
 def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_hubs, monkeypatch):
     runs: list[tuple[str, list[str]]] = []
     run, add = RedisHub._run, ScriptBatch.add
-    monkeypatch.setattr(RedisHub, "_run", lambda hub, name, keys, args, client=None:
-                        runs.append((name, keys)) or run(hub, name, keys, args, client))
+    monkeypatch.setattr(RedisHub, "_run", lambda hub, name, keys, args, client=None, packed=None:
+                        runs.append((name, keys)) or run(hub, name, keys, args, client, packed))
     monkeypatch.setattr(ScriptBatch, "add", lambda batch, name, keys, args:
                         runs.append((name, keys)) or add(batch, name, keys, args))
     worker = cluster_hubs(MCP_MAX_SESSIONS=100)
@@ -216,10 +216,10 @@ def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream
     first = worker.subscribe(session.id)
     run = RedisHub._run
 
-    def refresh_first(hub, name, keys, args, client=None):
+    def refresh_first(hub, name, keys, args, client=None, packed=None):
         if name == "attach":
             hub.refresh()
-        return run(hub, name, keys, args, client)
+        return run(hub, name, keys, args, client, packed)
 
     monkeypatch.setattr(RedisHub, "_run", refresh_first)
     second = worker.subscribe(session.id)

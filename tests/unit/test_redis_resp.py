@@ -191,3 +191,11 @@ def test_the_memory_of_packed_integers_stays_bounded():
 
 def test_unhashable_arguments_are_packed_one_by_one_among_remembered_ones():
     assert pack(("SET", bytearray(b"ab"), "SET")) == b"*3\r\n$3\r\nSET\r\n$2\r\nab\r\n$3\r\nSET\r\n"
+
+
+def test_pack_unique_packs_text_as_pack_does_but_does_not_remember_it():
+    token = "worker-1|123456789"
+    assert redis_resp.pack_unique(token) == redis_resp.pack_arguments([token])
+    redis_resp._packed.pop(token, None)
+    redis_resp.pack_unique(token)
+    assert token not in redis_resp._packed
