@@ -14,7 +14,7 @@ from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.hub.redis_multiplex import Multiplexer, Written
-from mcp_server.hub.redis_resp import pack_arguments, pack_unique
+from mcp_server.hub.redis_resp import pack, pack_arguments, pack_unique
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -50,6 +50,7 @@ class CallSlots:
         # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
         # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
         self._slot_lookups: dict[tuple[str, str, str | None, int], tuple[list[str], list[str], bytes, bytes]] = {}
+        self._release_heads: dict[str, bytes] = {}  # the same for a slot's release (see _release_head)
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -126,7 +127,16 @@ class CallSlots:
             return
         self._free_slot(session_id, token, answer_waits and isinstance(self._lean, Multiplexer))
 
-    def _post_release(self, release: tuple[Any, ...]) -> None:
+    def _release_head(self, session_id: str) -> bytes:
+        """A slot release's ZREM and key in RESP, without its token (made once per session, kept)."""
+        head = self._release_heads.get(session_id)
+        if head is None:
+            if len(self._release_heads) >= MAX_SLOT_LOOKUPS:
+                self._release_heads.clear()
+            head = self._release_heads[session_id] = b"*3\r\n" + pack_arguments(("ZREM", call_slots_key(session_id)))
+        return head
+
+    def _post_release(self, session_id: str, token: str) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
         greenlet = gevent.getcurrent()
         unwritten = self._unwritten_releases
@@ -135,7 +145,8 @@ class CallSlots:
             if unwritten.get(greenlet) is posted:
                 del unwritten[greenlet]
 
-        posted = self._lean.post_nowait([*self.releases_before_next_command(), release], written)
+        posted = self._lean.post_packed_nowait([*map(pack, self.releases_before_next_command()),
+                                                self._release_head(session_id) + pack_unique(token)], written)
         if not posted.done:
             unwritten[greenlet] = posted
 
@@ -163,14 +174,13 @@ class CallSlots:
     def _free_slot(self, session_id: str, token: str, unwaited: bool = False) -> None:
         """Remove the slot's lease token from the session's running calls (written before the call's answer is;
         unwaited, on the multiplexer: queued, and the answer's writer waits for it instead of this greenlet)."""
-        # The token as bytes: packing does not remember it (it never comes back).
-        release = ("ZREM", call_slots_key(session_id), token.encode())
+        # The token as bytes or packed apart: the packer does not remember it (it never comes back).
         try:
             with self._redis():
                 if unwaited:
-                    self._post_release(release)
+                    self._post_release(session_id, token)
                 else:
-                    self.post_command(*release)
+                    self.post_command("ZREM", call_slots_key(session_id), token.encode())
         except HubUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 

@@ -249,13 +249,17 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
 
 
 @pytest.mark.redis
-def test_call_tokens_are_sent_without_filling_the_packer_s_memory(redis_hubs):
+@pytest.mark.parametrize("answer_waits", [False, True], ids=["freed-waiting", "freed-posted"])
+def test_call_tokens_are_sent_without_filling_the_packer_s_memory(redis_hubs, redis_server, answer_waits):
     hub = redis_hubs()
     session = fresh_session(hub)
     remembered = redis_resp._packed
     for _ in range(20):
         found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
         assert found is not None and token
-        hub.give_back_call_slot(session.id, token)
+        hub.give_back_call_slot(session.id, token, answer_waits=answer_waits)
+        hub.wait_for_release(gevent.getcurrent())
+        hub.command("PING")  # on the same connection, so after the release
+        assert slots(redis_server, session.id) == []
         assert token not in remembered  # a token never comes back: keeping it would only crowd out what does
     assert session_base(session.id) in remembered  # what comes back with every call is kept
