@@ -14,7 +14,7 @@ from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.hub.redis_multiplex import Multiplexer, Written
-from mcp_server.hub.redis_resp import pack, pack_arguments, pack_unique
+from mcp_server.hub.redis_resp import pack_arguments, pack_unique
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -37,6 +37,11 @@ def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
     return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
 
 
+def release_command(session_id: str, token: str) -> tuple[str, str, bytes]:
+    """The command that frees a slot: its token as bytes, which the packer does not remember (it never comes back)."""
+    return "ZREM", call_slots_key(session_id), token.encode()
+
+
 class CallSlots:
     """RedisHub's call slots (a mixin: it uses the hub's worker id, connection and scripts)."""
 
@@ -50,7 +55,6 @@ class CallSlots:
         # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
         # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
         self._slot_lookups: dict[tuple[str, str, str | None, int], tuple[list[str], list[str], bytes, bytes]] = {}
-        self._release_heads: dict[str, bytes] = {}  # the same for a slot's release (see _release_head)
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -127,15 +131,6 @@ class CallSlots:
             return
         self._free_slot(session_id, token, answer_waits and isinstance(self._lean, Multiplexer))
 
-    def _release_head(self, session_id: str) -> bytes:
-        """A slot release's ZREM and key in RESP, without its token (made once per session, kept)."""
-        head = self._release_heads.get(session_id)
-        if head is None:
-            if len(self._release_heads) >= MAX_SLOT_LOOKUPS:
-                self._release_heads.clear()
-            head = self._release_heads[session_id] = b"*3\r\n" + pack_arguments(("ZREM", call_slots_key(session_id)))
-        return head
-
     def _post_release(self, session_id: str, token: str) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
         greenlet = gevent.getcurrent()
@@ -145,8 +140,8 @@ class CallSlots:
             if unwritten.get(greenlet) is posted:
                 del unwritten[greenlet]
 
-        posted = self._lean.post_packed_nowait([*map(pack, self.releases_before_next_command()),
-                                                self._release_head(session_id) + pack_unique(token)], written)
+        posted = self._lean.post_nowait([*self.releases_before_next_command(), release_command(session_id, token)],
+                                        written)
         if not posted.done:
             unwritten[greenlet] = posted
 
@@ -169,18 +164,17 @@ class CallSlots:
         if not self._releases:
             return ()
         release = self._releases.pop(gevent.getcurrent(), None)
-        return () if release is None else (("ZREM", call_slots_key(release[0]), release[1].encode()),)
+        return () if release is None else (release_command(*release),)
 
     def _free_slot(self, session_id: str, token: str, unwaited: bool = False) -> None:
         """Remove the slot's lease token from the session's running calls (written before the call's answer is;
         unwaited, on the multiplexer: queued, and the answer's writer waits for it instead of this greenlet)."""
-        # The token as bytes or packed apart: the packer does not remember it (it never comes back).
         try:
             with self._redis():
                 if unwaited:
                     self._post_release(session_id, token)
                 else:
-                    self.post_command("ZREM", call_slots_key(session_id), token.encode())
+                    self.post_command(*release_command(session_id, token))
         except HubUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 

@@ -204,11 +204,7 @@ class Multiplexer(PipelinedCommands):
 
         Anything this worker sends later goes out behind them (one connection, written in order).
         """
-        return self.post_packed_nowait(list(map(pack, commands)), on_written)
-
-    def post_packed_nowait(self, packed: list[bytes], on_written: Callable[[Written], None] | None = None) -> Written:
-        """post_nowait of commands already in RESP."""
-        self._enqueue(packed)
+        self._enqueue(list(map(pack, commands)))
         written = Written(on_written)
         # Joined to the queue in the same step as the bytes: the write that takes them marks it.
         self._written_waiters.append(written)
