@@ -25,9 +25,27 @@ class RedisClusterSet:
     """Three cluster-enabled redis-servers joined into one cluster covering all 16384 slots."""
 
     def __init__(self, masters: int = 3) -> None:
-        self.nodes = [RedisServer(extra_args=("--cluster-enabled", "yes", "--cluster-port", str(free_port()),
-                                              "--cluster-node-timeout", "2000"))
-                      for _ in range(masters)]
+        self.nodes = [self._new_node() for _ in range(masters)]
+
+    @staticmethod
+    def _new_node() -> RedisServer:
+        """A cluster-enabled redis-server, not started, on two ports free just now (its own and its bus's)."""
+        return RedisServer(extra_args=("--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                                       "--cluster-node-timeout", "2000"))
+
+    def _start_node(self, index: int, attempts: int = 3) -> None:
+        """Start one node; if a port it was given was taken meanwhile (a free port is free only when asked, and
+        any outgoing connection may take it next), start a new node on other ports instead."""
+        for attempt in range(attempts):
+            if attempt:
+                self.nodes[index].cleanup()
+                self.nodes[index] = self._new_node()
+            try:
+                self.nodes[index].start()
+                return
+            except RuntimeError as failure:
+                if "Address already in use" not in str(failure) or attempt == attempts - 1:
+                    raise
 
     @property
     def url(self) -> str:
@@ -36,8 +54,8 @@ class RedisClusterSet:
 
     def start(self, timeout: float = 30.0) -> RedisClusterSet:
         """Start the nodes, join them with redis-cli --cluster create, wait until every node says ok."""
-        for node in self.nodes:
-            node.start()
+        for index in range(len(self.nodes)):
+            self._start_node(index)
         subprocess.run([REDIS_CLI, "--cluster", "create", *(f"127.0.0.1:{node.port}" for node in self.nodes),
                         "--cluster-yes"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                        timeout=timeout)
