@@ -13,7 +13,7 @@ from mcp_server.encoding import dumps
 from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
-from mcp_server.hub.redis_multiplex import Multiplexer, Written
+from mcp_server.hub.redis_multiplex import Multiplexer
 from mcp_server.hub.redis_resp import pack_arguments, pack_unique
 from mcp_server.session import Session
 
@@ -25,6 +25,8 @@ CALL_LEASE_S = 15.0
 CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 # Leases renewed per round trip.
 RENEW_BATCH = 500
+# Releases left unwaited for (a stream that ended before its answer) kept before the written ones are dropped.
+MAX_UNWRITTEN_RELEASES = 256
 # Sessions whose slot lookup this worker keeps packed (see _slot_lookups).
 MAX_SLOT_LOOKUPS = 10_000
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
@@ -51,7 +53,8 @@ class CallSlots:
         self._call_leases: dict[str, str] = {}
         # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
-        self._unwritten_releases: dict[gevent.Greenlet, Any] = {}  # answer_waits releases unwritten, by greenlet
+        # answer_waits releases not waited for yet: greenlet -> the post's number on the multiplexer.
+        self._unwritten_releases: dict[gevent.Greenlet, int] = {}
         # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
         # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
         self._slot_lookups: dict[tuple[str, str, str | None, int], tuple[list[str], list[str], bytes, bytes]] = {}
@@ -133,24 +136,20 @@ class CallSlots:
 
     def _post_release(self, session_id: str, token: str) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
-        greenlet = gevent.getcurrent()
-        unwritten = self._unwritten_releases
-
-        def written(posted: Written) -> None:
-            if unwritten.get(greenlet) is posted:
-                del unwritten[greenlet]
-
-        posted = self._lean.post_nowait([*self.releases_before_next_command(), release_command(session_id, token)],
-                                        written)
-        if not posted.done:
-            unwritten[greenlet] = posted
+        lean, unwritten = self._lean, self._unwritten_releases
+        if len(unwritten) >= MAX_UNWRITTEN_RELEASES:  # answers that never waited: forget the releases written since
+            for greenlet, number in list(unwritten.items()):
+                if lean.written(number):
+                    del unwritten[greenlet]
+        unwritten[gevent.getcurrent()] = lean.post_nowait(
+            [*self.releases_before_next_command(), release_command(session_id, token)])
 
     def wait_for_release(self, greenlet: Any) -> None:
         """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
         if self._unwritten_releases:
-            release = self._unwritten_releases.get(greenlet)
-            if release is not None:
-                release.wait()
+            number = self._unwritten_releases.pop(greenlet, None)
+            if number is not None:
+                self._lean.wait_written(number)
 
     def free_held_slot(self) -> None:
         """Free the slot this greenlet gave back with answer_follows if no command carried its release."""

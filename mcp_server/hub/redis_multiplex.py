@@ -73,38 +73,6 @@ class PendingCall:
         return self.replies
 
 
-class Written:
-    """Whether the write that takes some posted commands is done (or the connection failed before it was)."""
-
-    __slots__ = ("done", "waiter", "on_written")
-
-    def __init__(self, on_written: Callable[[Written], None] | None = None) -> None:
-        self.done = False
-        self.waiter: Waiter | None = None
-        # Called once, from the writer greenlet (or whoever failed the connection): it must not wait.
-        self.on_written = on_written
-
-    def mark(self) -> None:
-        """The write is done or failed: wake whoever waits (from the hub's loop, where a Waiter is switched from)."""
-        self.done = True
-        if self.on_written is not None:
-            self.on_written(self)
-        if self.waiter is not None:
-            get_hub().loop.run_callback(self.waiter.switch, None)
-
-    def wait(self) -> None:
-        """Return once the write is done (or failed)."""
-        if not self.done:
-            self.waiter = Waiter()
-            self.waiter.get()
-
-
-def mark_all(written: list[Written]) -> None:
-    """Mark every one of these writes done."""
-    for one in written:
-        one.mark()
-
-
 class Multiplexer(PipelinedCommands):
     """Commands of every greenlet on one connection made like the pool's (same address, credentials, database)."""
 
@@ -117,8 +85,11 @@ class Multiplexer(PipelinedCommands):
         self._outgoing: list[bytes] = []
         # The writer greenlet's wake-up while it waits for something to write.
         self._writer_waiting: Waiter | None = None
-        # Posts of what is queued now, marked once the write that takes it is done.
-        self._written_waiters: list[Written] = []
+        # Posts are numbered in the order they are queued; every post up to _written_upto is written (or failed).
+        self._posted = 0
+        self._written_upto = 0
+        # Greenlets waiting for the write of a post, with its number.
+        self._write_waiters: list[tuple[int, Waiter]] = []
         # The socket whose writer greenlet is inside a write that may yield: nobody else writes to it meanwhile.
         self._writing: Any = None
         self._connecting = gevent.lock.Semaphore()
@@ -196,20 +167,39 @@ class Multiplexer(PipelinedCommands):
         when that write is done; if the connection fails first, it wakes it all the same (a lease runs out).
         """
         if commands:
-            self.post_nowait(commands).wait()
+            self.wait_written(self.post_nowait(commands))
 
-    def post_nowait(self, commands: list[tuple[Any, ...]],
-                    on_written: Callable[[Written], None] | None = None) -> Written:
-        """Queue commands whose reply nobody needs, for the writer's next write; what says when it is done.
-
-        Anything this worker sends later goes out behind them (one connection, written in order).
+    def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
+        """Queue commands whose reply nobody needs, for the writer's next write; the post's number, for
+        written and wait_written. Anything this worker sends later goes out behind them (one connection, in order).
         """
         self._enqueue(list(map(pack, commands)))
-        written = Written(on_written)
-        # Joined to the queue in the same step as the bytes: the write that takes them marks it.
-        self._written_waiters.append(written)
+        # Numbered in the same step as the bytes join the queue: the write that takes them covers the number.
+        self._posted += 1
         self._wake_writer()
-        return written
+        return self._posted
+
+    def written(self, number: int) -> bool:
+        """Whether the write that takes this post is done (or the connection failed before it was)."""
+        return number <= self._written_upto
+
+    def wait_written(self, number: int) -> None:
+        """Return once the write that takes this post is done (or the connection failed before it was)."""
+        if number > self._written_upto:
+            waiter = Waiter()
+            self._write_waiters.append((number, waiter))
+            waiter.get()
+
+    def _mark_written(self, upto: int) -> None:
+        """Every post up to this number is written (or failed): wake whoever waits for one of them."""
+        self._written_upto = max(self._written_upto, upto)
+        if self._write_waiters:
+            waiting, self._write_waiters = self._write_waiters, []
+            for number, waiter in waiting:
+                if number <= self._written_upto:
+                    get_hub().loop.run_callback(waiter.switch, None)  # a Waiter is switched to from the hub only
+                else:
+                    self._write_waiters.append((number, waiter))
 
     def _enqueue(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> PendingCall:
         """Queue commands for the connection (connecting first if needed) and the call that awaits their replies."""
@@ -247,14 +237,14 @@ class Multiplexer(PipelinedCommands):
                     continue
                 data = b"".join(self._outgoing)
                 self._outgoing.clear()
-                written, self._written_waiters = self._written_waiters, []
+                posted = self._posted
                 self._writing = sock
                 try:
                     sock.sendall(data)
                 finally:
                     if self._writing is sock:  # a killed writer of a connection gone must not clear its successor's
                         self._writing = None
-                    mark_all(written)
+                    self._mark_written(posted)
         except gevent.GreenletExit:
             raise
         except OSError as exc:
@@ -326,8 +316,7 @@ class Multiplexer(PipelinedCommands):
         calls = list(self._calls)
         self._calls.clear()
         self._outgoing.clear()
-        written, self._written_waiters = self._written_waiters, []
-        mark_all(written)
+        self._mark_written(self._posted)
         self._writing = None
         connection.disconnect()
         for call in calls:

@@ -14,6 +14,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.hub import HubUnavailable
+from mcp_server.hub.redis_call_slots import MAX_UNWRITTEN_RELEASES
 from mcp_server.hub.redis_commands import lean_commands
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
@@ -573,22 +574,49 @@ def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(red
 def test_a_post_that_does_not_wait_is_marked_written_once_the_writer_wrote_it(muxes, redis_server):
     mux = muxes()
     assert mux.execute("PING") == b"PONG"
-    heard: list = []
-    written = mux.post_nowait([("SET", "released", "yes")], heard.append)
-    assert not written.done and heard == []  # nothing yielded yet: the writer has not run
-    written.wait()
-    assert written.done and heard == [written]
+    first = mux.post_nowait([("SET", "released", "yes")])
+    second = mux.post_nowait([("SET", "released-too", "yes")])
+    assert second > first and not mux.written(first)  # nothing yielded yet: the writer has not run
+    mux.wait_written(first)
+    assert mux.written(first) and mux.written(second)  # one write took both
     assert raw_reply(redis_server, "GET", "released") == b"$3\r\nyes\r\n"
+    mux.wait_written(second)  # written already: returns at once
+
+
+def test_a_post_queued_while_the_writer_is_mid_write_is_marked_by_its_own_write_only(muxes, redis_server, monkeypatch):
+    mux = muxes()
+    assert mux.execute("PING") == b"PONG"
+    sock = mux._sock
+    original = type(sock).sendall
+    gates = {b"first": gevent.event.Event(), b"second": gevent.event.Event()}
+
+    def held(self, data, *args):
+        for name, gate in gates.items():
+            if self is sock and name in bytes(data):
+                gate.wait(5)  # the writer yields inside its write, as on a full socket
+        return original(self, data, *args)
+
+    monkeypatch.setattr(type(sock), "sendall", held)
+    first = mux.post_nowait([("SET", "first", "1")])
+    gevent.sleep(0.05)  # the writer takes the first post and waits inside its write
+    second = mux.post_nowait([("SET", "second", "1")])
+    gates[b"first"].set()
+    mux.wait_written(first)
+    gevent.sleep(0.05)  # the writer has taken the second post and waits inside its own write
+    assert mux.written(first) and not mux.written(second)  # the first write did not cover a post queued after it
+    gates[b"second"].set()
+    mux.wait_written(second)
+    assert raw_reply(redis_server, "GET", "second") == b"$1\r\n1\r\n"
 
 
 def test_a_post_that_does_not_wait_is_marked_when_its_write_fails(muxes, monkeypatch):
     mux = muxes()
     assert mux.execute("PING") == b"PONG"
     break_writes(mux, monkeypatch)
-    written = mux.post_nowait([("SET", "lost", "1")])
-    waiting = gevent.spawn(written.wait)
+    number = mux.post_nowait([("SET", "lost", "1")])
+    waiting = gevent.spawn(mux.wait_written, number)
     waiting.join(5)
-    assert waiting.successful() and written.done  # nobody is left waiting for a write that never comes
+    assert waiting.successful() and mux.written(number)  # nobody is left waiting for a write that never comes
     assert mux.execute("GET", "lost") is None
 
 
@@ -611,6 +639,24 @@ def test_through_the_hub_a_release_left_to_the_answer_s_writer_is_written_before
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
     assert hub._unwritten_releases == {}  # nothing kept once written
     hub.wait_for_release(greenlet)  # and nothing to wait for after
+
+
+def test_through_the_hub_releases_nobody_waited_for_are_forgotten_once_written(redis_hubs, redis_server):  # noqa: F811
+    hub = redis_hubs()
+    session = new_session(hub)
+    waves = 2 * MAX_UNWRITTEN_RELEASES // 100
+    for _ in range(waves):  # each wave's answers went out on streams that ended early: nobody waits for them
+        tokens = [hub.take_call_slot(session.id, 1000) for _ in range(100)]
+        callers = [gevent.spawn(hub.give_back_call_slot, session.id, token, answer_waits=True) for token in tokens]
+        gevent.joinall(callers, raise_error=True, timeout=10)
+        gevent.sleep(0.02)  # the writer wrote this wave
+    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
+    assert len(hub._unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
+    last = hub.take_call_slot(session.id, 1000)
+    greenlet = gevent.spawn(hub.give_back_call_slot, session.id, last, answer_waits=True)
+    greenlet.join(5)
+    hub.wait_for_release(greenlet)  # still waited for like any other
+    assert greenlet not in hub._unwritten_releases
 
 
 def test_through_the_hub_the_answer_s_writer_waits_for_a_release_the_writer_has_not_written(
