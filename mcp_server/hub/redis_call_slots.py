@@ -55,6 +55,7 @@ class CallSlots:
         self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
         # answer_waits releases not waited for yet: greenlet -> the post's number on the multiplexer.
         self._unwritten_releases: dict[gevent.Greenlet, int] = {}
+        self._prune_releases_at = MAX_UNWRITTEN_RELEASES
         # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
         # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
         self._slot_lookups: dict[tuple[str, str, str | None, int], tuple[list[str], list[str], bytes, bytes]] = {}
@@ -137,10 +138,13 @@ class CallSlots:
     def _post_release(self, session_id: str, token: str) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
         lean, unwritten = self._lean, self._unwritten_releases
-        if len(unwritten) >= MAX_UNWRITTEN_RELEASES:  # answers that never waited: forget the releases written since
+        if len(unwritten) >= self._prune_releases_at:  # answers that never waited: forget the releases written since
             for greenlet, number in list(unwritten.items()):
                 if lean.written(number):
                     del unwritten[greenlet]
+            # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
+            # turn with thousands of calls ending does not scan them all for each one.
+            self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
         unwritten[gevent.getcurrent()] = lean.post_nowait(
             [*self.releases_before_next_command(), release_command(session_id, token)])
 

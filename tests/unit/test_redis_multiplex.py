@@ -650,13 +650,36 @@ def test_through_the_hub_releases_nobody_waited_for_are_forgotten_once_written(r
         callers = [gevent.spawn(hub.give_back_call_slot, session.id, token, answer_waits=True) for token in tokens]
         gevent.joinall(callers, raise_error=True, timeout=10)
         gevent.sleep(0.02)  # the writer wrote this wave
-    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
+    wait_until(lambda: raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n",
+               what="every release to reach Redis")
     assert len(hub._unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
     last = hub.take_call_slot(session.id, 1000)
     greenlet = gevent.spawn(hub.give_back_call_slot, session.id, last, answer_waits=True)
     greenlet.join(5)
     hub.wait_for_release(greenlet)  # still waited for like any other
     assert greenlet not in hub._unwritten_releases
+
+
+def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_each_one(
+        redis_hubs, redis_server, monkeypatch):  # noqa: F811
+    hub = redis_hubs()
+    session = new_session(hub)
+    calls = 8 * MAX_UNWRITTEN_RELEASES
+    tokens = hub.script_batch()
+    for n in range(calls):
+        tokens.add("take_call_slot", [call_slots_key(session.id)], [f"t{n}", str(calls), "15000"])
+    tokens.execute()
+    looked: list[int] = []
+    written = type(hub._lean).written
+    monkeypatch.setattr(type(hub._lean), "written", lambda self, number: looked.append(number) or written(self, number))
+    # Every call ends in the same turn of the loop: none of their releases is written while the others queue.
+    callers = [gevent.spawn(hub.give_back_call_slot, session.id, f"t{n}", answer_waits=True) for n in range(calls)]
+    gevent.joinall(callers, raise_error=True, timeout=10)
+    assert all(caller.successful() for caller in callers)
+    assert len(looked) < 3 * calls  # fails when each release past the bound scans every unwritten one (~calls**2/2)
+    for caller in callers:
+        hub.wait_for_release(caller)
+    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
 
 
 def test_through_the_hub_the_answer_s_writer_waits_for_a_release_the_writer_has_not_written(
