@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 import gevent
 
@@ -14,7 +14,7 @@ from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack_arguments, pack_unique
+from mcp_server.hub.redis_resp import pack, pack_arguments, pack_unique
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -44,6 +44,15 @@ def release_command(session_id: str, token: str) -> tuple[str, str, bytes]:
     return "ZREM", call_slots_key(session_id), token.encode()
 
 
+class SlotLookup(NamedTuple):
+    """A session's slot lookup, made once: keys, the arguments after the token, and the command around the token."""
+
+    keys: list[str]
+    fixed: list[str]
+    prefix: bytes  # on the multiplexer: EVALSHA, the script, its keys; empty elsewhere
+    suffix: bytes  # on the multiplexer: the fixed arguments in RESP
+
+
 class CallSlots:
     """RedisHub's call slots (a mixin: it uses the hub's worker id, connection and scripts)."""
 
@@ -58,7 +67,9 @@ class CallSlots:
         self._prune_releases_at = MAX_UNWRITTEN_RELEASES
         # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
         # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
-        self._slot_lookups: dict[tuple[str, str, str | None, int], tuple[list[str], list[str], bytes, bytes]] = {}
+        self._slot_lookups: dict[tuple[str, str, str | None, int], SlotLookup] = {}
+        # Each session's release command in RESP but for its token (bounded like _slot_lookups).
+        self._release_heads: dict[str, bytes] = {}
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -81,12 +92,16 @@ class CallSlots:
         """
         if not self.ttl_is_fresh(session_id):
             return super().get_session_for_call(session_id, transport, principal, limit)
-        token = self._new_slot_token()
-        keys, fixed, packed_keys, packed_fixed = self._slot_lookup(session_id, transport, principal, limit)
-        # Only the multiplexer sends what it is given packed; redis-py's connections pack their own.
-        packed = packed_keys + pack_unique(token) + packed_fixed if isinstance(self._lean, Multiplexer) else None
-        with self._redis():
-            reply = self._run("get_taking_call_slot", keys, [token, *fixed], packed=packed)
+        lean = self._lean_path()
+        token = f"{self.worker_id}|{next(_token_numbers)}"  # as _new_slot_token makes it (the path is known now)
+        lookup = (self._slot_lookups.get((session_id, transport, principal, limit))
+                  or self._slot_lookup(session_id, transport, principal, limit))
+        with self._outage:
+            if lookup.prefix and not self._releases:  # the multiplexer, nothing to send ahead: packed but the token
+                reply = lean.evalsha_packed(self._scripts["get_taking_call_slot"],
+                                            lookup.prefix + pack_unique(token) + lookup.suffix)
+            else:
+                reply = self._run("get_taking_call_slot", lookup.keys, [token, *lookup.fixed])
         if reply is None:
             return None, None
         data, taken = reply
@@ -95,18 +110,19 @@ class CallSlots:
             return None, None
         return session, token if taken else ALL_SLOTS_TAKEN
 
-    def _slot_lookup(self, session_id: str, transport: str, principal: str | None,
-                     limit: int) -> tuple[list[str], list[str], bytes, bytes]:
-        """The slot lookup's keys and its arguments after the token, as lists and in RESP (made once, kept)."""
-        lookup = self._slot_lookups.get((session_id, transport, principal, limit))
-        if lookup is None:
-            keys = [session_base(session_id), call_slots_key(session_id)]
-            fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
-                     *owner_fields(transport, principal)]
-            if len(self._slot_lookups) >= MAX_SLOT_LOOKUPS:
-                self._slot_lookups.clear()
-            lookup = self._slot_lookups[session_id, transport, principal, limit] = (
-                keys, fixed, pack_arguments(keys), pack_arguments(fixed))
+    def _slot_lookup(self, session_id: str, transport: str, principal: str | None, limit: int) -> SlotLookup:
+        """The slot lookup's keys and its arguments after the token, and on the multiplexer its command in RESP
+        but for the token (made once per session and shape, kept)."""
+        keys = [session_base(session_id), call_slots_key(session_id)]
+        fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
+                 *owner_fields(transport, principal)]
+        prefix = suffix = b""
+        if isinstance(self._lean, Multiplexer):  # only the multiplexer sends what it is given packed
+            prefix = self._lean.evalsha_prefix(self._scripts["get_taking_call_slot"], keys, 1 + len(fixed))
+            suffix = pack_arguments(fixed)
+        if len(self._slot_lookups) >= MAX_SLOT_LOOKUPS:
+            self._slot_lookups.clear()
+        lookup = self._slot_lookups[session_id, transport, principal, limit] = SlotLookup(keys, fixed, prefix, suffix)
         return lookup
 
     def hold_call_slot(self, session_id: str, token: str) -> None:
@@ -145,8 +161,19 @@ class CallSlots:
             # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
             # turn with thousands of calls ending does not scan them all for each one.
             self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
-        unwritten[gevent.getcurrent()] = lean.post_nowait(
-            [*self.releases_before_next_command(), release_command(session_id, token)])
+        head = self._release_heads.get(session_id) or self._release_head(session_id)
+        data, count = head + pack_unique(token), 1
+        if self._releases:
+            before = self.releases_before_next_command()
+            data, count = b"".join([*map(pack, before), data]), count + len(before)
+        unwritten[gevent.getcurrent()] = lean.post_packed(data, count)
+
+    def _release_head(self, session_id: str) -> bytes:
+        """A session's release command in RESP but for its token (release_command's, made once and kept)."""
+        if len(self._release_heads) >= MAX_SLOT_LOOKUPS:
+            self._release_heads.clear()
+        head = self._release_heads[session_id] = b"*3\r\n" + pack_arguments(release_command(session_id, "")[:2])
+        return head
 
     def wait_for_release(self, greenlet: Any) -> None:
         """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
@@ -173,7 +200,7 @@ class CallSlots:
         """Remove the slot's lease token from the session's running calls (written before the call's answer is;
         unwaited, on the multiplexer: queued, and the answer's writer waits for it instead of this greenlet)."""
         try:
-            with self._redis():
+            with self._outage:
                 if unwaited:
                     self._post_release(session_id, token)
                 else:

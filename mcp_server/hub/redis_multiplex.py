@@ -116,6 +116,24 @@ class Multiplexer(PipelinedCommands):
             self.execute("SCRIPT", "LOAD", script.script)
             return reply_or_raise(self.send([command])[-1])
 
+    def evalsha_packed(self, script: Any, command: bytes) -> Any:
+        """Run a registered script whose whole EVALSHA command is in RESP already (see evalsha_prefix); its reply.
+
+        A tool call's session lookup comes this way: one queued command and one wait, nothing packed per call but
+        its token.
+        """
+        reply = self._enqueue(command).wait()[0]
+        if isinstance(reply, ResponseError):
+            if not isinstance(reply, NoScriptError):
+                raise reply
+            self.execute("SCRIPT", "LOAD", script.script)
+            return reply_or_raise(self.send([command])[-1])
+        return reply
+
+    def evalsha_prefix(self, script: Any, keys: list[Any], arg_count: int) -> bytes:
+        """EVALSHA of a script, its key count and its keys in RESP: what comes before its arguments."""
+        return self._evalsha_head(script, len(keys), arg_count) + pack_arguments(keys)
+
     def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
                      on_done: Callable[[BaseException | None], None]) -> None:
         """Run a registered script without waiting for its reply; on_done hears None, or its error or lost connection.
@@ -134,17 +152,22 @@ class Multiplexer(PipelinedCommands):
             on_done(error)
 
         # Written by the writer greenlet with what other greenlets send this turn: one system call for them all.
-        self._enqueue([*map(pack, before), self._evalsha_command(script, keys, args)], finished)
-        self._wake_writer()
+        self._enqueue(b"".join([*map(pack, before), self._evalsha_command(script, keys, args)]), finished,
+                      expected=len(before) + 1)
 
     def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any], packed: bytes | None = None) -> bytes:
-        """EVALSHA of a script with its keys and arguments in RESP (the head packed once per script and shape)."""
-        head_key = (script.sha, len(keys), len(args))
+        """EVALSHA of a script with its keys and arguments in RESP."""
+        head = self._evalsha_head(script, len(keys), len(args))
+        return head + (pack_arguments([*keys, *args]) if packed is None else packed)
+
+    def _evalsha_head(self, script: Any, key_count: int, arg_count: int) -> bytes:
+        """The command's length, EVALSHA, the script's SHA and its key count in RESP (packed once per shape)."""
+        head_key = (script.sha, key_count, arg_count)
         head = self._evalsha_heads.get(head_key)
         if head is None:
-            count = b"*%d\r\n" % (3 + len(keys) + len(args))
-            head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, len(keys)))
-        return head + (pack_arguments([*keys, *args]) if packed is None else packed)
+            count = b"*%d\r\n" % (3 + key_count + arg_count)
+            head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, key_count))
+        return head
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
@@ -154,9 +177,7 @@ class Multiplexer(PipelinedCommands):
         """Send commands already in RESP together and return their replies in order."""
         if not packed:
             return []
-        call = self._enqueue(packed)
-        self._wake_writer()
-        return call.wait()
+        return self._enqueue(b"".join(packed), expected=len(packed)).wait()
 
     def post(self, commands: list[tuple[Any, ...]]) -> None:
         """Have commands written before this greenlet goes on, and wait for no reply (the reader reads and drops it).
@@ -173,10 +194,13 @@ class Multiplexer(PipelinedCommands):
         """Queue commands whose reply nobody needs, for the writer's next write; the post's number, for
         written and wait_written. Anything this worker sends later goes out behind them (one connection, in order).
         """
-        self._enqueue(list(map(pack, commands)))
+        return self.post_packed(b"".join(map(pack, commands)), len(commands))
+
+    def post_packed(self, data: bytes, count: int = 1) -> int:
+        """post_nowait for count commands already in RESP (a call slot's release, packed but for its token)."""
+        self._enqueue(data, expected=count)
         # Numbered in the same step as the bytes join the queue: the write that takes them covers the number.
         self._posted += 1
-        self._wake_writer()
         return self._posted
 
     def written(self, number: int) -> bool:
@@ -201,22 +225,21 @@ class Multiplexer(PipelinedCommands):
                 else:
                     self._write_waiters.append((number, waiter))
 
-    def _enqueue(self, packed: list[bytes], on_done: Callable[[PendingCall], None] | None = None) -> PendingCall:
-        """Queue commands for the connection (connecting first if needed) and the call that awaits their replies."""
+    def _enqueue(self, data: bytes, on_done: Callable[[PendingCall], None] | None = None,
+                 expected: int = 1) -> PendingCall:
+        """Queue commands in RESP for the connection (connecting first if needed), wake the writer, and return the
+        call that awaits their expected replies."""
         if self._sock is None:
             self._connect()
-        call = PendingCall(len(packed), time.monotonic() + self._patience_s, on_done)
+        call = PendingCall(expected, time.monotonic() + self._patience_s, on_done)
         # The bytes and the call join their queues in the same step: replies come back in this order.
-        self._outgoing.append(b"".join(packed))
+        self._outgoing.append(data)
         self._calls.append(call)
-        return call
-
-    def _wake_writer(self) -> None:
-        """Let the writer greenlet send what is queued, if it is waiting for something to send."""
         writer = self._writer_waiting
-        if writer is not None:
+        if writer is not None:  # waiting for something to send: let it send this
             self._writer_waiting = None
             get_hub().loop.run_callback(writer.switch, None)
+        return call
 
     def close(self) -> None:
         """Close the connection and fail what waits on it (the hub's stop)."""

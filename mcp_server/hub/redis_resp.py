@@ -53,7 +53,9 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
 
 def pack_unique(text: str) -> bytes:
     """A text argument that never comes back (a token) in RESP, without remembering it as pack_arguments would."""
-    return _bulk(text.encode())
+    data = text.encode()
+    size = len(data)  # tokens are short: the header is looked up, as _bulk does
+    return (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
 
 
 def _packed_miss(arg: Any) -> bytes:

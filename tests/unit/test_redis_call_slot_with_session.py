@@ -36,24 +36,24 @@ def test_a_fresh_session_comes_with_a_slot_taken_by_one_script(redis_hubs, redis
     warm = fresh_session(hub)
     assert hub.get_session_for_call(warm.id, STREAMABLE, "alice", 4)[1]  # the script is loaded now
     session = fresh_session(hub)
-    sent: list[list[bytes]] = []
-    send = hub._lean.send
+    sent: list[tuple[bytes, int]] = []
+    enqueue = hub._lean._enqueue
 
-    def recorded(packed):
-        # Each command in RESP: "*<n>", "$<len>", then its name.
-        sent.append([command.split(b"\r\n")[2] for command in packed])
-        return send(packed)
+    def recorded(data, *args, **kwargs):
+        # What is queued in RESP: "*<n>", "$<len>", then the first command's name; and how many replies it expects.
+        sent.append((data.split(b"\r\n")[2], kwargs.get("expected", 1)))
+        return enqueue(data, *args, **kwargs)
 
-    hub._lean.send = recorded
+    hub._lean._enqueue = recorded
     before = command_calls(redis_server)
     found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
     after = command_calls(redis_server)
-    del hub._lean.send
+    del hub._lean._enqueue
     assert found is not None and found.id == session.id and found.principal == "alice"
     assert token and token.startswith(hub.worker_id + "|")
     assert slots(redis_server, session.id) == [token.encode()]
     # One round trip, one command: the script, reading the session and taking the slot.
-    assert sent == [[b"EVALSHA"]]
+    assert sent == [(b"EVALSHA", 1)]
     assert after["cmdstat_evalsha"] - before["cmdstat_evalsha"] == 1
     # The lease runs from Redis's clock, and the set expires with it.
     client = redis_server.client()
@@ -237,15 +237,47 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
     session = fresh_session(hub, principal=None)
     assert hub.get_session_for_call(session.id, STREAMABLE, None, 4)[1]  # loads the script, packs the lookup
     sent: list[bytes] = []
-    send = hub._lean.send
-    hub._lean.send = lambda packed: sent.extend(packed) or send(packed)
+    enqueue = hub._lean._enqueue
+    hub._lean._enqueue = lambda data, *args, **kwargs: sent.append(data) or enqueue(data, *args, **kwargs)
     found, token = hub.get_session_for_call(session.id, STREAMABLE, None, 4)
-    del hub._lean.send
+    del hub._lean._enqueue
     assert found is not None and token
     keys, fixed, _, _ = hub._slot_lookup(session.id, STREAMABLE, None, 4)
     script = hub._scripts["get_taking_call_slot"]
     # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token and the fixed arguments.
     assert sent[-1] == redis_resp.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))
+
+
+@pytest.mark.redis
+def test_a_posted_release_sent_packed_is_the_command_packed_argument_by_argument(redis_hubs, redis_server):
+    hub = redis_hubs()
+    session = fresh_session(hub)
+    found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
+    assert found is not None and token
+    sent: list[bytes] = []
+    enqueue = hub._lean._enqueue
+    hub._lean._enqueue = lambda data, *args, **kwargs: sent.append(data) or enqueue(data, *args, **kwargs)
+    hub.give_back_call_slot(session.id, token, answer_waits=True)
+    del hub._lean._enqueue
+    hub.wait_for_release(gevent.getcurrent())
+    assert sent == [redis_resp.pack(("ZREM", call_slots_key(session.id), token))]
+    assert hub.command("PING") == b"PONG"  # the next command's reply is its own
+    assert slots(redis_server, session.id) == []
+
+
+@pytest.mark.redis
+def test_a_posted_release_behind_one_held_for_an_answer_expects_both_replies(redis_hubs, redis_server):
+    hub = redis_hubs()
+    first, second = fresh_session(hub), fresh_session(hub)
+    held = hub.get_session_for_call(first.id, STREAMABLE, "alice", 4)[1]
+    posted = hub.get_session_for_call(second.id, STREAMABLE, "alice", 4)[1]
+    assert held and posted
+    hub.give_back_call_slot(first.id, held, answer_follows=True)  # waits to go ahead of this greenlet's next command
+    hub.give_back_call_slot(second.id, posted, answer_waits=True)  # ... which this is: both in one post
+    hub.wait_for_release(gevent.getcurrent())
+    # Were one of the two replies not expected, it would be taken for this command's.
+    assert hub.command("PING") == b"PONG"
+    assert slots(redis_server, first.id) == [] and slots(redis_server, second.id) == []
 
 
 @pytest.mark.redis
