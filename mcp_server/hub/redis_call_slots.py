@@ -14,7 +14,7 @@ from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack, pack_arguments, pack_unique
+from mcp_server.hub.redis_resp import pack_arguments, pack_unique
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -161,12 +161,14 @@ class CallSlots:
             # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
             # turn with thousands of calls ending does not scan them all for each one.
             self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
+        before = self.packed_release_before_next_command() if self._releases else b""
+        unwritten[gevent.getcurrent()] = lean.post_packed(before + self._packed_release(session_id, token),
+                                                          2 if before else 1)
+
+    def _packed_release(self, session_id: str, token: str) -> bytes:
+        """release_command in RESP, packed but for its token once per session."""
         head = self._release_heads.get(session_id) or self._release_head(session_id)
-        data, count = head + pack_unique(token), 1
-        if self._releases:
-            before = self.releases_before_next_command()
-            data, count = b"".join([*map(pack, before), data]), count + len(before)
-        unwritten[gevent.getcurrent()] = lean.post_packed(data, count)
+        return head + pack_unique(token)
 
     def _release_head(self, session_id: str) -> bytes:
         """A session's release command in RESP but for its token (release_command's, made once and kept)."""
@@ -195,6 +197,11 @@ class CallSlots:
             return ()
         release = self._releases.pop(gevent.getcurrent(), None)
         return () if release is None else (release_command(*release),)
+
+    def packed_release_before_next_command(self) -> bytes:
+        """releases_before_next_command in RESP, b"" when there is none (a greenlet gives back one slot at a time)."""
+        release = self._releases.pop(gevent.getcurrent(), None)
+        return b"" if release is None else self._packed_release(*release)
 
     def _free_slot(self, session_id: str, token: str, unwaited: bool = False) -> None:
         """Remove the slot's lease token from the session's running calls (written before the call's answer is;

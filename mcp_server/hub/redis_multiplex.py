@@ -73,6 +73,13 @@ class PendingCall:
         return self.replies
 
 
+def script_failure(call: PendingCall) -> BaseException | None:
+    """What failed a posted script: its connection, or its own error reply (NOSCRIPT: it did not run); else None."""
+    if call.error is None and isinstance(call.replies[-1], ResponseError):
+        return call.replies[-1]
+    return call.error
+
+
 class Multiplexer(PipelinedCommands):
     """Commands of every greenlet on one connection made like the pool's (same address, credentials, database)."""
 
@@ -130,9 +137,10 @@ class Multiplexer(PipelinedCommands):
             return reply_or_raise(self.send([command])[-1])
         return reply
 
-    def evalsha_prefix(self, script: Any, keys: list[Any], arg_count: int) -> bytes:
-        """EVALSHA of a script, its key count and its keys in RESP: what comes before its arguments."""
-        return self._evalsha_head(script, len(keys), arg_count) + pack_arguments(keys)
+    def evalsha_prefix(self, script: Any, keys: list[Any], arg_count: int, later_keys: int = 0) -> bytes:
+        """EVALSHA of a script, its key count and its keys in RESP: what comes before its arguments (or before the
+        later_keys more keys that the caller packs after these)."""
+        return self._evalsha_head(script, len(keys) + later_keys, arg_count) + pack_arguments(keys)
 
     def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
                      on_done: Callable[[BaseException | None], None]) -> None:
@@ -144,16 +152,13 @@ class Multiplexer(PipelinedCommands):
         on_done runs once, from the greenlet that reads the reply or fails the connection, so it must not block
         (it may spawn). A NOSCRIPT reply is an error like any other: the script did not run.
         """
-
-        def finished(call: PendingCall) -> None:
-            error = call.error
-            if error is None and isinstance(call.replies[-1], ResponseError):
-                error = call.replies[-1]
-            on_done(error)
-
         # Written by the writer greenlet with what other greenlets send this turn: one system call for them all.
-        self._enqueue(b"".join([*map(pack, before), self._evalsha_command(script, keys, args)]), finished,
-                      expected=len(before) + 1)
+        self.post_script(b"".join([*map(pack, before), self._evalsha_command(script, keys, args)]), len(before) + 1,
+                         on_done)
+
+    def post_script(self, data: bytes, count: int, on_done: Callable[[BaseException | None], None]) -> None:
+        """post_evalsha for count commands in RESP already, the script's EVALSHA last (a legacy answer's store)."""
+        self._enqueue(data, lambda call: on_done(script_failure(call)), expected=count)
 
     def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any], packed: bytes | None = None) -> bytes:
         """EVALSHA of a script with its keys and arguments in RESP."""

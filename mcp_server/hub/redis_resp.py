@@ -13,7 +13,7 @@ try:  # hiredis (requirements.txt pins it) parses replies in C; without it, Resp
 except ImportError:  # pragma: no cover - a deployment that left it out
     hiredis = None
 
-__all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "pack_unique",
+__all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "pack_bytes", "pack_unique",
            "reply_parser", "reply_or_raise"]
 
 CRLF = b"\r\n"
@@ -54,7 +54,7 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
 def pack_unique(text: str) -> bytes:
     """A text argument that never comes back (a token) in RESP, without remembering it as pack_arguments would."""
     data = text.encode()
-    size = len(data)  # tokens are short: the header is looked up, as _bulk does
+    size = len(data)  # tokens are short: the header is looked up, as pack_bytes does
     return (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
 
 
@@ -62,7 +62,7 @@ def _packed_miss(arg: Any) -> bytes:
     """One argument the remembered text did not have, in RESP."""
     kind = type(arg)
     if kind is bytes:  # a message: the commonest argument never remembered
-        return _bulk(arg)
+        return pack_bytes(arg)
     if kind is int:  # a number sent as such (the hub's own scripts send theirs as text)
         return _packed_ints.get(arg) or _packed_once(arg)
     if kind is str:  # new text (a token): packed, and remembered if short
@@ -74,11 +74,11 @@ def _packed_argument(arg: Any) -> bytes:
     """A bytes-like argument other than bytes, in RESP; TypeError for anything Redis cannot take."""
     if not isinstance(arg, (bytearray, memoryview)):
         raise TypeError(f"cannot send a {type(arg).__name__} to Redis")
-    return _bulk(bytes(arg))
+    return pack_bytes(bytes(arg))
 
 
-def _bulk(data: bytes) -> bytes:
-    """Bytes as one RESP bulk string: the length header, the bytes, CRLF."""
+def pack_bytes(data: bytes) -> bytes:
+    """Bytes as one RESP bulk string: the length header, the bytes, CRLF (an argument never remembered)."""
     size = len(data)
     return (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
 
@@ -86,7 +86,7 @@ def _bulk(data: bytes) -> bytes:
 def _packed_once(arg: str | int) -> bytes:
     """One text or integer argument in RESP, remembered when it is short."""
     data = arg.encode() if type(arg) is str else str(arg).encode()
-    piece = _bulk(data)
+    piece = pack_bytes(data)
     if len(data) <= PACKED_MAX_BYTES:
         known = _packed if type(arg) is str else _packed_ints
         if len(known) >= PACKED_MAX_ENTRIES:

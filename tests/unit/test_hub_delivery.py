@@ -10,7 +10,10 @@ import gevent
 import pytest
 
 from mcp_server.config import ConfigError, Settings
+from mcp_server.hub import redis_resp
 from mcp_server.hub.redis import RedisHub, session_keys
+from mcp_server.hub.redis_keys import call_slots_key, delivery_key
+from mcp_server.session import SSE
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import new_session, take
 
@@ -149,3 +152,57 @@ def test_an_answer_delivered_later_is_given_up_with_an_error_log_past_the_bound(
         stalling.flush(10.0)
         assert stalling.posted_in_flight() == 0
     assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("stream", [None, "req-1"], ids=["session-stream", "request-stream"])
+def test_a_posted_answer_is_the_deliver_script_packed_argument_by_argument(redis_server, stream):  # noqa: F811
+    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    try:
+        session = new_session(hub)
+        hub.deliver_later(session.id, EARLIER, stream)  # the first answer of the stream packs its command
+        hub.flush(2.0)
+        tokens: list[str] = []
+        new_token = hub.delivery_token
+        hub.delivery_token = lambda: tokens.append(new_token()) or tokens[-1]
+        sent: list[bytes] = []
+        enqueue = hub._lean._enqueue
+        hub._lean._enqueue = lambda data, *args, **kwargs: sent.append(data) or enqueue(data, *args, **kwargs)
+        hub.deliver_later(session.id, ANSWER, stream)
+        del hub._lean._enqueue, hub.delivery_token
+        hub.flush(2.0)
+        keys, args = hub._publish_arguments(session.id, ANSWER, stream)
+        # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
+        assert sent == [redis_resp.pack(("EVALSHA", hub._scripts["deliver"].sha, len(keys) + 1, *keys,
+                                         delivery_key(session.id, tokens[0]), *args, hub._remember_ms_arg))]
+        assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
+                                                      b'{"jsonrpc":"2.0","id":7,"result":{}}']
+        assert redis_server.client().exists(delivery_key(session.id, tokens[0]))  # remembered for its retries
+    finally:
+        hub.stop()
+
+
+@pytest.mark.redis
+def test_a_posted_answer_carries_the_slot_given_back_ahead_of_it(redis_server):  # noqa: F811
+    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    try:
+        session = new_session(hub, transport=SSE)
+        token = hub.take_call_slot(session.id, 4)
+        assert token
+        hub.give_back_call_slot(session.id, token, answer_follows=True)
+        sent: list[tuple[bytes, int]] = []
+        enqueue = hub._lean._enqueue
+        hub._lean._enqueue = lambda data, *args, **kwargs: (sent.append((data, kwargs.get("expected", 1)))
+                                                            or enqueue(data, *args, **kwargs))
+        hub.deliver_later(session.id, ANSWER)
+        del hub._lean._enqueue
+        hub.flush(2.0)
+        assert hub.posted_in_flight() == 0
+        [(data, expected)] = sent
+        release = redis_resp.pack(("ZREM", call_slots_key(session.id), token))
+        assert data.startswith(release) and expected == 2  # one write, the slot freed first, both replies read
+        assert redis_server.client().zcard(call_slots_key(session.id)) == 0
+        assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
+        assert hub.command("PING") == b"PONG"  # no reply left over for the next command to take
+    finally:
+        hub.stop()
