@@ -19,7 +19,7 @@ from mcp_server.hub.redis_commands import lean_commands
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack
+from mcp_server.hub.redis_resp import pack, pack_unique
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 
@@ -192,6 +192,26 @@ def test_a_script_redis_forgot_is_loaded_and_runs_exactly_once(muxes, redis_serv
     gevent.joinall(greenlets, raise_error=True, timeout=10)
     assert sorted(greenlet.value for greenlet in greenlets) == list(range(1, 11))
     assert client.get("many") == b"10"
+
+
+def test_a_packed_script_redis_forgot_is_loaded_and_runs_exactly_once(muxes, redis_server):
+    mux = muxes()
+    client = redis_server.client()
+    script = client.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+    command = mux.evalsha_prefix(script, ["packed"], 1) + pack_unique("5")
+    assert command == pack(("EVALSHA", script.sha, 1, "packed", "5"))
+    client.script_flush()
+    assert mux.evalsha_packed(script, command) == 5  # NOSCRIPT: it did not run; loaded, it runs once
+    assert mux.evalsha_packed(script, command) == 10
+    assert client.get("packed") == b"10"
+
+
+def test_a_packed_script_s_error_other_than_noscript_is_raised(muxes, redis_server):
+    mux = muxes()
+    script = redis_server.client().register_script("return redis.error_reply('no way')")
+    with pytest.raises(ResponseError, match="no way"):
+        mux.evalsha_packed(script, mux.evalsha_prefix(script, [], 0))
+    assert mux.execute("PING") == b"PONG"
 
 
 def test_a_script_error_other_than_noscript_is_raised(muxes, redis_server):
