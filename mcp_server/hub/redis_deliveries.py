@@ -54,6 +54,8 @@ class PostedDeliveries:
             self.deliver(session_id, message, stream)
             return
         token = self.delivery_token()
+        # Encoded before it counts as in flight: an answer that cannot be encoded must not hold up the drain.
+        packed_message = pack_bytes(dumps(message)) if isinstance(lean, Multiplexer) else b""
         self._unsettled += 1
         self._settled.clear()
 
@@ -65,12 +67,12 @@ class PostedDeliveries:
 
         try:
             with self._outage:
-                if isinstance(lean, Multiplexer):  # packed but for the token and the message, once per stream
+                if packed_message:  # on the multiplexer: packed but for the token and the message, once per stream
                     command = (self._deliver_commands.get((session_id, stream))
                                or self._deliver_command(lean, session_id, stream))
                     before = self.packed_release_before_next_command() if self._releases else b""
-                    lean.post_script(before + command.head + pack_unique(command.token_key + token)
-                                     + pack_bytes(dumps(message)) + command.tail, 2 if before else 1, stored)
+                    lean.post_script(before + command.head + pack_unique(command.token_key + token) + packed_message
+                                     + command.tail, 2 if before else 1, stored)
                 else:
                     keys, args = self._publish_arguments(session_id, message, stream)
                     # The token's key as bytes: packing does not remember it (it never comes back).

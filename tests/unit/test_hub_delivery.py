@@ -206,3 +206,19 @@ def test_a_posted_answer_carries_the_slot_given_back_ahead_of_it(redis_server): 
         assert hub.command("PING") == b"PONG"  # no reply left over for the next command to take
     finally:
         hub.stop()
+
+
+@pytest.mark.redis
+def test_an_answer_that_cannot_be_encoded_is_not_counted_in_flight(redis_server):  # noqa: F811
+    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    try:
+        session = new_session(hub)
+        with pytest.raises(TypeError):
+            hub.deliver_later(session.id, {"jsonrpc": "2.0", "id": 1, "result": object()})
+        assert hub.posted_in_flight() == 0  # the drain does not wait for it
+        hub.deliver_later(session.id, ANSWER)
+        hub.flush(2.0)
+        assert hub.posted_in_flight() == 0
+        assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
+    finally:
+        hub.stop()
