@@ -92,8 +92,8 @@ class CallSlots:
         """
         if not self.ttl_is_fresh(session_id):
             return super().get_session_for_call(session_id, transport, principal, limit)
-        lean = self._lean_path()
-        token = f"{self.worker_id}|{next(_token_numbers)}"  # as _new_slot_token makes it (the path is known now)
+        token = self._new_slot_token()  # which makes the command path too
+        lean = self._lean
         lookup = (self._slot_lookups.get((session_id, transport, principal, limit))
                   or self._slot_lookup(session_id, transport, principal, limit))
         with self._outage:

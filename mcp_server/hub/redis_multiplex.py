@@ -117,11 +117,9 @@ class Multiplexer(PipelinedCommands):
         A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
         """
         command = self._evalsha_command(script, keys, args, packed)
-        try:
-            return reply_or_raise(self.send([*map(pack, before), command])[-1])
-        except NoScriptError:
-            self.execute("SCRIPT", "LOAD", script.script)
-            return reply_or_raise(self.send([command])[-1])
+        if not before:
+            return self.evalsha_packed(script, command)
+        return self._run_script(script, b"".join([*map(pack, before), command]), len(before) + 1, command)
 
     def evalsha_packed(self, script: Any, command: bytes) -> Any:
         """Run a registered script whose whole EVALSHA command is in RESP already (see evalsha_prefix); its reply.
@@ -129,13 +127,19 @@ class Multiplexer(PipelinedCommands):
         A tool call's session lookup comes this way: one queued command and one wait, nothing packed per call but
         its token.
         """
-        reply = self._enqueue(command).wait()[0]
-        if isinstance(reply, ResponseError):
-            if not isinstance(reply, NoScriptError):
-                raise reply
+        return self._run_script(script, command, 1, command)
+
+    def _run_script(self, script: Any, data: bytes, count: int, command: bytes) -> Any:
+        """Send count commands in RESP, the script's EVALSHA command last, and return the script's reply.
+
+        A NOSCRIPT reply means the script did not run, so it is loaded and its command alone sent again (the
+        commands before it ran with the first attempt); any other error reply is raised.
+        """
+        reply = self._enqueue(data, expected=count).wait()[-1]
+        if isinstance(reply, NoScriptError):
             self.execute("SCRIPT", "LOAD", script.script)
             return reply_or_raise(self.send([command])[-1])
-        return reply
+        return reply_or_raise(reply)
 
     def evalsha_prefix(self, script: Any, keys: list[Any], arg_count: int, later_keys: int = 0) -> bytes:
         """EVALSHA of a script, its key count and its keys in RESP: what comes before its arguments (or before the

@@ -53,9 +53,7 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
 
 def pack_unique(text: str) -> bytes:
     """A text argument that never comes back (a token) in RESP, without remembering it as pack_arguments would."""
-    data = text.encode()
-    size = len(data)  # tokens are short: the header is looked up, as pack_bytes does
-    return (LENGTH_HEADERS[size] if size < 1024 else b"$%d\r\n" % size) + data + CRLF
+    return pack_bytes(text.encode())
 
 
 def _packed_miss(arg: Any) -> bytes:
