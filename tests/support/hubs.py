@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import gevent
@@ -117,6 +118,23 @@ def new_session(hub: Hub, **fields: Any) -> Session:
     session = Session(**fields)
     hub.create_session(session)
     return session
+
+
+@contextmanager
+def queued_commands(hub: RedisHub) -> Iterator[list[tuple[bytes, int]]]:
+    """What the hub's multiplexed connection is given to write meanwhile: each queued RESP and its replies expected."""
+    queued: list[tuple[bytes, int]] = []
+    enqueue = hub._lean._enqueue
+
+    def recorded(data: bytes, *args: Any, **kwargs: Any) -> Any:
+        queued.append((data, kwargs.get("expected", 1)))
+        return enqueue(data, *args, **kwargs)
+
+    hub._lean._enqueue = recorded
+    try:
+        yield queued
+    finally:
+        del hub._lean._enqueue
 
 
 def message(n: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from mcp_server.hub.redis import RedisHub, session_keys
 from mcp_server.hub.redis_keys import call_slots_key, delivery_key
 from mcp_server.session import SSE
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.support.hubs import new_session, take
+from tests.support.hubs import new_session, queued_commands, take
 
 EARLIER = {"jsonrpc": "2.0", "id": 6, "result": {}}
 ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {}}
@@ -165,16 +165,14 @@ def test_a_posted_answer_is_the_deliver_script_packed_argument_by_argument(redis
         tokens: list[str] = []
         new_token = hub.delivery_token
         hub.delivery_token = lambda: tokens.append(new_token()) or tokens[-1]
-        sent: list[bytes] = []
-        enqueue = hub._lean._enqueue
-        hub._lean._enqueue = lambda data, *args, **kwargs: sent.append(data) or enqueue(data, *args, **kwargs)
-        hub.deliver_later(session.id, ANSWER, stream)
-        del hub._lean._enqueue, hub.delivery_token
+        with queued_commands(hub) as sent:
+            hub.deliver_later(session.id, ANSWER, stream)
+        del hub.delivery_token
         hub.flush(2.0)
         keys, args = hub._publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
-        assert sent == [redis_resp.pack(("EVALSHA", hub._scripts["deliver"].sha, len(keys) + 1, *keys,
-                                         delivery_key(session.id, tokens[0]), *args, hub._remember_ms_arg))]
+        assert sent == [(redis_resp.pack(("EVALSHA", hub._scripts["deliver"].sha, len(keys) + 1, *keys,
+                                          delivery_key(session.id, tokens[0]), *args, hub._remember_ms_arg)), 1)]
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
         assert redis_server.client().exists(delivery_key(session.id, tokens[0]))  # remembered for its retries
@@ -190,12 +188,8 @@ def test_a_posted_answer_carries_the_slot_given_back_ahead_of_it(redis_server): 
         token = hub.take_call_slot(session.id, 4)
         assert token
         hub.give_back_call_slot(session.id, token, answer_follows=True)
-        sent: list[tuple[bytes, int]] = []
-        enqueue = hub._lean._enqueue
-        hub._lean._enqueue = lambda data, *args, **kwargs: (sent.append((data, kwargs.get("expected", 1)))
-                                                            or enqueue(data, *args, **kwargs))
-        hub.deliver_later(session.id, ANSWER)
-        del hub._lean._enqueue
+        with queued_commands(hub) as sent:
+            hub.deliver_later(session.id, ANSWER)
         hub.flush(2.0)
         assert hub.posted_in_flight() == 0
         [(data, expected)] = sent

@@ -9,7 +9,7 @@ from mcp_server.hub import redis_call_slots, redis_resp
 from mcp_server.hub.base import ALL_SLOTS_TAKEN
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.session import SSE, STREAMABLE, SessionChange
-from tests.support.hubs import Hubs, new_session
+from tests.support.hubs import Hubs, new_session, queued_commands
 
 
 def fresh_session(hub, transport: str = STREAMABLE, principal: str | None = "alice"):
@@ -36,19 +36,12 @@ def test_a_fresh_session_comes_with_a_slot_taken_by_one_script(redis_hubs, redis
     warm = fresh_session(hub)
     assert hub.get_session_for_call(warm.id, STREAMABLE, "alice", 4)[1]  # the script is loaded now
     session = fresh_session(hub)
-    sent: list[tuple[bytes, int]] = []
-    enqueue = hub._lean._enqueue
-
-    def recorded(data, *args, **kwargs):
-        # What is queued in RESP: "*<n>", "$<len>", then the first command's name; and how many replies it expects.
-        sent.append((data.split(b"\r\n")[2], kwargs.get("expected", 1)))
-        return enqueue(data, *args, **kwargs)
-
-    hub._lean._enqueue = recorded
     before = command_calls(redis_server)
-    found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
+    with queued_commands(hub) as queued:
+        found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
     after = command_calls(redis_server)
-    del hub._lean._enqueue
+    # What is queued in RESP: "*<n>", "$<len>", then the first command's name; and how many replies it expects.
+    sent = [(data.split(b"\r\n")[2], expected) for data, expected in queued]
     assert found is not None and found.id == session.id and found.principal == "alice"
     assert token and token.startswith(hub.worker_id + "|")
     assert slots(redis_server, session.id) == [token.encode()]
@@ -236,11 +229,9 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
     hub = redis_hubs()
     session = fresh_session(hub, principal=None)
     assert hub.get_session_for_call(session.id, STREAMABLE, None, 4)[1]  # loads the script, packs the lookup
-    sent: list[bytes] = []
-    enqueue = hub._lean._enqueue
-    hub._lean._enqueue = lambda data, *args, **kwargs: sent.append(data) or enqueue(data, *args, **kwargs)
-    found, token = hub.get_session_for_call(session.id, STREAMABLE, None, 4)
-    del hub._lean._enqueue
+    with queued_commands(hub) as queued:
+        found, token = hub.get_session_for_call(session.id, STREAMABLE, None, 4)
+    sent = [data for data, _ in queued]
     assert found is not None and token
     keys, fixed, _, _ = hub._slot_lookup(session.id, STREAMABLE, None, 4)
     script = hub._scripts["get_taking_call_slot"]
@@ -254,13 +245,10 @@ def test_a_posted_release_sent_packed_is_the_command_packed_argument_by_argument
     session = fresh_session(hub)
     found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
     assert found is not None and token
-    sent: list[bytes] = []
-    enqueue = hub._lean._enqueue
-    hub._lean._enqueue = lambda data, *args, **kwargs: sent.append(data) or enqueue(data, *args, **kwargs)
-    hub.give_back_call_slot(session.id, token, answer_waits=True)
-    del hub._lean._enqueue
+    with queued_commands(hub) as sent:
+        hub.give_back_call_slot(session.id, token, answer_waits=True)
     hub.wait_for_release(gevent.getcurrent())
-    assert sent == [redis_resp.pack(("ZREM", call_slots_key(session.id), token))]
+    assert sent == [(redis_resp.pack(("ZREM", call_slots_key(session.id), token)), 1)]
     assert hub.command("PING") == b"PONG"  # the next command's reply is its own
     assert slots(redis_server, session.id) == []
 
