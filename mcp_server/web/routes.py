@@ -2,7 +2,8 @@
 
 How a request is told apart (see the README's endpoint table):
 GET without Mcp-Session-Id is a legacy stream; POST with `?session_id=` is a
-legacy message; everything else on /mcp is Streamable HTTP. Each route only
+legacy message, whatever its body; a POST saying 2026-07-28 is the stateless
+wire; everything else on /mcp is Streamable HTTP. Each route only
 picks the transport function and hands it the dispatcher, the environ and the
 principal; `handle_post` is the choice the WSGI hot path shares.
 """
@@ -46,18 +47,21 @@ def current_core() -> Dispatcher:
 def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
     """Answer a POST: read the body, then serve it on its era's wire.
 
-    On /mcp a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version that
-    is not a handshake one) goes to the stateless wire; otherwise a legacy message when the query names a session
-    (or the path is /messages), else Streamable HTTP.
+    A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
+    says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version
+    that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
     """
     # The body first, so that every refusal after it (session, version header) carries the request's id.
     body = read_messages(core, environ)
-    legacy_path = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
-    if not legacy_path and is_modern(environ, body):
+    # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
+    # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
+    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or (
+        core.settings.legacy and session_id_from(environ, header=False) is not None)
+    if not legacy_message and is_modern(environ, body):
         return stateless_post(core, environ, principal, body)
     if not core.settings.legacy:
         return legacy_refused(environ, body)
-    if session_id_from(environ, header=False) is not None or legacy_path:
+    if legacy_message:
         return legacy_post(core, environ, principal, body)
     return streamable_post(core, environ, principal, body)
 
