@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
-__all__ = ["SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_PATTERN", "Session", "SessionChange", "SessionUpdate",
-           "new_session_id", "query_of", "session_id_from"]
+__all__ = ["SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_MAX_CHARS", "SESSION_ID_PATTERN", "SESSION_ID_SYNTAX",
+           "Session", "SessionChange", "SessionUpdate", "new_session_id", "query_of", "session_id_from"]
 
 SSE = "sse"
 STREAMABLE = "streamable"
@@ -20,8 +20,12 @@ STDIO = "stdio"
 STATELESS = "stateless"
 
 
-# What new_session_id returns; anything else is refused before the store is asked.
-SESSION_ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")
+# What new_session_id returns; an id of another shape is no session of ours, answered without asking the store.
+SESSION_ID_PATTERN = re.compile(r"[0-9a-f]{32}")
+# The longest id looked at: the specification sets no bound, and ours are 32 characters.
+SESSION_ID_MAX_CHARS = 128
+# What the specification allows in a session id (visible ASCII, 0x21 to 0x7E): anything else is malformed (400).
+SESSION_ID_SYNTAX = re.compile(rf"[\x21-\x7e]{{1,{SESSION_ID_MAX_CHARS}}}")
 # Streamable HTTP carries the id in this header; the legacy transport in ?session_id= (or ?sessionId=).
 SESSION_HEADER = "Mcp-Session-Id"
 SESSION_HEADER_KEY = "HTTP_MCP_SESSION_ID"

@@ -17,7 +17,7 @@ from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_RETRY_A
 from mcp_server.hub import CapacityError
 from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, Message, ParseFailure, parse_body
-from mcp_server.session import SESSION_ID_PATTERN, Session
+from mcp_server.session import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SESSION_ID_SYNTAX, Session
 from mcp_server.transports.http_responses import HttpProblem
 
 __all__ = ["lookup_session", "read_body", "read_messages", "server_busy", "store_unavailable"]
@@ -39,15 +39,20 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
                    request_id: Any = None, call: Message | None = None) -> Session:
     """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id).
 
-    For a body that is one tools/call (call), the hub may take the call's slot in the same step (call.call_slot).
+    Malformed means no session id at all by the specification: empty, over SESSION_ID_MAX_CHARS, or a character
+    outside visible ASCII. An id that is well formed but not of our shape was never issued here: 404, as for any
+    session the server does not know, so the client starts a new one. For a body that is one tools/call (call),
+    the hub may take the call's slot in the same step (call.call_slot).
     """
-    if not session_id or not SESSION_ID_PATTERN.match(session_id):
+    if not session_id or not SESSION_ID_SYNTAX.fullmatch(session_id):
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
-                          "Malformed session id: expected the 32 hex characters the server gave you",
-                          request_id=request_id)
+                          f"Malformed session id: a session id is 1 to {SESSION_ID_MAX_CHARS} visible ASCII "
+                          "characters; send the one the server gave you", request_id=request_id)
     # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
     # before the lookup touches anything, so a foreign probe does not keep the session alive.
-    if call is None:
+    if not SESSION_ID_PATTERN.fullmatch(session_id):
+        session = None  # not an id new_session_id makes: no store holds it
+    elif call is None:
         session = core.hub.get_own_session(session_id, transport, principal)
     else:
         session, call.call_slot = core.hub.get_session_for_call(session_id, transport, principal,

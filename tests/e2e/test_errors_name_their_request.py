@@ -33,8 +33,13 @@ def test_unknown_streamable_session_is_404_with_the_id(server, http):
 
 
 def test_malformed_streamable_session_is_400_with_the_id(server, http):
-    headers = {"Accept": BOTH, "Mcp-Session-Id": "not-a-session"}
+    headers = {"Accept": BOTH, "Mcp-Session-Id": "not a session"}
     refusal(http.post(server.url, json=request("tools/list", request_id=11), headers=headers), 400, 11)
+
+
+def test_foreign_streamable_session_is_404_with_the_id(server, http):
+    headers = {"Accept": BOTH, "Mcp-Session-Id": "not-a-session"}
+    refusal(http.post(server.url, json=request("tools/list", request_id=16), headers=headers), 404, 16)
 
 
 def test_missing_session_header_is_400_with_the_id(server, http):

@@ -109,13 +109,24 @@ def test_legacy_message_without_session_id_is_400(server, http):
     assert "session_id" in error["message"]
 
 
-@pytest.mark.parametrize("bad_id", ["abc", "../../etc/passwd", "Z" * 32, "0" * 31, "0" * 33, "%00", ""])
+# No session id by the specification (visible ASCII, 0x21-0x7E) or over SESSION_ID_MAX_CHARS (128): 400.
+MALFORMED_QUERY_IDS = ["", "has space", "nul\x00", "caf\u00e9", "0" * 129]
+MALFORMED_HEADER_IDS = [b"", b"has space", b"tab\there", b"caf\xe9", b"0" * 129]
+# Visible ASCII, at most 128 characters, never issued (ours are 32 lowercase hex): a session the server does not
+# know, so 404 and the client starts a new one.
+FOREIGN_IDS = ["nope-nope-nope-nope-nope-nope", "abc", "../../etc/passwd", "Z" * 32, "A" * 32, "0" * 31, "0" * 33,
+               "%00", "~" * 128]
+
+
+@pytest.mark.parametrize("bad_id", MALFORMED_QUERY_IDS)
 def test_malformed_legacy_session_id_is_400(server, http, bad_id):
     assert_error(http.post(server.url, params={"session_id": bad_id}, json=request("ping")), 400)
     assert_error(http.post(server.url, params={"sessionId": bad_id}, json=request("ping")), 400)
+    assert_error(http.post(server.base_url + "/messages", params={"session_id": bad_id}, json=request("ping")), 400)
+    assert_error(http.get(server.url, params={"session_id": bad_id}), 400)
 
 
-@pytest.mark.parametrize("bad_id", ["abc", "../../etc/passwd", "Z" * 32, "0" * 33])
+@pytest.mark.parametrize("bad_id", MALFORMED_HEADER_IDS)
 def test_malformed_streamable_session_id_is_400(server, http, bad_id):
     headers = {"Mcp-Session-Id": bad_id, "Accept": BOTH}
     assert_error(http.post(server.url, json=request("ping"), headers=headers), 400)
@@ -132,6 +143,19 @@ def test_unparseable_body_is_400_parse_error(server, http, legacy, streamable, b
 
 
 # 404: unknown, expired or ended sessions
+@pytest.mark.parametrize("foreign_id", FOREIGN_IDS)
+def test_well_formed_id_the_server_never_issued_is_404(server, http, foreign_id):
+    assert_error(http.post(server.url, params={"session_id": foreign_id}, json=request("ping")), 404)
+    assert_error(http.post(server.url, params={"sessionId": foreign_id}, json=request("ping")), 404)
+    assert_error(http.post(server.base_url + "/messages", params={"session_id": foreign_id}, json=request("ping")),
+                 404)
+    assert_error(http.get(server.url, params={"session_id": foreign_id}), 404)
+    headers = {"Mcp-Session-Id": foreign_id, "Accept": BOTH}
+    assert_error(http.post(server.url, json=request("ping"), headers=headers), 404)
+    assert_error(http.get(server.url, headers={**headers, "Accept": "text/event-stream"}), 404)
+    assert_error(http.delete(server.url, headers=headers), 404)
+
+
 def test_unknown_session_is_404_on_every_route(server, http):
     missing = unknown_session_id()
     assert_error(http.post(server.url, params={"session_id": missing}, json=request("ping")), 404)

@@ -1,0 +1,59 @@
+"""http_io.lookup_session: 400 for what is no session id, 404 for an id never issued, without asking the store."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from mcp_server.session import SESSION_ID_MAX_CHARS, new_session_id
+from mcp_server.transports.http_io import lookup_session
+from mcp_server.transports.http_responses import HttpProblem
+
+
+class CountingHub:
+    """A hub that knows no session and counts the lookups it was asked for."""
+
+    def __init__(self) -> None:
+        self.lookups = 0
+
+    def get_own_session(self, session_id, transport, principal):
+        """Count the lookup; no session is known."""
+        self.lookups += 1
+
+    def get_session_for_call(self, session_id, transport, principal, limit):
+        """Count the lookup; no session is known, no slot taken."""
+        self.lookups += 1
+        return None, None
+
+
+def status_of(session_id: str) -> tuple[int, int]:
+    """The HTTP status lookup_session refuses session_id with, and how many times it asked the hub."""
+    hub = CountingHub()
+    core = SimpleNamespace(hub=hub, call_slots=SimpleNamespace(limit=4))
+    with pytest.raises(HttpProblem) as refused:
+        lookup_session(core, session_id, "streamable", None, request_id=7)
+    return refused.value.status, hub.lookups
+
+
+FOREIGN_IDS = ["nope-nope-nope-nope-nope-nope", "A" * 32, "0" * 31, "~" * SESSION_ID_MAX_CHARS]
+MALFORMED_IDS = ["", "a b", "tab\there", "caf\u00e9", "nul\x00", "0" * (SESSION_ID_MAX_CHARS + 1)]
+
+
+@pytest.mark.parametrize("session_id", FOREIGN_IDS)
+def test_a_visible_ascii_id_not_of_our_shape_is_404_without_a_store_lookup(session_id):
+    assert status_of(session_id) == (404, 0)
+
+
+def test_an_id_ending_in_a_newline_is_malformed():
+    # `$` would match before a final newline; the check matches the whole id.
+    assert status_of(new_session_id() + "\n") == (400, 0)
+
+
+@pytest.mark.parametrize("session_id", MALFORMED_IDS)
+def test_an_id_outside_visible_ascii_or_over_the_bound_is_400(session_id):
+    assert status_of(session_id) == (400, 0)
+
+
+def test_an_id_of_our_shape_is_looked_up_and_404_when_unknown():
+    assert status_of(new_session_id()) == (404, 1)
