@@ -26,6 +26,7 @@ __all__ = [
     "TaskRecord",
     "TaskStore",
     "now_ms",
+    "text_bytes",
 ]
 
 WORKING = "working"
@@ -34,6 +35,11 @@ COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+
+
+def text_bytes(text: str) -> int:
+    """The UTF-8 size of a JSON text a task keeps (its length when ASCII, which Python knows at once)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def now_ms() -> int:
@@ -51,7 +57,8 @@ class TaskRecord:
     created_ms: int
     updated_ms: int
     ttl_ms: int
-    # The tools/call it runs (name, arguments, client capabilities, the tool's round state), as JSON.
+    # The tools/call it runs (name, arguments, the names of the client's capabilities, the tool's round state),
+    # as JSON (protocol/task_request.py).
     request: str = "{}"
     status_message: str = ""
     # While working: the worker running it and until when its lease holds (ms); "" and 0 otherwise.

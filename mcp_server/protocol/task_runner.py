@@ -21,9 +21,10 @@ import gevent
 from mcp_server.encoding import dumps, loads
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError, new_correlation_id
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.tasks import COMPLETED, FAILED, WORKING, TaskRecord, TaskStore
+from mcp_server.hub.tasks import COMPLETED, FAILED, WORKING, TaskRecord, TaskStore, text_bytes
 from mcp_server.protocol.input_rounds import InputRequired, Rounds
 from mcp_server.protocol.request_context import MODERN, TASK_RUNNING, RequestContext
+from mcp_server.protocol.task_request import check_answer_bytes, task_request
 from mcp_server.protocol.task_shapes import lapsed, notification
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import STATELESS, Session
@@ -37,6 +38,8 @@ log = logging.getLogger("mcp.tasks")
 
 SHUTDOWN_MESSAGE = "The server stopped before this task finished; call the tool again to start over"
 TASK_ID_BYTES = 24
+# A failed task's statusMessage (and its error's message, when the error is too big to keep) is cut to this.
+MAX_MESSAGE_CHARS = 1000
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> str:
@@ -45,6 +48,16 @@ def rpc_error(code: int, message: str, data: Any = None) -> str:
     if data is not None:
         error["data"] = data
     return dumps(error).decode()
+
+
+def kept_error(exc: RpcError, limit: int) -> tuple[str, str]:
+    """The (JSON error, statusMessage) a task failed by exc keeps: the whole error within limit bytes, else its
+    code and the start of its message."""
+    message = exc.message[:MAX_MESSAGE_CHARS]
+    error = dumps(exc.to_dict())
+    if len(error) > limit:
+        error = dumps({"code": exc.code, "message": message})
+    return error.decode(), message
 
 
 def discard(message: dict[str, Any]) -> None:
@@ -97,15 +110,18 @@ class TaskRunner:
 
     def create(self, ctx: RequestContext, name: str, arguments: Any, answers: dict[str, Any],
                state: Any) -> TaskRecord:
-        """Store a new task for this tools/call and start running it; -32004 past the principal's limit."""
+        """Store a new task for this tools/call and start running it; -32602 for a request or answers over their
+        bound, -32004 past the principal's limit."""
+        request = task_request(name, arguments, ctx.session.client_capabilities, ctx.session.protocol_version,
+                               state, self.settings.task_max_request_bytes)
+        kept_answers = {key: dumps(value).decode() for key, value in answers.items()}
+        check_answer_bytes(kept_answers, self.settings.task_max_result_bytes)
         now = self.store.now()
-        request = {"name": name, "arguments": arguments, "capabilities": ctx.session.client_capabilities or {},
-                   "version": ctx.session.protocol_version, "state": state}
         record = TaskRecord(task_id=secrets.token_urlsafe(TASK_ID_BYTES), principal=ctx.principal, status=WORKING,
                             created_ms=now, updated_ms=now, ttl_ms=self.ttl_ms(ctx.params),
-                            request=dumps(request).decode(), lease_owner=self.worker,
+                            request=request, lease_owner=self.worker,
                             lease_until_ms=now + self.lease_ms,
-                            answers={key: dumps(value).decode() for key, value in answers.items()})
+                            answers=kept_answers)
         if not self.store.create(record, self.settings.task_max_per_principal):
             raise RpcError(SERVER_UNAVAILABLE, "Too many tasks kept for this principal: the limit is "
                            f"{self.settings.task_max_per_principal} (MCP_TASK_MAX_PER_PRINCIPAL), counting finished "
@@ -152,12 +168,11 @@ class TaskRunner:
         try:
             result = run_tool(self.context(record, request), tool, request.get("arguments"))
         except InputRequired as asked:
-            asks = {key: dumps(question).decode() for key, question in asked.requests.items()}
-            if self.store.park(record.principal, record.task_id, self.worker, asks, self.store.now()):
-                self.notify(record)
+            self.park(record, {key: dumps(question).decode() for key, question in asked.requests.items()})
             return
         except RpcError as exc:
-            self.finish(record, FAILED, error=dumps(exc.to_dict()).decode(), message=exc.message)
+            error, message = kept_error(exc, self.settings.task_max_result_bytes)
+            self.finish(record, FAILED, error=error, message=message)
             return
         except Exception:  # a bug outside the tool (run_tool answers the tool's own): the task fails, said plainly
             correlation_id = new_correlation_id()
@@ -166,14 +181,26 @@ class TaskRunner:
                                                         {"correlationId": correlation_id}),
                         message=f"Internal error (correlation id {correlation_id})")
             return
-        data = dumps(result).decode()
-        limit = self.settings.task_max_result_bytes
-        if len(data) > limit:
-            message = (f"The tool's result ({len(data)} bytes) is larger than a task may keep ({limit} bytes, "
-                       "MCP_TASK_MAX_RESULT_BYTES)")
-            self.finish(record, FAILED, error=rpc_error(INTERNAL_ERROR, message), message=message)
+        data = dumps(result)
+        if not self.fail_past_limit(record, "result", len(data)):
+            self.finish(record, COMPLETED, result=data.decode())
+
+    def park(self, record: TaskRecord, asks: dict[str, str]) -> None:
+        """Make the task wait for these questions (JSON), unless they are too big to keep."""
+        if self.fail_past_limit(record, "questions", sum(text_bytes(ask) for ask in asks.values())):
             return
-        self.finish(record, COMPLETED, result=data)
+        if self.store.park(record.principal, record.task_id, self.worker, asks, self.store.now()):
+            self.notify(record)
+
+    def fail_past_limit(self, record: TaskRecord, what: str, size: int) -> bool:
+        """Fail the task when what it would keep is over MCP_TASK_MAX_RESULT_BYTES; whether it did."""
+        limit = self.settings.task_max_result_bytes
+        if size <= limit:
+            return False
+        message = (f"The tool's {what} took {size} bytes, more than a task may keep ({limit} bytes, "
+                   "MCP_TASK_MAX_RESULT_BYTES)")
+        self.finish(record, FAILED, error=rpc_error(INTERNAL_ERROR, message), message=message)
+        return True
 
     def finish(self, record: TaskRecord, status: str, *, result: str = "", error: str = "",
                message: str = "") -> None:
@@ -187,9 +214,14 @@ class TaskRunner:
         try:
             current, _ = self.store.get(record.principal, record.task_id, self.store.now(), lapsed())
             if current is not None:
-                self.tell(notification(current, self.settings.task_poll_interval_ms))
+                self.announce(current)
         except HubUnavailable:
             log.info("could not announce task %s: Redis unreachable", record.task_id[:8])
+
+    def announce(self, record: TaskRecord) -> None:
+        """Tell every worker's listen streams of the task's state (its payload only when small: task_shapes)."""
+        self.tell(notification(record, self.settings.task_poll_interval_ms,
+                               self.settings.task_max_notification_bytes))
 
     def look_at(self, principal: str | None, task_ids: list[str]) -> None:
         """Read these tasks (a listen stream waits on them): a lapsed one fails on the read and is announced."""
@@ -197,7 +229,7 @@ class TaskRunner:
             for task_id in task_ids:
                 record, failed_now = self.store.get(principal, task_id, self.store.now(), lapsed())
                 if record is not None and failed_now:
-                    self.tell(notification(record, self.settings.task_poll_interval_ms))
+                    self.announce(record)
         except HubUnavailable:
             log.info("could not look at the tasks of a listen stream: Redis unreachable")
 
@@ -243,7 +275,7 @@ class TaskRunner:
                                      error=rpc_error(INTERNAL_ERROR, SHUTDOWN_MESSAGE), message=SHUTDOWN_MESSAGE):
                     record, _ = self.store.get(principal, task_id, self.store.now(), lapsed())
                     if record is not None:
-                        self.tell(notification(record, self.settings.task_poll_interval_ms))
+                        self.announce(record)
             except HubUnavailable:
                 log.warning("could not fail task %s at shutdown: Redis unreachable; its lease will lapse",
                             task_id[:8])

@@ -10,10 +10,10 @@ from typing import Any
 
 from mcp_server.encoding import dumps, loads
 from mcp_server.errors import INTERNAL_ERROR, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
-from mcp_server.hub.tasks import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
+from mcp_server.hub.tasks import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, text_bytes
 
 __all__ = ["NOTIFICATION", "RESULT_TYPE", "TASKS_EXTENSION", "created_result", "declares_tasks", "detailed",
-           "lapsed", "missing_extension", "notification"]
+           "lapsed", "missing_extension", "notification", "payload_bytes"]
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RESULT_TYPE = "task"
@@ -78,7 +78,24 @@ def detailed(record: TaskRecord, poll_interval_ms: int) -> dict[str, Any]:
     return task
 
 
-def notification(record: TaskRecord, poll_interval_ms: int) -> dict[str, Any]:
-    """notifications/tasks for a task's new state, with its principal beside (listen streams match on it)."""
-    return {"jsonrpc": "2.0", "method": NOTIFICATION, "params": detailed(record, poll_interval_ms),
-            "principal": record.principal}
+def payload_bytes(record: TaskRecord) -> int:
+    """The bytes of what the DetailedTask inlines for the task's status: inputRequests, result or error."""
+    if record.status == INPUT_REQUIRED:
+        return sum(text_bytes(ask) for ask in record.open_asks().values())
+    if record.status == COMPLETED:
+        return text_bytes(record.result)
+    if record.status == FAILED:
+        return text_bytes(record.error)
+    return 0
+
+
+def notification(record: TaskRecord, poll_interval_ms: int, max_payload_bytes: int) -> dict[str, Any]:
+    """notifications/tasks for a task's new state, with its principal beside (listen streams match on it).
+
+    It carries the DetailedTask tasks/get answers, unless what that inlines is over max_payload_bytes: then the
+    Task's own fields only (the client reads the rest with tasks/get), so that no listen stream, and no worker
+    it is told to, holds a copy of a large result.
+    """
+    inline = payload_bytes(record) <= max_payload_bytes
+    params = detailed(record, poll_interval_ms) if inline else task_fields(record, poll_interval_ms)
+    return {"jsonrpc": "2.0", "method": NOTIFICATION, "params": params, "principal": record.principal}

@@ -19,6 +19,7 @@ from mcp_server.errors import INVALID_PARAMS, RpcError
 from mcp_server.hub.tasks import INPUT_REQUIRED, TaskRecord
 from mcp_server.protocol.input_rounds import StartTask, answer_problem, run_rounds
 from mcp_server.protocol.request_context import TASK_BEFORE, RequestContext
+from mcp_server.protocol.task_request import check_answer_bytes
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.protocol.task_shapes import created_result, declares_tasks, detailed, lapsed, missing_extension
 from mcp_server.protocol.tools import run_tool
@@ -108,11 +109,7 @@ def checked_answers(ctx: RequestContext, record: TaskRecord, responses: Any) -> 
             raise RpcError(INVALID_PARAMS, f"Invalid params: inputResponses['{key}'] {problem}",
                            {"inputResponse": key})
         accepted[key] = dumps(answer).decode()
-    kept = sum(len(value) for value in record.answers.values()) + sum(len(value) for value in accepted.values())
-    limit = ctx.settings.task_max_result_bytes
-    if kept > limit:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: the task's answers would take {kept} bytes; a task keeps "
-                       f"at most {limit} (MCP_TASK_MAX_RESULT_BYTES)")
+    check_answer_bytes({**record.answers, **accepted}, ctx.settings.task_max_result_bytes)
     return accepted
 
 
