@@ -108,6 +108,12 @@ class Settings:
     max_argument_bytes: int = 1024 * 1024
     max_sessions_per_principal: int = 100
     max_listens_per_principal: int = 100
+    # subscriptions/listen (MCP 2026-07-28): a stream keeps its request while it is open, so the request's params
+    # are bounded in JSON bytes, each URI and task id in bytes, and the task ids (each read once, in the hub) in number.
+    listen_max_bytes: int = 64 * 1024
+    listen_uri_max_bytes: int = 2048
+    listen_task_id_max_bytes: int = 128
+    listen_max_task_ids: int = 32
     max_concurrent_calls: int = 64
     max_sessions_per_address: int = 1000
     max_connections_per_address: int = 1000
@@ -235,7 +241,8 @@ class Settings:
         for name in ("max_json_depth", "max_string_bytes", "max_batch", "max_argument_bytes",
                      "max_sessions_per_principal", "max_listens_per_principal", "max_concurrent_calls",
                      "max_sessions_per_address",
-                     "max_connections_per_address"):
+                     "max_connections_per_address", "listen_max_bytes", "listen_uri_max_bytes",
+                     "listen_task_id_max_bytes", "listen_max_task_ids"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         if self.oauth_jwks_url and not (self.oauth_issuer and self.oauth_audience):

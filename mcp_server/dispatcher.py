@@ -42,7 +42,7 @@ from mcp_server.protocol.request_context import (
     principal_may,
 )
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
-from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenRegistry
+from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import STATELESS, STREAMABLE, Session
 from mcp_server.stateless.request_state import SharedCodec
@@ -94,7 +94,7 @@ class Dispatcher:
         self.hub.share_registry(self.registry)
         # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
         self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
-                                        settings.max_listens_per_principal)
+                                        settings.max_listens_per_principal, ListenLimits.from_settings(settings))
         self.hub.listen_here(self.listeners.deliver)
         # The authentication layer's (None when authentication is off: every session may use everything).
         self.authorizer = authorizer

@@ -5,6 +5,8 @@ made anywhere in the fleet to `ListenRegistry.deliver` on every worker, once; ea
 its filter asked for, tagged with the listen request's id. The handler `subscriptions_listen` runs for the
 stream's whole life and sends each message with the request's own `ctx.send` (an SSE event on HTTP, a line
 on stdio); closing the stream (HTTP) or notifications/cancelled (stdio) kills it, and its `finally` lets go.
+A stream keeps its request while it is open, so the request is bounded in bytes (listen_filter.py); what waits
+for a client that does not read is bounded where it waits, in the transport (MCP_QUEUE_MAX, MCP_QUEUE_MAX_BYTES).
 """
 
 from __future__ import annotations
@@ -16,19 +18,28 @@ from typing import Any
 from jsonrpcserver import Success
 
 from mcp_server.encoding import dumps, loads
-from mcp_server.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
-from mcp_server.hub import StreamClosed
+from mcp_server.errors import SERVER_UNAVAILABLE, RpcError
+from mcp_server.hub import HubUnavailable, StreamClosed
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.hub.subscription import QueuedSubscription
 from mcp_server.metrics import instruments
+from mcp_server.protocol.listen_filter import (
+    FLAGS,
+    RESOURCE_SUBSCRIPTIONS,
+    TASK_IDS,
+    ListenLimits,
+    check_request_bytes,
+    honoured_filter,
+)
 from mcp_server.protocol.task_shapes import NOTIFICATION as TASK_NOTIFICATION
-from mcp_server.protocol.task_shapes import declares_tasks, missing_extension
+from mcp_server.protocol.task_shapes import declares_tasks
 from mcp_server.stateless.meta import SUBSCRIPTION_ID
 
 __all__ = [
     "ACKNOWLEDGED",
     "LISTEN",
     "SHUTTING_DOWN",
+    "ListenLimits",
     "ListenRegistry",
     "ListenStream",
     "honoured_filter",
@@ -42,60 +53,10 @@ log = logging.getLogger("mcp.listen")
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 RESOURCE_UPDATED = "notifications/resources/updated"
-# The filter's flags, each with the one notification it lets through.
-FLAGS = {
-    "toolsListChanged": "notifications/tools/list_changed",
-    "promptsListChanged": "notifications/prompts/list_changed",
-    "resourcesListChanged": "notifications/resources/list_changed",
-}
-RESOURCE_SUBSCRIPTIONS = "resourceSubscriptions"
-# The tasks extension's filter member: notifications/tasks for these tasks (of the stream's own principal).
-TASK_IDS = "taskIds"
 ENDED = frozenset({"completed", "failed", "cancelled"})
-# A filter naming more URIs than this is refused: each is checked against every update.
-MAX_RESOURCE_SUBSCRIPTIONS = 1000
+LIVE = frozenset({"working", "input_required"})
 # The reason a stream ends with when the server stops: the one ending that gets a final result.
 SHUTTING_DOWN = "server shutting down"
-
-
-def honoured_filter(requested: object, may_read: Callable[[str], bool], tasks: bool = False) -> dict[str, Any]:
-    """Return the subset of a SubscriptionFilter this server honours; RpcError(-32602) for a malformed one.
-
-    Flags set to true are kept; resourceSubscriptions keeps only the URIs the principal may read, in order;
-    taskIds needs the tasks extension declared (tasks; else -32021). Members this server does not know are
-    left out, which tells the client they are not served.
-    """
-    if requested is None:
-        requested = {}
-    if not isinstance(requested, dict):
-        raise RpcError(INVALID_PARAMS, "Invalid params: notifications must be an object (a SubscriptionFilter)")
-    honoured: dict[str, Any] = {}
-    for flag in FLAGS:
-        value = requested.get(flag)
-        if value is not None and not isinstance(value, bool):
-            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{flag} must be a boolean")
-        if value:
-            honoured[flag] = True
-    uris = requested.get(RESOURCE_SUBSCRIPTIONS)
-    if uris is not None:
-        if not (isinstance(uris, list) and all(isinstance(uri, str) for uri in uris)):
-            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{RESOURCE_SUBSCRIPTIONS} must be a "
-                           "list of URI strings")
-        if len(uris) > MAX_RESOURCE_SUBSCRIPTIONS:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{RESOURCE_SUBSCRIPTIONS} may name at "
-                           f"most {MAX_RESOURCE_SUBSCRIPTIONS} URIs")
-        honoured[RESOURCE_SUBSCRIPTIONS] = [uri for uri in dict.fromkeys(uris) if may_read(uri)]
-    task_ids = requested.get(TASK_IDS)
-    if task_ids is not None:
-        if not (isinstance(task_ids, list) and all(isinstance(task_id, str) for task_id in task_ids)
-                and len(task_ids) <= MAX_RESOURCE_SUBSCRIPTIONS):
-            raise RpcError(INVALID_PARAMS, f"Invalid params: notifications.{TASK_IDS} must be a list of at most "
-                           f"{MAX_RESOURCE_SUBSCRIPTIONS} task id strings")
-        if not tasks:
-            raise missing_extension(f"notifications.{TASK_IDS}")
-        # Kept as asked: a stream only ever gets its own principal's tasks, so a foreign id just never fires.
-        honoured[TASK_IDS] = list(dict.fromkeys(task_ids))
-    return honoured
 
 
 def tagged(message: dict[str, Any], listen_id: Any) -> dict[str, Any]:
@@ -150,6 +111,11 @@ class ListenStream(QueuedSubscription):
             return True
         return method in self.methods
 
+    def keep_tasks(self, alive: set[str]) -> None:
+        """Narrow taskIds to these tasks: the acknowledgment names only them, and only they are read again."""
+        self.honoured[TASK_IDS] = [task_id for task_id in self.honoured.get(TASK_IDS, ()) if task_id in alive]
+        self.task_ids = frozenset(self.honoured[TASK_IDS])
+
     def acknowledgment(self) -> dict[str, Any]:
         """The first message of the stream: the subscription's id and the filter it honours."""
         return {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
@@ -183,10 +149,12 @@ class ListenStream(QueuedSubscription):
 class ListenRegistry:
     """This worker's open listen streams, bounded per principal; fed by the hub's broadcast handler."""
 
-    def __init__(self, queue_max: int, queue_max_bytes: int, per_principal: int) -> None:
+    def __init__(self, queue_max: int, queue_max_bytes: int, per_principal: int,
+                 limits: ListenLimits | None = None) -> None:
         self.queue_max = queue_max
         self.queue_max_bytes = queue_max_bytes
         self.per_principal = per_principal
+        self.limits = ListenLimits.from_settings() if limits is None else limits
         self.streams: dict[int, ListenStream] = {}
         self.counts: dict[str | None, int] = {}
         self.stopping = False
@@ -194,7 +162,7 @@ class ListenRegistry:
     def open(self, listen_id: Any, principal: str | None, requested: object,
              may_read: Callable[[str], bool], tasks: bool = False) -> ListenStream:
         """Open a listen stream; RpcError -32602 for a bad filter, -32004 past the limit or when stopping."""
-        honoured = honoured_filter(requested, may_read, tasks)
+        honoured = honoured_filter(requested, may_read, tasks, self.limits)
         if self.stopping:
             raise RpcError(SERVER_UNAVAILABLE, "Server shutting down: send subscriptions/listen again to another "
                            "server")
@@ -251,27 +219,50 @@ def listen_messages(stream: ListenStream, keepalive_s: float) -> Iterator[dict[s
         yield None if item is None else loads(item[1])
 
 
+def keep_known_tasks(ctx: Any, stream: ListenStream) -> None:
+    """Look each of the stream's task ids up, this once: keep those naming a task of its principal not yet ended.
+
+    The rest never fire (unknown, expired, another principal's) or have nothing more to say (ended: the client
+    reads them with tasks/get), so they are left out of the acknowledgment and never read again. The stream is
+    already registered, so a task ending meanwhile is still heard. HubUnavailable is the caller's (-32004).
+    """
+    if not stream.task_ids:
+        return
+    runner = getattr(ctx.services, "tasks", None)
+    statuses = runner.look_at(stream.principal, list(stream.honoured[TASK_IDS])) if runner is not None else {}
+    stream.keep_tasks({task_id for task_id, status in statuses.items() if status in LIVE})
+
+
 def look_at_tasks(ctx: Any, stream: ListenStream) -> None:
     """Read the stream's tasks not seen ending: one whose worker died fails on that read, and is announced then."""
     runner = getattr(ctx.services, "tasks", None)
     waiting = stream.task_ids - stream.ended_tasks
-    if runner is not None and waiting:
-        runner.look_at(stream.principal, sorted(waiting))
+    if runner is None or not waiting:
+        return
+    try:
+        statuses = runner.look_at(stream.principal, sorted(waiting))
+    except HubUnavailable:
+        log.info("could not look at the tasks of %s: Redis unreachable", stream.session_id)
+        return
+    # Gone (its TTL ran out) or ended: nothing more will come of it, so it is not read again.
+    stream.ended_tasks.update(task_id for task_id in waiting if statuses.get(task_id, "gone") not in LIVE)
 
 
 def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> Any:
     """Serve one subscriptions/listen until the client goes or the server stops; return the closing result.
 
-    Keepalives go out through ctx.send.keepalive when the transport has one (an SSE comment on HTTP).
+    Keepalives go out through ctx.send.keepalive when the transport has one (an SSE comment on HTTP). A
+    transport that bounds what waits for its client says, with ctx.send.reason, that it cut the client off.
     """
     registry: ListenRegistry = ctx.services.listeners
+    check_request_bytes(ctx.params, registry.limits)
     stream = registry.open(ctx.request_id, ctx.principal, notifications,
                            lambda uri: ctx.permits("resource", uri), declares_tasks(ctx.session.client_capabilities))
-    stream.on_cut_off = getattr(ctx.send, "close_stream", None)
+    # A stream whose own queue fills up also drops what the transport holds for it, and its connection.
+    stream.on_cut_off = getattr(ctx.send, "cut_off", None)
     keepalive = getattr(ctx.send, "keepalive", None)
-    # The transport's own queue of unwritten messages, if it says: a client that does not read is cut off there too.
-    backlog = getattr(ctx.send, "backlog", None)
     try:
+        keep_known_tasks(ctx, stream)
         for message in listen_messages(stream, ctx.settings.keepalive_s):
             if message is None:
                 if keepalive is not None:
@@ -279,13 +270,12 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
                 look_at_tasks(ctx, stream)
             elif "id" in message:
                 return Success(message["result"])
-            elif backlog is not None and message["method"] != ACKNOWLEDGED and backlog() >= stream.maxsize:
-                log.warning("closing %s: queue full (slow consumer)", stream.session_id)
-                instruments().queue_dropped()
-                stream.end("slow consumer")
-                break
             else:
                 ctx.send(message)
+                cut_off = getattr(ctx.send, "reason", None)
+                if cut_off is not None:
+                    stream.end(cut_off)
+                    break
         raise RpcError(SERVER_UNAVAILABLE, f"Listen stream closed: {stream.reason}; send subscriptions/listen again")
     finally:
         stream.close()

@@ -223,15 +223,20 @@ class TaskRunner:
         self.tell(notification(record, self.settings.task_poll_interval_ms,
                                self.settings.task_max_notification_bytes))
 
-    def look_at(self, principal: str | None, task_ids: list[str]) -> None:
-        """Read these tasks (a listen stream waits on them): a lapsed one fails on the read and is announced."""
-        try:
-            for task_id in task_ids:
-                record, failed_now = self.store.get(principal, task_id, self.store.now(), lapsed())
-                if record is not None and failed_now:
+    def look_at(self, principal: str | None, task_ids: list[str]) -> dict[str, str]:
+        """Read these tasks (a listen stream waits on them); return the status of each one found.
+
+        A lapsed one fails on the read and is announced. Unknown ids and another principal's are left out;
+        HubUnavailable is the caller's to handle.
+        """
+        statuses: dict[str, str] = {}
+        for task_id in task_ids:
+            record, failed_now = self.store.get(principal, task_id, self.store.now(), lapsed())
+            if record is not None:
+                statuses[task_id] = record.status
+                if failed_now:
                     self.announce(record)
-        except HubUnavailable:
-            log.info("could not look at the tasks of a listen stream: Redis unreachable")
+        return statuses
 
     def stop_here(self, principal: str | None, task_id: str) -> None:
         """Kill the task's greenlet if it runs on this worker (it was cancelled)."""

@@ -7,7 +7,8 @@ Closing that stream cancels the request (MCP 2026-07-28 basic/transports/streama
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -18,6 +19,7 @@ from gevent.queue import Empty, Queue
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
+from mcp_server.logs import loggable
 from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
 from mcp_server.metrics import instruments
 from mcp_server.protocol.methods import MODERN_METHODS
@@ -26,11 +28,13 @@ from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
 from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
 from mcp_server.stateless.meta import ephemeral_session
 from mcp_server.stateless.validation import Rejection
-from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS
+from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer
 from mcp_server.transports.http_responses import empty_response, json_response
 from mcp_server.transports.streamable_http import AcceptedTypes
 
 __all__ = ["MODERN_METHOD_NAMES", "environ_headers", "legacy_refused", "method_not_allowed", "stateless_post"]
+
+log = logging.getLogger("mcp.http")
 
 MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
 DONE = object()
@@ -101,7 +105,7 @@ def stateless_post(core: Dispatcher, environ: Mapping[str, Any], principal: str 
         return json_response(error_response(message.id, INVALID_REQUEST, "Not Acceptable: the Accept header must "
                                             "allow both application/json and text/event-stream"),
                              HTTPStatus.NOT_ACCEPTABLE)
-    return answer(core, ephemeral_session(message.meta, principal), message)
+    return answer(core, ephemeral_session(message.meta, principal), message, connection_closer(environ))
 
 
 def check_param_headers(core: Dispatcher, message: Message, request_headers: Mapping[str, str]) -> Rejection | None:
@@ -140,20 +144,66 @@ def rejected(core: Dispatcher, message: Message, rejection: Rejection) -> Respon
 
 
 class RequestStream:
-    """One request's way back: what it sends before its result, queued for its SSE stream; nothing is kept."""
+    """One request's way back: what it sends before its result, queued for its SSE stream; nothing is kept.
 
-    def __init__(self) -> None:
+    What waits is bounded like a 2025 stream's queue (MCP_QUEUE_MAX, MCP_QUEUE_MAX_BYTES): a client that does
+    not read is cut off, its queue dropped and its connection closed, which cancels the request.
+    """
+
+    def __init__(self, name: str, max_count: int, max_bytes: int,
+                 close_connection: Callable[[], None] | None = None) -> None:
+        self.name = name
         self.outbox: Queue = Queue()
         self.ended = False
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        # Bytes of JSON waiting in the outbox: a listen stream's notifications wait here for a client that reads.
+        self.queued_bytes = 0
+        # Why the stream was cut off (None while it is not): subscriptions/listen ends itself with it.
+        self.reason: str | None = None
+        self.close_connection = close_connection
 
     def __call__(self, message: dict[str, Any]) -> None:
         """Send a message that belongs to this request (the `send` handed to the dispatcher)."""
-        if not self.ended:
-            self.outbox.put(message)
+        if self.ended:
+            return
+        data = dumps(message)
+        waiting = self.outbox.qsize()
+        # An empty queue takes one message of any size, as the 2025 streams' queues do.
+        if waiting >= self.max_count or (waiting and self.queued_bytes + len(data) > self.max_bytes):
+            self.cut_off()
+            return
+        self.queued_bytes += len(data)
+        self.outbox.put(data)
 
-    def backlog(self) -> int:
-        """How many messages wait to be written (subscriptions/listen cuts off a client that does not read)."""
-        return self.outbox.qsize()
+    def take(self, item: Any) -> Any:
+        """Account for an item leaving the outbox to be written; return it."""
+        if isinstance(item, bytes):
+            self.queued_bytes -= len(item)
+        return item
+
+    def cut_off(self, reason: str = "slow consumer") -> None:
+        """Stop a client that does not read: drop what waits for it and close its connection (once)."""
+        if self.reason is not None:
+            return
+        log.warning("closing the stream of %s: queue full (%s)", self.name, reason)
+        instruments().queue_dropped()
+        self.reason = reason
+        self.ended = True
+        finished = False
+        while True:
+            try:
+                finished = self.outbox.get_nowait() is DONE or finished
+            except Empty:
+                break
+        self.queued_bytes = 0
+        if finished:
+            self.outbox.put_nowait(DONE)  # the writer still ends when it gets that far
+        if self.close_connection is not None:
+            try:
+                self.close_connection()  # the writer is blocked on a client that does not read: fail its write
+            except OSError:
+                log.debug("connection of %s already gone", self.name)
 
     def events(self, first: Any, greenlet: gevent.Greenlet, keepalive_s: float) -> Iterator[bytes]:
         """Yield the request's messages, keepalive comments while it is quiet, then its response."""
@@ -162,9 +212,9 @@ class RequestStream:
         try:
             item = first
             while item is not DONE:
-                yield KEEPALIVE_FRAME if item is None else format_sse_event(dumps(item))
+                yield KEEPALIVE_FRAME if item is None else format_sse_event(item)
                 try:
-                    item = self.outbox.get(timeout=keepalive_s)
+                    item = self.take(self.outbox.get(timeout=keepalive_s))
                 except Empty:
                     item = None  # a write now tells a closed connection from a slow tool
             if isinstance(greenlet.value, dict):
@@ -190,16 +240,18 @@ def has_stream(session: Any, message: Message) -> bool:
             or message.method == "subscriptions/listen")
 
 
-def answer(core: Dispatcher, session: Any, message: Message) -> Response:
+def answer(core: Dispatcher, session: Any, message: Message,
+           close_connection: Callable[[], None] | None = None) -> Response:
     """Run the request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
     if not has_stream(session, message):
         # Nothing can come before the result: run it here, without a greenlet and a queue to wait on.
         return json_answer(message, core.run_here(session, message))
-    stream = RequestStream()
+    stream = RequestStream(f"{message.method} {loggable(message.id)}", core.settings.queue_max,
+                           core.settings.queue_max_bytes, close_connection)
     greenlet = core.start_request(session, message, stream)
     # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
     greenlet.rawlink(lambda g: stream.outbox.put_nowait(DONE))
-    first = stream.outbox.get()
+    first = stream.take(stream.outbox.get())
     if first is DONE:
         return json_answer(message, greenlet.value)
     response = Response(stream.events(first, greenlet, core.settings.keepalive_s), mimetype=EVENT_STREAM,

@@ -139,26 +139,29 @@ def test_memory_hub_hands_list_changes_and_updates_to_its_listen_streams():
 
 
 class Send:
-    """A transport's send for one request: what it got, and a backlog it reports as unwritten."""
+    """A transport's send for one request: what it got, and a cut-off (reason) once it has taken `room` messages."""
 
-    def __init__(self, backlog: int = 0) -> None:
+    def __init__(self, room: int = 1000) -> None:
         self.sent: list[dict] = []
-        self.unwritten = backlog
+        self.room = room
+        self.reason = None
 
     def __call__(self, message: dict) -> None:
+        if len(self.sent) >= self.room:
+            self.reason = "slow consumer"
+            return
         self.sent.append(message)
 
-    def backlog(self) -> int:
-        return self.unwritten
 
-
-def context(registry: ListenRegistry, send: Send, request_id=3):
+def context(registry: ListenRegistry, send: Send, request_id=3, notifications=None, services=None):
     """The few parts of a RequestContext subscriptions_listen reads."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(services=SimpleNamespace(listeners=registry), request_id=request_id, principal=None,
-                           permits=lambda kind, name: True, settings=SimpleNamespace(keepalive_s=0.05), send=send,
-                           session=SimpleNamespace(client_capabilities={}))
+    return SimpleNamespace(services=services or SimpleNamespace(listeners=registry), request_id=request_id,
+                           principal=None, permits=lambda kind, name: True,
+                           settings=SimpleNamespace(keepalive_s=0.05), send=send,
+                           session=SimpleNamespace(client_capabilities={}),
+                           params={"notifications": notifications, "_meta": {}})
 
 
 def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown():
@@ -176,13 +179,53 @@ def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown
     assert len(registry) == 0
 
 
-def test_the_handler_cuts_off_a_client_whose_transport_backlog_is_full():
+def test_the_handler_ends_a_stream_its_transport_cut_off():
     from mcp_server.protocol.subscriptions import subscriptions_listen
 
-    registry, send = ListenRegistry(4, 10_000, 5), Send(backlog=4)
+    registry, send = ListenRegistry(4, 10_000, 5), Send(room=1)
     running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
     gevent.sleep(0.01)
     registry.deliver({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
     running.join(timeout=5)
     assert isinstance(running.exception, RpcError) and "slow consumer" in running.exception.message
     assert [m["method"] for m in send.sent] == [ACKNOWLEDGED] and len(registry) == 0
+
+
+class Runner:
+    """A TaskRunner's look_at: the statuses it knows (an id left out is unknown), and every look it was asked for."""
+
+    def __init__(self, statuses: dict[str, str]) -> None:
+        self.statuses = statuses
+        self.looks: list[list[str]] = []
+
+    def look_at(self, principal, task_ids):
+        self.looks.append(list(task_ids))
+        return {task_id: self.statuses[task_id] for task_id in task_ids if task_id in self.statuses}
+
+
+def test_task_ids_are_looked_up_once_and_only_live_tasks_are_kept_and_read_again():
+    from types import SimpleNamespace
+
+    from mcp_server.protocol.subscriptions import subscriptions_listen
+    from mcp_server.protocol.task_shapes import TASKS_EXTENSION
+
+    registry, send = ListenRegistry(10, 10_000, 5), Send()
+    runner = Runner({"live": "working", "asks": "input_required", "done": "completed"})
+    ctx = context(registry, send, services=SimpleNamespace(listeners=registry, tasks=runner))
+    ctx.session.client_capabilities = {"extensions": {TASKS_EXTENSION: {}}}
+    running = gevent.spawn(subscriptions_listen, ctx, {"taskIds": ["unknown", "live", "done", "asks"]})
+    try:
+        gevent.sleep(0.01)
+        assert send.sent[0]["params"]["notifications"] == {"taskIds": ["live", "asks"]}
+        assert runner.looks == [["unknown", "live", "done", "asks"]]
+        gevent.sleep(0.12)  # two keepalives: only the live tasks are read again
+        assert runner.looks[1:3] == [["asks", "live"], ["asks", "live"]]
+        del runner.statuses["live"]  # its TTL ran out
+        runner.statuses["asks"] = "cancelled"
+        gevent.sleep(0.12)
+        looks = len(runner.looks)
+        gevent.sleep(0.12)
+        assert len(runner.looks) == looks  # neither is read again
+    finally:
+        running.kill()
+    assert len(registry) == 0
