@@ -111,7 +111,7 @@ def unread_listen(server: ServerProcess, listen_id: int, task_ids: list[str]) ->
 
 
 def test_task_results_are_not_copied_into_each_unread_listen_stream():
-    env = {"MCP_PLUGINS": PLUGINS, "MCP_KEEPALIVE_S": "5"}
+    env = {"MCP_PLUGINS": PLUGINS, "MCP_KEEPALIVE_S": "5", "MCP_LISTEN_MAX_TASK_IDS": "40"}
     with ServerProcess(env=env) as server, httpx.Client(timeout=TIMEOUT_S) as http:
         [worker] = server.worker_pids()
         until_ended(http, server, start_task(http, server, {"kilobytes": 200}))  # warm up the paths measured
