@@ -17,6 +17,7 @@ from mcp_server.messages import parse_body
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 from tests.protocol.test_input_rounds import WAIT_S, Modern, accept
+from tests.support.tasks_client import Client
 
 TOOL = "charge_after_confirmation"
 PLUGINS = ["tests.e2e.plugins.stateless_tools"]
@@ -169,3 +170,29 @@ def test_in_a_2025_session_consume_answers_is_a_no_op(make_core, charges):
     greenlet.join(timeout=WAIT_S)
     assert greenlet.value["result"]["content"][0]["text"] == "charged 5"
     assert charged(charges) == 1
+
+
+def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_consumes_nothing(core):
+    shipped: list[str] = []
+
+    @tool(name="ship_later", input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+          task="optional", ask_before_task=True)
+    def ship_later(ctx) -> str:
+        """Confirm, consume, become a task, ship."""
+        ctx.elicit("Ship?", {"type": "object"}, key="ok")
+        ctx.consume_answers()  # in the task's own run, from the top again: a no-op
+        ctx.start_task()
+        shipped.append("box")
+        return "shipped"
+
+    core.registry.add_function(ship_later)
+    alice = Client(core, "alice")
+    state = alice.call("ship_later")["requestState"]
+    task_id = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
+                    requestState=state)["result"]["taskId"]
+    assert alice.until(task_id)["result"]["content"][0]["text"] == "shipped"
+    replay = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
+                   requestState=state)
+    assert used(replay), replay
+    assert len(core.hub.tasks.tasks) == 1
+    assert shipped == ["box"]
