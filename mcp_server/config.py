@@ -123,6 +123,8 @@ class Settings:
     request_state_key: str = field(default="", repr=False)
     request_state_ttl_s: float = 600.0
     request_state_max_bytes: int = 65536
+    # The memory hub's record of used states (ctx.consume_answers); Redis keeps one key per state instead.
+    request_state_used_max: int = 50000
     # The tasks extension (MCP 2026-07-28): how long a task is kept (default, and the most a client may ask for),
     # how many one principal may hold, how much of its request and how big a result it may keep, the largest
     # payload its notifications carry, and the lease a running task's worker renews.
@@ -166,8 +168,9 @@ class Settings:
         """Reject combinations that cannot work, with a message that says how to fix them."""
         if self.workers < 1:
             raise ConfigError("MCP_WORKERS must be at least 1")
-        if self.request_state_ttl_s <= 0 or self.request_state_max_bytes < 1024:
-            raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive and MCP_REQUEST_STATE_MAX_BYTES at least 1024")
+        if self.request_state_ttl_s <= 0 or self.request_state_max_bytes < 1024 or self.request_state_used_max < 1:
+            raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive, MCP_REQUEST_STATE_MAX_BYTES at least 1024 "
+                              "and MCP_REQUEST_STATE_USED_MAX at least 1")
         self.check_redis()
         if self.workers > 1 and not self.uses_redis and self.legacy:
             raise ConfigError(

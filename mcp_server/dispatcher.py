@@ -101,15 +101,15 @@ class Dispatcher:
         # The tasks extension's tasks running on this worker; the tasks themselves live in the hub.
         self.tasks = TaskRunner(lambda: self.hub.tasks, settings, lambda message: self.hub.tell_every_worker(message))
         self.services = RequestServices(
-            registry=self.registry,
-            settings=settings,
-            authorizer=authorizer,
+            registry=self.registry, settings=settings, authorizer=authorizer,
             # Looked up on each call, so the hub stays free to change (tests stall it to play an outage).
             update_session=lambda session_id, change: self.hub.update_session(session_id, change),
             pending=self.hub.pending,
             publish=lambda session_id, message: self.hub.publish(session_id, message),
             resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
             request_state=SharedCodec(settings, lambda name: self.hub.shared_secret(name)),
+            use_once=lambda rounds_id, ttl_s: self.hub.use_once(rounds_id, ttl_s),
+            is_used=lambda rounds_id: self.hub.is_used(rounds_id),
             listeners=self.listeners,
             tasks=self.tasks,
         )

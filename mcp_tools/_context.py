@@ -102,7 +102,8 @@ class Context(Protocol):
 
     # Asking the client. In a 2025-era session each ask is a server-to-client request and waits for its answer.
     # On the 2026-07-28 wire an unanswered ask ends this run with an input_required result; the client's retry
-    # runs the tool AGAIN FROM THE TOP and each ask returns its answer: work before an ask must be safe to repeat.
+    # runs the tool AGAIN FROM THE TOP and each ask returns its answer: work before an ask must be safe to repeat,
+    # and so must work after the last ask, unless consume_answers() comes first (a client may replay that round).
     def sample(self, messages: list[dict[str, Any]], max_tokens: int, key: str | None = None,
                **params: Any) -> dict[str, Any]:
         """Ask the client's model for a completion (sampling/createMessage)."""
@@ -115,6 +116,15 @@ class Context(Protocol):
 
     def ask_all(self, requests: Sequence[InputRequest]) -> list[Any]:
         """Ask several questions at once (one round on the 2026-07-28 wire, in turn before); answers in order."""
+
+    def consume_answers(self) -> None:
+        """Call after the last ask and before an effect that must not repeat: the answers then work only once.
+
+        On the 2026-07-28 wire a client may send the last round's requestState again, rerunning the tool; after
+        this call the hub records the state as used, and a replay gets -32602 (data.reason "used") here, before
+        the effect. Answers sent without a requestState are asked for again (input_required) and go on only on
+        the retry carrying the new state. Ask nothing after it. A no-op in a 2025-era session and in a task.
+        """
 
     def client_supports(self, capability: str) -> bool:
         """Whether the client declared a capability (sampling, elicitation, roots) for this request."""

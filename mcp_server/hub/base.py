@@ -296,6 +296,18 @@ class Hub(ABC):
         """A random secret for name, the same for every caller that shares this hub (here: this process only)."""
         return self._secrets.setdefault(name, secrets.token_bytes(SHARED_SECRET_BYTES))
 
+    # multi-round requests made single-use (ctx.consume_answers): recorded where every worker of the fleet sees them
+    @abstractmethod
+    def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
+        """Record a request's id as used for ttl_s seconds: True for its first use, False while it is recorded.
+
+        Raise CapacityError when this hub may record no more just now, HubUnavailable when its store is down.
+        """
+
+    @abstractmethod
+    def is_used(self, rounds_id: bytes) -> bool:
+        """Whether use_once recorded this id and it has not expired yet."""
+
     # operations
     def ready(self) -> bool:
         """True when the hub's dependencies answer."""

@@ -25,6 +25,7 @@ from mcp_server.hub.base import (
 )
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.hub.subscription import QueuedSubscription, Subscription
+from mcp_server.hub.used_once import UsedOnce
 from mcp_server.metrics import instruments
 from mcp_server.session import Session, SessionChange, SessionUpdate
 
@@ -136,6 +137,8 @@ class MemoryHub(Hub):
         self.owned: dict[str, list[str]] = {}
         self.owned_count = 0
         self.calls_running: dict[str, int] = {}
+        # Multi-round requests made single-use, in this process only: several workers without Redis keep their own.
+        self.used_rounds = UsedOnce(settings.request_state_used_max, clock)
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session; CapacityError at MCP_MAX_SESSIONS, QuotaFull when owner holds owner_limit."""
@@ -286,6 +289,14 @@ class MemoryHub(Hub):
     def cancel(self, session_id: str, request_id: Any) -> None:
         """Kill the running request, if it runs here."""
         self.inflight.cancel(session_id, request_id)
+
+    def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
+        """Record the id in this process's bounded map (CapacityError when full of live ones)."""
+        return self.used_rounds.use(rounds_id, ttl_s)
+
+    def is_used(self, rounds_id: bytes) -> bool:
+        """Whether this process recorded the id and it has not expired."""
+        return self.used_rounds.holds(rounds_id)
 
     def shutdown(self) -> None:
         """End every stream so the worker can exit promptly."""

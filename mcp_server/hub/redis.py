@@ -59,6 +59,7 @@ from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.hub.redis_sessions import REFRESH_TTL_EVERY_S, Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
 from mcp_server.hub.redis_tasks import RedisTaskStore
+from mcp_server.hub.redis_used_rounds import UsedRounds
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.hub.subscription import Subscription
 
@@ -76,7 +77,7 @@ _forks = [0]
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
 
 
-class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, Hub):
+class RedisHub(PostedDeliveries, Sessions, Listener, Claims, CallSlots, UsedRounds, Hub):
     """The hub for many workers and hosts."""
 
     # Answers published after this worker exits still reach their clients, from any other worker.

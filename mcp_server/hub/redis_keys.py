@@ -16,6 +16,7 @@ __all__ = [
     "owner_key",
     "session_base",
     "session_keys",
+    "used_rounds_key",
 ]
 
 PREFIX = "mcp:"
@@ -64,3 +65,8 @@ def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
         "delivered": base + ":delivered",
         "detached": base + ":detached",
     }
+
+
+def used_rounds_key(rounds_id: bytes) -> str:
+    """Marks one multi-round request as consumed (ctx.consume_answers); one key per command, so no hash tag."""
+    return PREFIX + "used-rounds:" + rounds_id.hex()

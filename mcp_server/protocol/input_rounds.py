@@ -6,6 +6,12 @@ the verified requestState, then this round's inputResponses. An ask without one 
 and the handler answers input_required with the open questions and a new requestState that seals every answer
 used so far and the tool's round_state. The retry runs the work again from the top, so the Nth ask gets the
 Nth answer. A 2025-era session never comes here: its asks are server-to-client requests, as before.
+
+A state stays valid for its whole lifetime, so replaying the last round reruns what follows the last ask. A tool
+whose effect must not repeat calls ctx.consume_answers() before it (`consume_round`): the request's id, which every
+state of its rounds carries, is then recorded in the hub, and any of those states sent again is refused (-32602,
+reason "used"), an earlier round's included. Answers sent without a requestState answer ordinary asks (a client
+may answer up front), but cannot pass consume_answers: its questions go out again, with a state to consume.
 """
 
 from __future__ import annotations
@@ -14,12 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcp_server.errors import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
+from mcp_server.errors import (
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    SERVER_UNAVAILABLE,
+    STORE_UNAVAILABLE_MESSAGE,
+    RpcError,
+)
+from mcp_server.hub import CapacityError, HubUnavailable
 from mcp_server.stateless.results import INPUT_REQUIRED_METHODS, input_required
 from mcp_tools import InputRequest, ToolError
 
 __all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "StartTask",
-           "answer_problem", "ask_modern", "required_capabilities", "run_rounds"]
+           "StateAlreadyUsed", "answer_problem", "ask_modern", "consume_round", "required_capabilities",
+           "run_rounds"]
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
@@ -33,6 +47,7 @@ class RoundsContext(Protocol):
     services: Any
     round_state: Any
     rounds: Rounds | None
+    store_unavailable: bool
 
     @property
     def principal(self) -> str | None:
@@ -41,6 +56,8 @@ class RoundsContext(Protocol):
     @property
     def modern(self) -> bool:
         """True on the 2026-07-28 wire."""
+
+
 # The capability each question needs, as -32021's data.requiredCapabilities names it.
 CAPABILITY_OF = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
@@ -69,6 +86,15 @@ class StartTask(BaseException):  # noqa: N818 - control flow, like InputRequired
 
 class RoundRefusal(RpcError):
     """A protocol error raised by an ask on the modern wire; tool runners pass it on instead of a tool result."""
+
+
+class StateAlreadyUsed(RoundRefusal):
+    """-32602: a requestState whose last round already ran past ctx.consume_answers() (a replay)."""
+
+    def __init__(self) -> None:
+        """Say so with data.reason "used", as the other requestState refusals name theirs."""
+        super().__init__(INVALID_PARAMS, "Invalid requestState: it was already used; start the request again "
+                         "without requestState", {"reason": "used"})
 
 
 class MissingClientCapability(RoundRefusal):
@@ -122,6 +148,11 @@ class Rounds:
     known: dict[str, Any] = field(default_factory=dict)
     used: dict[str, Any] = field(default_factory=dict)
     asked: int = 0
+    # Every question this run asked, by key: what consume_round asks again when the request carried no state.
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The id of the request the verified requestState belongs to (None: it carried none); whether this run used it.
+    rounds_id: bytes | None = None
+    consumed: bool = False
 
     def answers(self, requests: list[InputRequest]) -> list[Any]:
         """The answers to these questions, in order; InputRequired naming those still open."""
@@ -139,8 +170,11 @@ class Rounds:
                                    {"inputResponse": key})
         # Answers given in a round that still has open questions are sealed too: the retry need not repeat them.
         self.used.update({key: self.known[key] for key, _ in keyed if key in self.known})
-        open_questions = {key: {"method": request.method, "params": request.params}
-                          for key, request in keyed if key not in self.known}
+        self.questions.update({key: {"method": request.method, "params": request.params} for key, request in keyed})
+        open_questions = {key: self.questions[key] for key, _ in keyed if key not in self.known}
+        if open_questions and self.consumed:
+            # The state this round would mint could be consumed again: the work after consume_answers would repeat.
+            raise RuntimeError("a tool must ask before ctx.consume_answers(), never after it")
         if open_questions:
             raise InputRequired(open_questions)
         return [self.known[key] for key, _ in keyed]
@@ -161,17 +195,20 @@ def input_responses(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def begin(ctx: RoundsContext) -> Rounds:
-    """Open this round: verify the echoed requestState, take this round's answers and the tool's state."""
+    """Open this round: verify the echoed requestState, take this round's answers and the tool's state.
+
+    A state of a request already consumed is refused here, so no later round of it is ever minted.
+    """
     params = ctx.params
     responses = input_responses(params)
-    sealed: dict[str, Any] = {}
-    if params.get("requestState") is not None:
-        state = ctx.services.request_state().verify(params["requestState"], ctx.principal, ctx.method or "",
-                                                     params)
-        sealed = state.answers
-        ctx.round_state = state.tool_state
+    if params.get("requestState") is None:
+        return Rounds(known=responses)
+    state = ctx.services.request_state().verify(params["requestState"], ctx.principal, ctx.method or "", params)
+    if ctx.services.is_used(state.rounds_id):
+        raise StateAlreadyUsed()
+    ctx.round_state = state.tool_state
     # An answer already sealed stands: the work may have acted on it.
-    return Rounds(known={**responses, **sealed})
+    return Rounds(known={**responses, **state.answers}, rounds_id=state.rounds_id)
 
 
 def run_rounds(ctx: RoundsContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -183,7 +220,7 @@ def run_rounds(ctx: RoundsContext, work: Callable[[], dict[str, Any]]) -> dict[s
         return work()
     except InputRequired as asked:
         token = ctx.services.request_state().mint(ctx.principal, ctx.method or "", ctx.params, ctx.round_state,
-                                                  ctx.rounds.used)
+                                                  ctx.rounds.used, ctx.rounds.rounds_id)
         return input_required(asked.requests, token)
     finally:
         ctx.rounds = None
@@ -197,3 +234,30 @@ def ask_modern(ctx: RoundsContext, requests: list[InputRequest]) -> list[Any]:
     if missing:
         raise MissingClientCapability(missing)
     return ctx.rounds.answers(requests)
+
+
+def consume_round(ctx: RoundsContext) -> None:
+    """Make this run's answers single-use: record its request's id as used, or ask again for a state to record.
+
+    Without a state (answers sent up front) the run's questions go out again in an input_required whose state the
+    retry consumes; with nothing asked and no state there is nothing to replay. A second call in a run is a no-op.
+    The record lasts a state's lifetime: every state of the request was minted before now, and none after (begin).
+    """
+    rounds = ctx.rounds
+    if rounds is None or rounds.consumed:
+        return
+    if rounds.rounds_id is None:
+        if rounds.questions:
+            rounds.used.clear()  # seal none of the unsealed answers: the retry gives them again, with the state
+            raise InputRequired(dict(rounds.questions))
+        return
+    try:
+        first = ctx.services.use_once(rounds.rounds_id, ctx.services.settings.request_state_ttl_s)
+    except HubUnavailable:
+        ctx.store_unavailable = True
+        raise RoundRefusal(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
+    except CapacityError as full:
+        raise RoundRefusal(SERVER_UNAVAILABLE, f"Server busy: {full}; retry later") from None
+    if not first:
+        raise StateAlreadyUsed()
+    rounds.consumed = True

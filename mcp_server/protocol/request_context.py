@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
-from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_modern
+from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_modern, consume_round
 from mcp_server.session import Session, SessionChange, SessionUpdate
 from mcp_tools import InputRequest, Registry, ToolError
 
@@ -68,6 +68,9 @@ class RequestServices:
     resource_updated: Callable[[str], None]
     # The requestState codec (stateless/request_state.SharedCodec: built on first use, its key fleet-wide).
     request_state: Callable[[], RequestStateCodec] | None = None
+    # The hub's record of consumed multi-round requests (Hub.use_once, Hub.is_used): ctx.consume_answers() writes it.
+    use_once: Callable[[bytes, float], bool] | None = None
+    is_used: Callable[[bytes], bool] | None = None
     # This worker's subscriptions/listen streams (mcp_server.protocol.subscriptions.ListenRegistry).
     listeners: Any = None
     # The tasks extension: this worker's task runner (mcp_server.protocol.task_runner.TaskRunner).
@@ -222,6 +225,11 @@ class RequestContext:
         """Become a task here, in a tool declared ask_before_task that runs towards one; elsewhere a no-op."""
         if self.task_phase == TASK_BEFORE:
             raise StartTask(dict(self.rounds.used) if self.rounds is not None else {}, self.round_state)
+
+    def consume_answers(self) -> None:
+        """Make this run's answers single-use before an effect (2026-07-28 wire; a no-op elsewhere and in a task)."""
+        if self.modern and self.task_phase != TASK_RUNNING:
+            consume_round(self)
 
     def close_stream(self) -> None:
         """End this request's SSE stream now (Streamable HTTP); the client resumes it with Last-Event-ID."""

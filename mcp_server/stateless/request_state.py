@@ -3,8 +3,10 @@
 A state is AES-256-GCM ciphertext (the `cryptography` package) of a small JSON payload: who it was minted for
 (principal), for what (method, target: tool or prompt name or resource URI, and a digest of the arguments), until
 when, the tool's own state and the input responses collected in earlier rounds. The token names its key by an id,
-so keys rotate: the first key mints, every listed key verifies. Tokens are not single-use; a tool whose repeated
-round must not happen twice keeps its own record (the spec leaves single use to the server).
+so keys rotate: the first key mints, every listed key verifies. A token is not single-use by itself. Every state of
+one multi-round request carries the same random request id (minted with its first state); a tool whose last round
+must not run twice calls ctx.consume_answers(), which records that id in the hub, and from then on every state
+carrying it is refused (protocol/input_rounds.py).
 
 The key comes from MCP_REQUEST_STATE_KEY, else from the Redis hub (one random key shared with `SET NX`, passed in
 as bytes), else a random key per process, which only that process can verify.
@@ -49,6 +51,7 @@ __all__ = [
 MIN_KEY_BYTES = 32
 VERSION = "s1"
 NONCE_BYTES = 12
+ROUNDS_ID_BYTES = 16
 KEY_ID_BYTES = 6
 # Where each MRTR-capable method names its target.
 TARGET_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -71,6 +74,8 @@ class RequestState:
     tool_state: Any = None
     answers: dict[str, Any] = field(default_factory=dict)
     expires_at: float = 0.0
+    # The request's id, the same in the state of each of its rounds: what ctx.consume_answers records as used.
+    rounds_id: bytes = b""
 
 
 def new_shared_key() -> bytes:
@@ -149,12 +154,15 @@ class RequestStateCodec:
         return self.ring[0][0]
 
     def mint(self, principal: str | None, method: str, params: dict[str, Any], tool_state: Any = None,
-             answers: dict[str, Any] | None = None) -> str:
-        """Seal a state for this principal and request (its params as sent); raise ValueError when too large."""
+             answers: dict[str, Any] | None = None, rounds_id: bytes | None = None) -> str:
+        """Seal a state for this principal and request (its params as sent); raise ValueError when too large.
+
+        rounds_id: the id of the request's earlier states (None: a new request, so a new random id).
+        """
         payload = {
             "p": principal or "", "m": method, "t": target_of(method, params),
             "d": arguments_digest(params.get("arguments")), "e": round(self.clock() + self.ttl_s, 3),
-            "s": tool_state, "a": answers or {},
+            "s": tool_state, "a": answers or {}, "r": (rounds_id or secrets.token_bytes(ROUNDS_ID_BYTES)).hex(),
         }
         key_id, aead = self.ring[0]
         nonce = os.urandom(NONCE_BYTES)
@@ -167,7 +175,7 @@ class RequestStateCodec:
 
     def verify(self, token: object, principal: str | None, method: str, params: dict[str, Any]) -> RequestState:
         """Open a state the client echoed and check every binding; raise RequestStateError on the first failure."""
-        payload = self.open(token)
+        payload, sealed = self.unseal(token)
         if not isinstance(payload.get("e"), (int, float)) or self.clock() > payload["e"]:
             raise RequestStateError("expired", "it has expired; start the request again without requestState")
         checks = (
@@ -180,10 +188,10 @@ class RequestStateCodec:
             if not hmac.compare_digest(str(payload.get(key, "")).encode(), str(expected).encode()):
                 raise RequestStateError(reason, text)
         answers = payload.get("a") if isinstance(payload.get("a"), dict) else {}
-        return RequestState(payload.get("s"), answers, float(payload["e"]))
+        return RequestState(payload.get("s"), answers, float(payload["e"]), rounds_id_of(payload, sealed))
 
-    def open(self, token: object) -> dict[str, Any]:
-        """Decrypt a token and return its payload, refusing what is too large, malformed, unknown or altered."""
+    def unseal(self, token: object) -> tuple[dict[str, Any], bytes]:
+        """Decrypt a token: its payload and sealed bytes; refuse what is too large, malformed, unknown or altered."""
         if not isinstance(token, str):
             raise RequestStateError("malformed", "it must be the string the server sent")
         if len(token) > self.max_bytes:
@@ -201,7 +209,15 @@ class RequestStateCodec:
             raise RequestStateError("tampered", "it failed its integrity check; echo it exactly") from None
         if not isinstance(payload, dict):
             raise RequestStateError("tampered", "it failed its integrity check; echo it exactly")
-        return payload
+        return payload, raw
+
+
+def rounds_id_of(payload: dict[str, Any], sealed: bytes) -> bytes:
+    """The request id a state carries; one minted before ids existed is named by a digest of its sealed bytes."""
+    value = payload.get("r")
+    if isinstance(value, str) and len(value) == 2 * ROUNDS_ID_BYTES and HEX.fullmatch(value):
+        return bytes.fromhex(value)
+    return hashlib.sha256(sealed).digest()[:ROUNDS_ID_BYTES]
 
 
 def derived(key: bytes) -> tuple[str, AESGCM]:

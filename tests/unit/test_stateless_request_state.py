@@ -60,6 +60,14 @@ def test_a_state_round_trips_with_tool_state_and_answers(codec, clock):
     assert state.expires_at == clock.now + 60
 
 
+def test_every_round_of_a_request_carries_its_id_and_a_new_request_gets_a_new_one(codec):
+    first = codec.verify(codec.mint("alice", "tools/call", PARAMS), "alice", "tools/call", PARAMS)
+    later = codec.mint("alice", "tools/call", PARAMS, rounds_id=first.rounds_id)
+    assert codec.verify(later, "alice", "tools/call", PARAMS).rounds_id == first.rounds_id
+    other = codec.verify(codec.mint("alice", "tools/call", PARAMS), "alice", "tools/call", PARAMS)
+    assert len(first.rounds_id) == 16 and other.rounds_id != first.rounds_id
+
+
 def test_the_token_reveals_nothing_it_carries(codec):
     token = codec.mint("alice", "tools/call", PARAMS, {"secret": "hunter2"})
     body = base64.urlsafe_b64decode(token.split(".")[2] + "==")

@@ -1,12 +1,15 @@
-"""A tool the replay-bound tests drive: what a session's replay log holds, read from whichever hub runs.
+"""Tools the hub-bound tests drive: what a session's replay log holds, and filling the record of consumed requests.
 
-Loaded with MCP_PLUGINS=tests.e2e.plugins.replay_tools. It reads the hub's own store (the memory
-hub's slots, or the session's Redis Stream), so a test sees what is really kept, not a counter.
+Loaded with MCP_PLUGINS=tests.e2e.plugins.replay_tools. They use the hub's own store (the memory
+hub's slots, or the session's Redis Stream; Hub.use_once), so a test sees what is really kept, not a counter.
 """
 
 from __future__ import annotations
 
+import secrets
+
 from mcp_server.encoding import loads
+from mcp_server.hub import CapacityError
 from mcp_server.hub.redis_keys import session_keys
 from mcp_tools import tool
 from tests.support.hub_seam import server_hub
@@ -32,3 +35,23 @@ def replay_kept(session: str) -> dict:
     """Report the ids of the answers a session's replay log keeps, and the bytes of JSON it holds."""
     entries = replay_entries(server_hub(), session)
     return {"ids": [loads(data).get("id") for data in entries], "bytes": sum(len(data) for data in entries)}
+
+
+@tool(input_schema={
+    "type": "object",
+    "properties": {"count": {"type": "integer", "minimum": 1, "maximum": 200000,
+                             "description": "How many new request ids to record as consumed."}},
+    "required": ["count"],
+    "additionalProperties": False,
+})
+def used_rounds_fill(count: int) -> dict:
+    """Record count new request ids as consumed, as ctx.consume_answers does; report how many the hub took."""
+    hub = server_hub()
+    recorded = 0
+    for _ in range(count):
+        try:
+            hub.use_once(secrets.token_bytes(16), hub.settings.request_state_ttl_s)
+        except CapacityError:
+            continue
+        recorded += 1
+    return {"recorded": recorded, "refused": count - recorded}

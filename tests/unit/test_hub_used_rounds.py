@@ -1,0 +1,93 @@
+"""Hub.use_once and Hub.is_used on every backend: the record that makes a multi-round request's last round single-use.
+
+Memory: a bounded map in the process (MCP_REQUEST_STATE_USED_MAX). Redis (one server, a cluster): one key per request,
+SET NX PX, shared by every worker. Both forget an id when its time is over.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import gevent
+import pytest
+
+from mcp_server.hub import CapacityError
+from mcp_server.hub.memory import MemoryHub
+from mcp_server.hub.redis_keys import used_rounds_key
+from mcp_server.hub.used_once import UsedOnce
+from tests.support.hubs import SteppedClock
+
+
+def new_id() -> bytes:
+    """A request id as the requestState codec mints them."""
+    return secrets.token_bytes(16)
+
+
+def test_an_id_is_used_once_and_then_known_as_used(hub):
+    rounds_id = new_id()
+    assert hub.is_used(rounds_id) is False
+    assert hub.use_once(rounds_id, 60) is True
+    assert hub.use_once(rounds_id, 60) is False
+    assert hub.is_used(rounds_id) is True
+    assert hub.is_used(new_id()) is False
+
+
+def test_every_worker_sees_an_id_another_used(make_hub):
+    first, second = make_hub(), make_hub()
+    rounds_id = new_id()
+    assert first.use_once(rounds_id, 60) is True
+    if isinstance(first, MemoryHub):
+        assert second.use_once(rounds_id, 60) is True  # the memory hub's record is its own process's
+    else:
+        assert second.use_once(rounds_id, 60) is False
+        assert second.is_used(rounds_id) is True
+
+
+def test_of_many_greenlets_using_one_id_at_once_one_wins(make_hub):
+    hubs = [make_hub() for _ in range(2)]
+    shared = hubs[0] if isinstance(hubs[0], MemoryHub) else None
+    rounds_id = new_id()
+    greenlets = [gevent.spawn((shared or hubs[n % 2]).use_once, rounds_id, 60) for n in range(20)]
+    gevent.joinall(greenlets, timeout=10, raise_error=True)
+    assert sorted(g.value for g in greenlets) == [False] * 19 + [True]
+
+
+def test_an_id_is_forgotten_when_its_time_is_over(make_hub):
+    hub = make_hub()
+    rounds_id = new_id()
+    hub.use_once(rounds_id, 0.3)
+    make_hub.elapse(0.6)
+    assert hub.is_used(rounds_id) is False
+    assert hub.use_once(rounds_id, 60) is True
+
+
+@pytest.mark.redis
+def test_redis_keeps_one_key_per_id_that_expires_with_the_state(redis_hubs):
+    hub = redis_hubs(MCP_REQUEST_STATE_TTL_S=600)
+    rounds_id = new_id()
+    hub.use_once(rounds_id, 600)
+    client = redis_hubs.server.client()
+    assert 599_000 < client.pttl(used_rounds_key(rounds_id)) <= 600_000
+    assert client.memory_usage(used_rounds_key(rounds_id)) < 200
+
+
+def test_a_full_memory_record_refuses_a_new_id_until_one_expires():
+    clock = SteppedClock()
+    record = UsedOnce(2, clock)
+    assert record.use(b"a", 10) and record.use(b"b", 20)
+    with pytest.raises(CapacityError, match="MCP_REQUEST_STATE_USED_MAX"):
+        record.use(b"c", 10)
+    assert record.use(b"a", 10) is False  # still remembered: never forgotten to make room
+    clock.step(10)
+    assert record.use(b"c", 10) is True
+    assert len(record) == 2
+
+
+def test_the_memory_record_drops_expired_ids_when_it_records_another():
+    clock = SteppedClock()
+    record = UsedOnce(100_000, clock)
+    for n in range(50_000):
+        record.use(n.to_bytes(16, "big"), 5)
+    clock.step(5)
+    record.use(b"late", 5)
+    assert len(record) == 1
