@@ -22,7 +22,7 @@ def multiply() -> int:
 def test_every_shipped_tool_is_named_with_its_summary():
     line = describe_tools(Registry.discover().tools.values())
     assert line.startswith("Tools: add (Add two integers and return their sum), ")
-    for name in ("add", "count_down", "echo", "get_time"):
+    for name in ("add", "ask_choice", "count_down", "echo", "get_time"):
         assert f"{name} (" in line
 
 
