@@ -6,7 +6,13 @@ before loading, so only the entry points below patch it themselves.
 
 if __name__ == "__main__":
     # First lines on purpose: sockets, threads and stdin must be cooperative before anything imports them.
-    from gevent import monkey
+    try:
+        from gevent import monkey
+    except ModuleNotFoundError as missing:
+        # A python without the server's packages (a clean shell's python3): say how to run it, not a traceback.
+        raise SystemExit(f"app.py: {missing}. The server's packages live in .venv: run scripts/serve.sh once (or "
+                         "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt), then "
+                         ".venv/bin/python app.py") from None
 
     monkey.patch_all()
 

@@ -84,10 +84,8 @@ class Settings:
     log_level: str = "INFO"
     log_format: str = "text"
     server_name: str = "flask-mcp-server"
-    instructions: str = (
-        "Tools: add(a, b) adds two integers, get_time() tells the server's UTC time, "
-        "echo(text) returns its text, count_down(steps) reports progress as it counts."
-    )
+    # None (unset): a line naming the tools served, from the registry (mcp_server/protocol/instructions.py).
+    instructions: str | None = None
     files_root: str = ""
     completion_scan_max: int = 10000
     console: bool = True
@@ -306,6 +304,7 @@ def cast_setting(key: str, raw: str, annotation: Any) -> Any:
     """Convert one environment string to the field's type, naming the variable on failure."""
     casts: dict[str, Callable[[str], Any]] = {
         "str": str,
+        "str | None": str,
         "int": int,
         "float": float,
         "bool": parse_bool,

@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs on a fresh machine, then run it all.
 # Usage: scripts/test.sh [pytest args...]
+#        scripts/test.sh --quick [pytest args...]   just .venv and pytest: no apt, no Node, no other Pythons
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
+
+install_venv() {
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+}
+
+# One test file of your own tool, in seconds: the tests that need Redis, nginx, a browser or Node need the full run.
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  install_venv
+  exec .venv/bin/python -m pytest "$@"
+fi
+
 need_apt=()
+# The README's curl samples are run as they are written (tests/e2e/test_readme_curl.py).
+command -v curl >/dev/null || need_apt+=(curl)
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 # The Sentinel failover tests start their own Sentinels (Debian packages redis-sentinel apart from redis-server).
 command -v redis-sentinel >/dev/null || [ -x /usr/bin/redis-sentinel ] || need_apt+=(redis-sentinel)
@@ -22,8 +38,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 echo "== python venv (.venv)"
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+install_venv
 
 echo "== node 22 and the MCP conformance suite (tests/conformance/node_modules)"
 (cd tests/conformance && npm install --silent --no-audit --no-fund >/dev/null)

@@ -29,6 +29,7 @@ from mcp_server.errors import (
 from mcp_server.hub import HubUnavailable
 from mcp_server.protocol.completion import complete
 from mcp_server.protocol.input_rounds import run_rounds
+from mcp_server.protocol.instructions import server_instructions
 from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
 from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestContext
@@ -170,8 +171,9 @@ def initialize(
         "capabilities": server_capabilities(ctx.session.protocol_version),
         "serverInfo": server_info(settings),
     }
-    if settings.instructions:
-        result["instructions"] = settings.instructions
+    instructions = server_instructions(ctx)
+    if instructions:
+        result["instructions"] = instructions
     return Success(result)
 
 
@@ -310,7 +312,7 @@ def server_discover(ctx: RequestContext, **_: Any) -> Any:
     """Tell a 2026-07-28 client the versions, capabilities, instructions and identity of this server."""
     settings = ctx.settings
     return Success(discover_result(server_capabilities(ctx.session.protocol_version), server_info(settings),
-                                   settings.instructions or "", cache_hint(ctx.checks_permissions),
+                                   server_instructions(ctx), cache_hint(ctx.checks_permissions),
                                    supported_versions(settings.legacy)))
 
 

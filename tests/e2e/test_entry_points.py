@@ -94,3 +94,13 @@ def test_python_app_py_serves_both_transports_for_development():
     finally:
         if process.poll() is None:
             stop(process)
+
+
+def test_python_app_py_without_the_packages_says_in_one_line_how_to_run_it():
+    # -S leaves site-packages off the path: a python without the server's packages, like a clean shell's python3.
+    done = subprocess.run([sys.executable, "-S", "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()
+    assert "No module named 'gevent'" in line
+    assert "scripts/serve.sh" in line and ".venv/bin/python app.py" in line

@@ -38,7 +38,7 @@ def test_initialize_announces_server_info_capabilities_and_instructions(rpc, set
     assert isinstance(result["serverInfo"]["version"], str) and result["serverInfo"]["version"]
     assert isinstance(result["capabilities"], dict)
     assert "tools" in result["capabilities"]
-    assert result["instructions"] == settings.instructions
+    assert result["instructions"].startswith("Tools: add (")
 
 
 def test_initialize_remembers_client_capabilities_and_info(rpc):

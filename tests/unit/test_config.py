@@ -16,7 +16,7 @@ from mcp_server.config import (
     parse_list,
 )
 
-SAMPLES = {"str": ("x", "x"), "int": ("7", 7), "float": ("2.5", 2.5), "bool": ("yes", True),
+SAMPLES = {"str": ("x", "x"), "str | None": ("", ""), "int": ("7", 7), "float": ("2.5", 2.5), "bool": ("yes", True),
            "tuple[str, ...]": ("a, b,,", ("a", "b"))}
 FIELDS = [f for f in dataclasses.fields(Settings) if f.name != "extra"]
 

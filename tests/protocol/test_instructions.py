@@ -1,0 +1,67 @@
+"""The instructions initialize and server/discover send: derived from the registry unless MCP_INSTRUCTIONS is set."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_server.auth.permissions import Authorizer, Grants
+from mcp_server.stateless import meta
+from mcp_server.stateless.meta import ephemeral_session
+from mcp_tools import Registry, tool
+from tests.protocol.conftest import Rpc
+
+MODERN_META = {meta.PROTOCOL_VERSION: "2026-07-28", meta.CLIENT_CAPABILITIES: {}}
+
+
+@tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+def multiply() -> int:
+    """Multiply two numbers."""
+    return 0
+
+
+@pytest.fixture
+def registry() -> Registry:
+    """The shipped tools plus a template user's own."""
+    registry = Registry.discover()
+    registry.add_function(multiply)
+    return registry
+
+
+def initialize_instructions(rpc: Rpc) -> str | None:
+    """The instructions of an initialize result, None when it has none."""
+    return rpc.initialize("2025-11-25").get("instructions")
+
+
+def discover_instructions(rpc: Rpc) -> str | None:
+    """The instructions of a server/discover result, None when it has none."""
+    return rpc.request("server/discover", {"_meta": MODERN_META})["result"].get("instructions")
+
+
+def modern_client(core, principal: str | None = None) -> Rpc:
+    """A client of core on the 2026-07-28 wire."""
+    return Rpc(core, ephemeral_session(MODERN_META, principal))
+
+
+def test_initialize_and_discover_name_a_tool_added_to_the_registry(core, make_rpc):
+    for instructions in (initialize_instructions(make_rpc()), discover_instructions(modern_client(core))):
+        assert "multiply (Multiply two numbers)" in instructions
+        assert "echo (Return the text unchanged)" in instructions
+
+
+def test_mcp_instructions_replaces_the_derived_line(make_core, registry):
+    core = make_core({"MCP_INSTRUCTIONS": "Use multiply."}, registry=registry)
+    assert initialize_instructions(Rpc(core, core.open_session("sse"))) == "Use multiply."
+    assert discover_instructions(modern_client(core)) == "Use multiply."
+
+
+def test_an_empty_mcp_instructions_leaves_them_out(make_core, registry):
+    core = make_core({"MCP_INSTRUCTIONS": ""}, registry=registry)
+    assert initialize_instructions(Rpc(core, core.open_session("sse"))) is None
+    assert discover_instructions(modern_client(core)) is None
+
+
+def test_a_principal_is_told_only_of_the_tools_it_may_call(make_core, registry):
+    core = make_core(registry=registry, authorizer=Authorizer({"alice": Grants(tools=("echo",))}))
+    expected = "Tools: echo (Return the text unchanged)."
+    assert initialize_instructions(Rpc(core, core.open_session("streamable", "alice"))) == expected
+    assert discover_instructions(modern_client(core, "alice")) == expected
