@@ -108,7 +108,7 @@ class Settings:
     max_listens_per_principal: int = 100
     # subscriptions/listen (MCP 2026-07-28): a stream keeps its request while it is open, so the request's params
     # are bounded in JSON bytes, each URI and task id in bytes, and the task ids (each read once, in the hub) in number.
-    listen_max_bytes: int = 64 * 1024
+    listen_max_bytes: int = 16 * 1024
     listen_uri_max_bytes: int = 2048
     listen_task_id_max_bytes: int = 128
     listen_max_task_ids: int = 32

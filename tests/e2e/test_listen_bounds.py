@@ -98,7 +98,7 @@ def test_listen_requests_past_the_byte_bound_are_refused_and_a_principals_listen
                 listens.append(RawListen(server, f"huge-{n}", {"notifications": {"resourceSubscriptions": uris}}))
             # Then the principal's whole allowance of streams, each just under MCP_LISTEN_MAX_BYTES, unread.
             for n in range(100):
-                uris = [f"test://near/{n}/{i}/" + "u" * 2000 for i in range(30)]
+                uris = [f"test://near/{n}/{i}/" + "u" * 2000 for i in range(7)]  # about 14 kB: under the 16 KiB default
                 listens.append(RawListen(server, f"near-{n}", {"notifications": {"resourceSubscriptions": uris}}))
             grown = worker_rss_kib(worker) - baseline
             huge, near = listens[:20], listens[20:]
