@@ -48,8 +48,8 @@ from mcp_server.session import STATELESS, STREAMABLE, Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
+from mcp_server.toolkit.registry import Registry
 from mcp_server.versions import allows_batches
-from mcp_tools import Registry
 
 __all__ = ["Dispatcher"]
 

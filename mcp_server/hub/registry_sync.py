@@ -1,7 +1,7 @@
 """Run-time registry changes across a Redis fleet: recorded in Redis, applied and acknowledged by every worker.
 
 A worker cannot send another a function, only its name: the registry describes each
-change by reference (see mcp_tools/_registry.py). One Lua script stores the change
+change by reference (see mcp_server/toolkit/registry.py). One Lua script stores the change
 with a version in `mcp:registry` and publishes it on the control channel; every
 worker applies it and acknowledges; the worker that made it waits for them all
 (bounded) before it announces list_changed. A worker loads the stored changes each

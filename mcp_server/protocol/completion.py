@@ -17,7 +17,9 @@ import gevent
 
 from mcp_server.errors import INVALID_PARAMS, RpcError
 from mcp_server.protocol.resources import expand_template, resolved_uri, template_variables
-from mcp_tools import Completion, Registry, ResourceTemplate
+from mcp_server.toolkit.context import Completion
+from mcp_server.toolkit.registry import Registry
+from mcp_server.toolkit.specs import ResourceTemplate
 
 if TYPE_CHECKING:
     from mcp_server.protocol.request_context import RequestContext

@@ -29,7 +29,7 @@ from mcp_server.errors import (
 )
 from mcp_server.hub import CapacityError, HubUnavailable
 from mcp_server.stateless.results import INPUT_REQUIRED_METHODS, input_required
-from mcp_tools import InputRequest, ToolError
+from mcp_server.toolkit.context import InputRequest, ToolError
 
 __all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "StartTask",
            "StateAlreadyUsed", "answer_problem", "ask_modern", "consume_round", "required_capabilities",

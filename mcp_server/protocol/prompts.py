@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
 from mcp_server.protocol.input_rounds import RoundRefusal
-from mcp_tools import Prompt, ToolError
+from mcp_server.toolkit.context import ToolError
+from mcp_server.toolkit.specs import Prompt
 
 if TYPE_CHECKING:
     from mcp_server.protocol.request_context import RequestContext

@@ -17,7 +17,8 @@ import gevent
 from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
 from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_modern, consume_round
 from mcp_server.session import Session, SessionChange, SessionUpdate
-from mcp_tools import InputRequest, Registry, ToolError
+from mcp_server.toolkit.context import InputRequest, ToolError
+from mcp_server.toolkit.registry import Registry
 
 if TYPE_CHECKING:
     from mcp_server.auth.permissions import Authorizer
@@ -97,7 +98,7 @@ class RequestContext:
     _last_progress: float | None = None
     # Set when the session store's outage stopped the handler (a notification has no response to say so).
     store_unavailable: bool = False
-    # The tool's own state between rounds (modern wire: sealed in requestState); see mcp_tools.Context.
+    # The tool's own state between rounds (modern wire: sealed in requestState); see mcp_server.toolkit.context.Context.
     round_state: Any = None
     # This run's answers on the modern wire, while a tools/call, prompts/get or resources/read runs.
     rounds: Rounds | None = None

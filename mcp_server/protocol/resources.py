@@ -11,8 +11,9 @@ from urllib.parse import quote, unquote
 
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
 from mcp_server.logs import loggable
-from mcp_tools import Registry, Resource, ResourceNotFound, ResourceTemplate, ToolError
-from mcp_tools._registry import TEMPLATE_VARIABLE
+from mcp_server.toolkit.context import ResourceNotFound, ToolError
+from mcp_server.toolkit.registry import Registry
+from mcp_server.toolkit.specs import TEMPLATE_VARIABLE, Resource, ResourceTemplate
 
 if TYPE_CHECKING:
     from mcp_server.protocol.request_context import RequestContext

@@ -23,7 +23,7 @@ from mcp_server.protocol.task_request import check_answer_bytes
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.protocol.task_shapes import created_result, declares_tasks, detailed, lapsed, missing_extension
 from mcp_server.protocol.tools import run_tool
-from mcp_tools import Tool
+from mcp_server.toolkit.specs import Tool
 
 __all__ = ["call_tool", "tasks_cancel", "tasks_get", "tasks_update"]
 

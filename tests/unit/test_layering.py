@@ -24,7 +24,8 @@ LAYERS = (
     ("protocol", ("mcp_server.protocol",)),
     ("leaves", ("mcp_server.hub", "mcp_server.auth", "mcp_server.config", "mcp_server.session",
                 "mcp_server.encoding", "mcp_server.errors", "mcp_server.versions", "mcp_server.messages",
-                "mcp_server.limits", "mcp_server.logs", "mcp_server.metrics", "mcp_server.stateless")),
+                "mcp_server.limits", "mcp_server.logs", "mcp_server.metrics", "mcp_server.stateless",
+                "mcp_server.toolkit")),
 )
 MAX_LINES = 400
 # What a transport may take from Flask: the response class, which needs no request or app context.
@@ -141,31 +142,62 @@ def test_the_hub_never_imports_what_sits_above_it(above):
     assert wrong == []
 
 
-def test_mcp_tools_never_imports_the_server():
+def test_mcp_tools_takes_only_the_toolkit_from_the_server():
     wrong = [f"{where(name, line)} imports {module}"
              for name in MODULES if in_package(name, "mcp_tools")
-             for line, module in imported_modules(name) if in_package(module, "mcp_server")]
+             for line, module in imported_modules(name)
+             if in_package(module, "mcp_server") and not in_package(module, "mcp_server.toolkit")]
     assert wrong == []
 
 
-def test_mcp_tools_imports_by_name_only_what_it_is_given():
+def test_the_toolkit_imports_nothing_else_of_the_server_and_no_flask():
+    """A tool file imports the toolkit through mcp_tools, so the toolkit must not pull in the server or Flask."""
+    wrong = [f"{where(name, line)} imports {module}"
+             for name in MODULES if in_package(name, "mcp_server.toolkit")
+             for line, module in imported_modules(name)
+             if (in_package(module, "mcp_server") and not in_package(module, "mcp_server.toolkit"))
+             or module.split(".")[0] in {"flask", "werkzeug", "gevent"}]
+    assert wrong == []
+
+
+def test_the_server_never_imports_mcp_tools():
+    """The server reaches the tool files only through the registry's discovery, by package name."""
+    wrong = [f"{where(name, line)} imports {module}"
+             for name in MODULES if in_package(name, "mcp_server")
+             for line, module in imported_modules(name) if in_package(module, "mcp_tools")]
+    assert wrong == []
+
+
+def string_constants(name: str) -> list[tuple[int, str]]:
+    """The (line, text) of every string constant in a module, docstrings aside."""
+    tree = ast.parse(MODULES[name].read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_the_toolkit_and_mcp_tools_import_by_name_only_what_they_are_given():
     """The registry's dynamic imports take their names from callers; no string in mcp_tools names the server."""
     wrong = []
     for name in MODULES:
-        if not in_package(name, "mcp_tools"):
+        if not (in_package(name, "mcp_tools") or in_package(name, "mcp_server.toolkit")):
             continue
-        tree = ast.parse(MODULES[name].read_text())
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
-                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
-                    and re.search(r"\bmcp_server\b", node.value):
-                wrong.append(f"{where(name, node.lineno)} names mcp_server in {node.value!r}")
+        if in_package(name, "mcp_tools"):
+            wrong += [f"{where(name, line)} names mcp_server in {text!r}"
+                      for line, text in string_constants(name) if re.search(r"\bmcp_server\b", text)]
+        for node in ast.walk(ast.parse(MODULES[name].read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) \
                     in DYNAMIC_IMPORTS and node.args and isinstance(node.args[0], ast.Constant):
                 wrong.append(f"{where(name, node.lineno)} imports {node.args[0].value!r} dynamically")
     assert wrong == []
+
+
+def test_the_server_names_mcp_tools_only_as_the_package_discovery_reads():
+    named = [(name, text) for name in MODULES if in_package(name, "mcp_server")
+             for _, text in string_constants(name) if re.search(r"\bmcp_tools\b", text)]
+    assert named == [("mcp_server.toolkit.registry", "mcp_tools")]
 
 
 def test_no_import_runs_up_the_layers():

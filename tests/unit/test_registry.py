@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.config import Settings
+from mcp_server.toolkit.specs import Tool
 from mcp_tools import (
     PromptArgument,
     Registry,
     RegistryError,
-    Tool,
     prompt,
     resource,
     resource_template,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
+from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -10,6 +12,24 @@ from jsonschema import Draft202012Validator
 from mcp_tools import Registry
 
 TOOLS = Registry.discover().tools
+TOOLS_FOLDER = Path(__file__).resolve().parents[2] / "mcp_tools"
+
+
+def module_names() -> list[str]:
+    """Every module file in mcp_tools/ but its __init__, by name."""
+    return sorted(path.stem for path in TOOLS_FOLDER.glob("*.py") if path.name != "__init__.py")
+
+
+def test_mcp_tools_holds_module_files_only_and_none_starting_with_an_underscore():
+    """What a template user opens first is the tools: the machinery lives in mcp_server/toolkit/."""
+    entries = [path.name for path in TOOLS_FOLDER.iterdir() if path.name != "__pycache__"]
+    assert sorted(name for name in entries if not name.endswith(".py")) == []
+    assert sorted(name for name in entries if name.startswith("_") and name != "__init__.py") == []
+
+
+@pytest.mark.parametrize("module", module_names())
+def test_each_module_in_mcp_tools_registers_a_tool_resource_or_prompt(module):
+    assert Registry().add_module(importlib.import_module(f"mcp_tools.{module}")) >= 1
 
 
 @pytest.mark.parametrize("name", sorted(TOOLS))

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_tools._checks import (
+from mcp_server.toolkit.checks import (
     RegistryError,
     check_name,
     check_parameters,
@@ -20,7 +20,10 @@ from mcp_tools._checks import (
     first_doc_line,
     takes_context,
 )
-from mcp_tools._quick_schema import QuickValidator
+from mcp_server.toolkit.validators import QuickValidator
+
+if TYPE_CHECKING:
+    from mcp_server.toolkit.context import Completion
 
 __all__ = [
     "Prompt",
@@ -37,6 +40,8 @@ __all__ = [
 # A URI template variable: {name} for one path segment, {+name} for the rest (RFC 6570 level 1 and reserved).
 TEMPLATE_VARIABLE = re.compile(r"\{(\+?)([A-Za-z0-9_]+)\}")
 MARK = "__mcp_spec__"
+# What completes a template's variable or a prompt's argument: its values, or a Completion that says it stopped early.
+Completer = Callable[..., "Iterable[str] | Completion"]
 
 
 @dataclass(frozen=True)
@@ -47,10 +52,10 @@ class Tool:
     description: str
     input_schema: dict[str, Any]
     fn: Callable[..., Any]
+    input_validator: QuickValidator = field(repr=False, compare=False)
     output_schema: dict[str, Any] | None = None
     title: str | None = None
     annotations: dict[str, Any] | None = None
-    input_validator: QuickValidator = field(repr=False, compare=False, default=None)
     output_validator: QuickValidator | None = field(repr=False, compare=False, default=None)
     wants_context: bool = False
     # The tasks extension (MCP 2026-07-28): None runs every call at once; "optional" lets a request that declared
@@ -84,7 +89,7 @@ class ResourceTemplate:
     description: str = ""
     mime_type: str | None = None
     title: str | None = None
-    complete: Callable[..., Iterable[str]] | None = None
+    complete: Completer | None = None
     # resolve(**variables, ctx) -> the variables of what a URI really names (a symlink's target, say):
     # a principal needs permission on that URI as well as on the one it asked for.
     resolve: Callable[..., dict[str, str]] | None = None
@@ -109,7 +114,7 @@ class Prompt:
     description: str = ""
     arguments: tuple[PromptArgument, ...] = ()
     title: str | None = None
-    complete: Callable[..., Iterable[str]] | None = None
+    complete: Completer | None = None
     wants_context: bool = False
 
 
@@ -204,7 +209,7 @@ def resource_template(
     description: str | None = None,
     mime_type: str | None = None,
     title: str | None = None,
-    complete: Callable[..., Iterable[str]] | None = None,
+    complete: Completer | None = None,
     resolve: Callable[..., dict[str, str]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as the reader of every URI matching `uri_template`."""
@@ -228,7 +233,7 @@ def prompt(
     arguments: Iterable[PromptArgument] = (),
     description: str | None = None,
     title: str | None = None,
-    complete: Callable[..., Iterable[str]] | None = None,
+    complete: Completer | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a function as a prompt; it returns the prompt's messages."""
     if callable(name):

@@ -16,18 +16,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcp_tools._checks import RegistryError
-from mcp_tools._specs import (
-    MARK,
-    TEMPLATE_VARIABLE,  # noqa: F401  (mcp_server.protocol.resources reads it from here)
-    Prompt,
-    Resource,
-    ResourceTemplate,
-    Tool,
-    spec_of,
-)
+from mcp_server.toolkit.checks import RegistryError
+from mcp_server.toolkit.specs import MARK, Prompt, Resource, ResourceTemplate, Tool, spec_of
 
 __all__ = ["Registry"]
+
+# The package of tool files discover() reads: the server names it only here, and imports it only by this name.
+TOOLS_PACKAGE = "mcp_tools"
 
 
 def resolve_reference(reference: str) -> Any:
@@ -182,7 +177,7 @@ class Registry:
         self._listeners.append(listener)
 
     @classmethod
-    def discover(cls, package: str = "mcp_tools", plugins: Iterable[str] = ()) -> Registry:
+    def discover(cls, package: str = TOOLS_PACKAGE, plugins: Iterable[str] = ()) -> Registry:
         """Build a registry from every public module of package plus the plugin modules."""
         registry = cls()
         pkg = importlib.import_module(package)
@@ -197,12 +192,13 @@ class Registry:
 
     def _table_named(self, kind: str) -> dict[str, Any]:
         """The table of one kind: "tool", "resource", "resource template" or "prompt"."""
-        return {
+        tables: dict[str, dict[str, Any]] = {
             "tool": self.tools,
             "resource": self.resources,
             "resource template": self.templates,
             "prompt": self.prompts,
-        }[kind]
+        }
+        return tables[kind]
 
     def _table_for(self, spec: Any) -> tuple[dict[str, Any], str, str]:
         """Return the table, key and kind name that spec belongs to."""

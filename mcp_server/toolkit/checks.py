@@ -11,7 +11,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from mcp_tools._quick_schema import QuickValidator
+from mcp_server.toolkit.validators import QuickValidator
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 

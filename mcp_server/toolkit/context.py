@@ -1,7 +1,7 @@
 """What a tool, resource or prompt may ask of the server while it runs.
 
 Declare a parameter named `ctx` and the server passes an object with these methods.
-It is a Protocol so that this package never imports the server.
+It is a Protocol, so that the toolkit never imports the protocol layer's RequestContext, which implements it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcp_tools._registry import Registry
+from mcp_server.toolkit.registry import Registry
 
 __all__ = ["Completion", "Context", "InputRequest", "ProtocolError", "ResourceNotFound", "ToolError"]
 

@@ -71,9 +71,12 @@ def properties_check(properties: Any, schema: dict[str, Any]) -> Check | None:
     """The properties keyword: each property present is valid by its own schema (objects only)."""
     if not isinstance(properties, dict):
         return None
-    checks = {name: quick_check(subschema) for name, subschema in properties.items()}
-    if any(check is None for check in checks.values()):
-        return None
+    checks: dict[str, Check] = {}
+    for name, subschema in properties.items():
+        check = quick_check(subschema)
+        if check is None:
+            return None
+        checks[name] = check
     return lambda value: not isinstance(value, dict) or all(checks[name](value[name]) for name in checks
                                                             if name in value)
 
