@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import gevent
 from flask import Flask, Response
@@ -53,14 +54,20 @@ def per_call_us(fn: Callable[[], object], calls: int) -> float:
 
 def wsgi_caller(app: Flask, method: str, path: str, body: bytes, headers: dict[str, str]) -> Callable[[], list]:
     """A function that runs one request through the WSGI app and returns [status, body]."""
-    template = EnvironBuilder(method=method, path=path, data=body, headers=headers,
+    template = EnvironBuilder(method=method, path=path, data=body, headers=headers.items(),
                               content_type="application/json" if body else None).get_environ()
 
     def call() -> list:
         environ = dict(template)
         environ["wsgi.input"] = io.BytesIO(body)
         seen: list = []
-        chunks = app(environ, lambda status, headers, exc_info=None: seen.append(status))
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Callable[..., object]:
+            """Keep the status; the body comes back as the app's iterable, so the write callable goes unused."""
+            seen.append(status)
+            return seen.append
+
+        chunks = app(environ, start_response)
         seen.append(b"".join(chunks))
         if hasattr(chunks, "close"):
             chunks.close()
@@ -98,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     app = create_app({"MCP_LOG_LEVEL": args.log_level})
     for handler in logging.getLogger("mcp").handlers:
-        handler.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
+        if isinstance(handler, logging.StreamHandler):
+            handler.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     core = app.extensions["mcp"].core
     calls = args.calls
 
@@ -134,7 +142,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = RequestContext(core.services, session, lambda m: None, 7, "tools/call", {})
     tool = core.registry.tools["echo"]
-    handler = METHODS["tools/call"]
+    tools_call_handler = METHODS["tools/call"]
+
+    def publish_and_drain() -> None:
+        """Publish one response to the legacy session and take it off its stream."""
+        core.hub.publish(session_id, {"id": 7})
+        drain(subscription)
 
     stages = [
         ("legacy POST, whole (Flask + core + hub + SSE frame)", legacy_round_trip),
@@ -144,14 +157,14 @@ def main(argv: list[str] | None = None) -> int:
         ("  parse_body", lambda: parse_body(ECHO)),
         ("  core.handle_request (dispatch + tool + log line)", lambda: core.handle_request(session, message, None)),
         ("    jsonrpcserver dispatch (jsonrpc_dispatch)", lambda: jsonrpc_dispatch(METHODS, ctx, message)),
-        ("      inspect.signature(tools/call handler)", lambda: inspect.signature(handler)),
+        ("      inspect.signature(tools/call handler)", lambda: inspect.signature(tools_call_handler)),
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),
         ("        input_validator.is_valid(echo)", lambda: tool.input_validator.is_valid({"text": "hello"})),
         ("  log_call (log line and metrics)", lambda: core.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
         ("  logger.info disabled-level check", lambda: log.debug("x %s", 1)),
         ("  start_request + join (greenlet)", lambda: core.start_request(session, message, lambda m: None).join()),
-        ("  hub.publish + drain + SSE frame", lambda: (core.hub.publish(session_id, {"id": 7}), drain(subscription))),
+        ("  hub.publish + drain + SSE frame", publish_and_drain),
         ("  dumps(response)", lambda: dumps({"jsonrpc": "2.0", "id": 7, "result": {
             "content": [{"type": "text", "text": "hello"}], "isError": False}})),
     ]

@@ -35,9 +35,11 @@ def read_stacks(path: str) -> list[tuple[list[str], int]]:
     return stacks
 
 
-def summarize_stacks(stacks: list[tuple[list[str], int]]) -> tuple[int, Counter, Counter]:
+def summarize_stacks(stacks: list[tuple[list[str], int]]) -> tuple[int, Counter[str], Counter[str]]:
     """Total samples, samples per leaf frame (self), samples per frame anywhere on the stack (inclusive)."""
-    total, own, inclusive = 0, Counter(), Counter()
+    total = 0
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
     for frames, count in stacks:
         total += count
         own[frames[-1]] += count

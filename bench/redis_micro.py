@@ -30,6 +30,7 @@ import greenlet  # noqa: E402
 from bench.servers import redis_server  # noqa: E402
 from mcp_server.config import Settings  # noqa: E402
 from mcp_server.hub import create_hub  # noqa: E402
+from mcp_server.hub.redis import RedisHub  # noqa: E402
 from mcp_server.session import Session  # noqa: E402
 
 __all__ = ["main"]
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures = per_call_us(hub, call, args.calls, args.rounds)
                 rounds = " ".join(f"{figure:6.0f}" for figure in figures)
                 print(f"{backend:<7} {wire:<11} {rounds}   min {min(figures):6.0f} us/call")
-            if backend == "redis":
+            if isinstance(hub, RedisHub):
                 hub.stop()
     return 0
 

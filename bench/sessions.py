@@ -63,7 +63,8 @@ def check_response(message: Any) -> dict[str, Any]:
 
 async def iter_sse(content: aiohttp.StreamReader):
     """Yield (event, data) for each Server-Sent Event read from a response body."""
-    event, data = "message", []
+    event = "message"
+    data: list[bytes] = []
     async for raw in content:
         line = raw.rstrip(b"\r\n")
         if not line:
@@ -133,6 +134,8 @@ class SseSession:
 
     async def post(self, body: bytes) -> None:
         """POST one message to the endpoint; anything but 202 is a failure."""
+        if self.endpoint is None:
+            raise CallFailed("no_endpoint")  # open() has not read it
         async with self.http.post(self.endpoint, data=body, headers={"Content-Type": "application/json"}) as reply:
             await reply.read()
             if reply.status != 202:

@@ -239,7 +239,7 @@ class Dispatcher:
             slot, refusal = self.take_call_slot(session, message)
         self.give_back_unused_slot(session, message)
         if refusal is not None:
-            response = refusal
+            response: dict[str, Any] | None = refusal
         else:
             ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta,
                                  era=MODERN if modern else LEGACY, params=message.params)
@@ -298,7 +298,7 @@ class Dispatcher:
             if request_id is not None:
                 self.hub.cancel(session.id, request_id)
             return
-        if not message.method.startswith("notifications/"):
+        if not (message.method or "").startswith("notifications/"):
             # A request method without an id would run unanswered, uncancellable and past the initialize gate.
             log.debug("ignored notification for request method %s in session %s", loggable(message.method),
                       session.id[:8])

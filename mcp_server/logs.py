@@ -59,6 +59,9 @@ class TextFormatter(logging.Formatter):
         if second != self._second:
             self._second_text = time.strftime(self.default_time_format, self.converter(record.created))
             self._second = second
+        if not self.default_msec_format:
+            # As logging's own formatTime does when a subclass clears the milliseconds format.
+            return self._second_text
         return self.default_msec_format % (self._second_text, record.msecs)
 
 

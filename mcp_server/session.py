@@ -120,11 +120,12 @@ class SessionChange:
         """Apply the change to a session in place; False (and nothing changed) when it is refused."""
         if self.unless_negotiated and session.negotiated:
             return False
-        adds = self.subscribe is not None and self.subscribe not in session.subscriptions
-        if adds and self.subscription_limit is not None and len(session.subscriptions) >= self.subscription_limit:
-            return False
-        if adds:
-            session.subscriptions.append(self.subscribe)
+        added = self.subscribe if self.subscribe not in session.subscriptions else None
+        if added is not None and self.subscription_limit is not None:
+            if len(session.subscriptions) >= self.subscription_limit:
+                return False
+        if added is not None:
+            session.subscriptions.append(added)
         if self.unsubscribe in session.subscriptions:
             session.subscriptions.remove(self.unsubscribe)
         for name, value in self.assign.items():

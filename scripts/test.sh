@@ -40,6 +40,11 @@ fi
 echo "== python venv (.venv)"
 install_venv
 
+# Cheap checks first: a lint or type error fails the run before the slow parts start.
+echo "== ruff and mypy (settings in pyproject.toml)"
+.venv/bin/ruff check .
+.venv/bin/mypy
+
 echo "== node 22 and the MCP conformance suite (tests/conformance/node_modules)"
 (cd tests/conformance && npm install --silent --no-audit --no-fund >/dev/null)
 

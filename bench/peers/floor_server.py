@@ -16,29 +16,29 @@ import uuid
 
 from flask import Flask, Response, request
 from gevent.queue import Queue
-from jsonrpcserver import Success, dispatch
+from jsonrpcserver import Result, Success, dispatch
 
 app = Flask(__name__)
 streams: dict[str, Queue] = {}
 
 
-def initialize(protocolVersion: str = "2025-06-18", **_ignored) -> Success:  # noqa: N803 (MCP's spelling)
+def initialize(protocolVersion: str = "2025-06-18", **_ignored) -> Result:  # noqa: N803 (MCP's spelling)
     """Accept whatever version the client asks for."""
     return Success({"protocolVersion": protocolVersion, "capabilities": {"tools": {}},
                     "serverInfo": {"name": "bench-floor", "version": "1.0.0"}})
 
 
-def initialized(**_ignored) -> Success:
+def initialized(**_ignored) -> Result:
     """Nothing to do."""
     return Success(None)
 
 
-def ping() -> Success:
+def ping() -> Result:
     """Answer with an empty result."""
     return Success({})
 
 
-def tools_call(name: str, arguments: dict | None = None, **_ignored) -> Success:
+def tools_call(name: str, arguments: dict | None = None, **_ignored) -> Result:
     """Echo, unchecked."""
     return Success({"content": [{"type": "text", "text": (arguments or {}).get("text", "")}], "isError": False})
 

@@ -131,7 +131,8 @@ class RegistrySync:
             gevent.spawn(self.acknowledge, command["id"])  # the reader must never wait on Redis
             return True
         if op == "registry-ack":
-            acks = self.acks.get(command.get("id"))
+            ack_id = command.get("id")
+            acks = self.acks.get(ack_id) if isinstance(ack_id, str) else None
             if acks is not None:
                 acks.hear(command["worker"])
             return True

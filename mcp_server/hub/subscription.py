@@ -51,6 +51,10 @@ class Subscription(ABC):
     def close(self, reason: str = "client gone") -> None:
         """Stop receiving and free what the subscription holds."""
 
+    @abstractmethod
+    def end(self, reason: str) -> None:
+        """Make reads raise StreamClosed with reason, after what it already holds has been read."""
+
     def __iter__(self) -> Iterator[tuple[str, bytes] | None]:
         """Iterate forever: events, or None when nothing arrived within a second."""
         while True:

@@ -41,7 +41,7 @@ class InflightCalls:
 
     def holds(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> bool:
         """Whether that request is still running in that greenlet (a POST's own greenlet outlives its request)."""
-        return self._calls.get((session_id, request_id)) is greenlet and not greenlet.dead
+        return not greenlet.dead and self._calls.get((session_id, request_id)) is greenlet
 
     def wait_finished(self, calls: list[tuple[str, Any, gevent.Greenlet]], timeout: float) -> None:
         """Wait up to timeout seconds until none of calls is still running."""
@@ -72,7 +72,10 @@ class PendingRequests:
 
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
         """Hand a client's answer to the waiting tool; False if nobody here waits for it."""
-        result = self._waiting.pop((session_id, response.get("id")), None)
+        request_id = response.get("id")
+        if not isinstance(request_id, str):
+            return False  # not one of ours: they are all strings
+        result = self._waiting.pop((session_id, request_id), None)
         if result is None:
             return False
         result.set(response)

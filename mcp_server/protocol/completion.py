@@ -39,19 +39,23 @@ def find_completer(registry: Registry, ref: Any, argument_name: str) -> Any:
     if not isinstance(ref, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'ref' must be an object")
     if ref.get("type") == "ref/prompt":
-        prompt = registry.prompts.get(ref.get("name"))
+        name = ref.get("name")
+        prompt = registry.prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
-            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {ref.get('name')!r}", {"ref": ref})
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}", {"ref": ref})
         if argument_name not in {arg.name for arg in prompt.arguments}:
             raise RpcError(INVALID_PARAMS, f"Prompt '{prompt.name}' has no argument {argument_name!r}")
         return prompt.complete
     if ref.get("type") == "ref/resource":
-        template = registry.templates.get(ref.get("uri"))
+        uri = ref.get("uri")
+        if not isinstance(uri, str):
+            raise RpcError(INVALID_PARAMS, f"Unknown resource template: {uri!r}", {"ref": ref})
+        template = registry.templates.get(uri)
         if template is None:
             # A fixed resource has no variables, so nothing to complete.
-            if ref.get("uri") in registry.resources:
+            if uri in registry.resources:
                 return None
-            raise RpcError(INVALID_PARAMS, f"Unknown resource template: {ref.get('uri')!r}", {"ref": ref})
+            raise RpcError(INVALID_PARAMS, f"Unknown resource template: {uri!r}", {"ref": ref})
         if argument_name not in template_variables(template.uri_template):
             raise RpcError(INVALID_PARAMS, f"Template has no variable {argument_name!r}")
         return template.complete
@@ -76,7 +80,8 @@ def complete(ctx: RequestContext, ref: Any, argument: Any, context: Any = None) 
         else:
             suggestions = completer(argument["name"], value)
         if isinstance(suggestions, Completion):
-            suggestions, cut_short = suggestions.values, suggestions.has_more
+            cut_short = suggestions.has_more
+            suggestions = suggestions.values
         suggestions = (str(v) for v in suggestions)
         template = ctx.registry.templates.get(ref.get("uri")) if ref.get("type") == "ref/resource" else None
         # Without authentication every value is readable, and checking each would only cost time.

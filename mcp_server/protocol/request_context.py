@@ -162,7 +162,7 @@ class RequestContext:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         """Send a notification that belongs to this request."""
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+        self._send_to_client({"jsonrpc": "2.0", "method": method, "params": params})
 
     def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress if the client asked for it; values must strictly increase."""

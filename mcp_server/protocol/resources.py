@@ -117,10 +117,9 @@ def not_found(uri: str) -> RpcError:
 
 def call_reader(fn: Any, wants_context: bool, ctx: RequestContext, uri: str, kwargs: dict[str, str]) -> Any:
     """Call a resource reader, turning its failures into protocol errors without internals."""
-    if wants_context:
-        kwargs = {**kwargs, "ctx": ctx}
+    arguments: dict[str, Any] = {**kwargs, "ctx": ctx} if wants_context else kwargs
     try:
-        return fn(**kwargs)
+        return fn(**arguments)
     except ResourceNotFound:
         raise not_found(uri) from None
     except ToolError as refusal:

@@ -187,7 +187,9 @@ class RequestStateCodec:
         for key, expected, reason, text in checks:
             if not hmac.compare_digest(str(payload.get(key, "")).encode(), str(expected).encode()):
                 raise RequestStateError(reason, text)
-        answers = payload.get("a") if isinstance(payload.get("a"), dict) else {}
+        answers = payload.get("a")
+        if not isinstance(answers, dict):
+            answers = {}
         return RequestState(payload.get("s"), answers, float(payload["e"]), rounds_id_of(payload, sealed))
 
     def unseal(self, token: object) -> tuple[dict[str, Any], bytes]:

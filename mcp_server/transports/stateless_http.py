@@ -268,5 +268,6 @@ def json_answer(message: Message, value: Any) -> Response:
         value = error_response(message.id, INTERNAL_ERROR, "The request was stopped before it finished; send it "
                                "again")
     error = value.get("error")
-    status = validation.http_status(error.get("code")) if isinstance(error, dict) else HTTPStatus.OK
+    code = error.get("code") if isinstance(error, dict) else None
+    status = validation.http_status(code) if isinstance(code, int) else HTTPStatus.OK
     return json_response(value, status)

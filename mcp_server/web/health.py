@@ -25,7 +25,7 @@ blueprint = Blueprint("ops", __name__)
 def refuse_foreign_pages() -> None:
     """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
     settings = current_core().settings
-    check_origin(request.headers, settings)
+    check_origin(request.headers.get("Origin"), settings)
     check_host(request.environ, settings)
 
 

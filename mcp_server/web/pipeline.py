@@ -42,7 +42,7 @@ FLASK_ONLY_HOOKS = frozenset({
     "teardown_request:flask_limiter._extension.Limiter.__release_context",
     "error:RateLimitExceeded:mcp_server.web.rate_limit.render_rate_limited",
 })
-HTTP_EXCEPTION_HINTS = {
+HTTP_EXCEPTION_HINTS: dict[int, str] = {
     HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
     HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
 }

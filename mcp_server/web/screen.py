@@ -58,9 +58,8 @@ def host_allowed(host: str, allowed: Iterable[str], listener_is_loopback: bool) 
     return True
 
 
-def check_origin(headers: Mapping[str, str], settings: Settings) -> None:
+def check_origin(origin: str | None, settings: Settings) -> None:
     """Raise 403 when the request carries an Origin outside MCP_ALLOWED_ORIGINS (and MCP_CORS_ORIGINS)."""
-    origin = headers.get("Origin")
     if origin and not origin_allowed(origin, (*settings.allowed_origins, *settings.cors_origins)):
         raise HttpProblem(
             HTTPStatus.FORBIDDEN,
@@ -132,6 +131,6 @@ def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator
     """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
     origin = environ.get("HTTP_ORIGIN")
     if origin:
-        check_origin({"Origin": origin}, settings)
+        check_origin(origin, settings)
     check_host(environ, settings)
     return authenticate(authenticator, settings, environ)

@@ -126,9 +126,12 @@ def test_exactly_100_values_have_no_more(make_rpc):
         ({}, "x"),
         ("code_review", "language"),
         (None, "language"),
+        (prompt_ref(["code_review"]), "language"),
+        (template_ref({"uri": "test://template/{id}/data"}), "id"),
     ],
     ids=["unknown-prompt", "unknown-argument", "unknown-template", "unknown-variable", "unknown-ref-type",
-         "prompt-without-name", "empty-ref", "ref-not-object", "null-ref"],
+         "prompt-without-name", "empty-ref", "ref-not-object", "null-ref", "prompt-name-not-string",
+         "template-uri-not-string"],
 )
 def test_an_unknown_or_malformed_reference_is_invalid_params(make_rpc, ref, argument):
     response = complete(make_rpc("2025-06-18"), ref, argument)
