@@ -43,8 +43,8 @@ from mcp_server.stateless.eras import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 from mcp_server.versions import at_least, negotiate
 
-__all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info",
-           "tool_definition"]
+__all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "MODERN_METHOD_NAMES", "SERVER_VERSION", "guarded",
+           "server_capabilities", "server_info", "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")
 SERVER_VERSION = "1.0.0"
@@ -367,3 +367,6 @@ MODERN_METHODS: dict[str, Callable[..., Any]] = {
     "tasks/update": guarded(tasks_update),
     "tasks/cancel": guarded(tasks_cancel),
 }
+
+# The 2026-07-28 wire's method names, which its transports check a request against before dispatch.
+MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)

@@ -1,4 +1,5 @@
-"""What both HTTP transports read from a request: the body (408, 413, 400) and the session it names (400, 404).
+"""What both HTTP transports read from a request: the body (408, 413, 400), the session it names (400, 404), and
+which answers its Accept header takes.
 
 Plus the 503s they answer when the session store is down or the server holds all the sessions it may.
 """
@@ -18,9 +19,19 @@ from mcp_server.hub import CapacityError
 from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, Message, ParseFailure, parse_body
 from mcp_server.session import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SESSION_ID_SYNTAX, Session
+from mcp_server.transports.event_stream import EVENT_STREAM
 from mcp_server.transports.http_responses import HttpProblem
 
-__all__ = ["lookup_session", "read_body", "read_messages", "server_busy", "store_unavailable"]
+__all__ = ["AcceptedTypes", "lookup_session", "read_body", "read_messages", "server_busy", "store_unavailable"]
+
+
+class AcceptedTypes:
+    """Which of JSON and SSE an Accept header allows (no header allows both)."""
+
+    def __init__(self, header: str | None) -> None:
+        types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
+        self.json = bool(types & {"application/json", "application/*", "*/*"})
+        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
 
 
 def store_unavailable(request_id: Any = None) -> HttpProblem:

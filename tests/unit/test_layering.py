@@ -232,3 +232,16 @@ def test_no_module_is_over_400_lines():
     long = {str(path.relative_to(ROOT)): count for path in MODULES.values()
             if (count := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+# The transports that serve a wire; the other transports modules are pieces they share.
+WIRE_TRANSPORTS = ("mcp_server.transports.legacy_sse", "mcp_server.transports.streamable_http",
+                   "mcp_server.transports.stateless_http", "mcp_server.transports.stdio")
+
+
+def test_no_transport_imports_another():
+    wrong = [f"{where(name, line)} imports {module}"
+             for name in WIRE_TRANSPORTS for line, module in imported_modules(name)
+             if module in WIRE_TRANSPORTS and module != name]
+    assert wrong == []
+
