@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, g, request
+from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from mcp_server.dispatcher import Dispatcher
@@ -25,23 +25,13 @@ from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_core
 
-__all__ = ["LEGACY_ONLY_PATHS", "MCP_BLUEPRINT", "blueprint", "core_of", "current_core", "handle_post"]
+__all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
 
-MCP_BLUEPRINT = "mcp"
 blueprint = Blueprint(MCP_BLUEPRINT, __name__)
 # The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
 LEGACY_ONLY_PATHS = ("/messages", "/messages/")
-
-
-def core_of(app: Flask) -> Dispatcher:
-    """The Dispatcher of an app that has the MCP extension."""
-    return app.extensions["mcp"].core
-
-
-def current_core() -> Dispatcher:
-    """The Dispatcher of the app handling this request."""
-    return core_of(current_app)
 
 
 def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:

@@ -245,3 +245,12 @@ def test_no_transport_imports_another():
              if module in WIRE_TRANSPORTS and module != name]
     assert wrong == []
 
+
+def test_web_modules_find_the_dispatcher_without_importing_the_routes():
+    # The extension registers the routes and the hot path answers through them; the rest need only the dispatcher.
+    allowed = {"mcp_server.web.flask_extension", "mcp_server.web.hot_path"}
+    wrong = [f"{where(name, line)} imports the routes"
+             for name in MODULES if in_package(name, "mcp_server.web") and name not in allowed
+             for line, module in imported_modules(name) if module == "mcp_server.web.routes"]
+    assert wrong == []
+
