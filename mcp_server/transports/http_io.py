@@ -53,7 +53,7 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
     Malformed means no session id at all by the specification: empty, over SESSION_ID_MAX_CHARS, or a character
     outside visible ASCII. An id that is well formed but not of our shape was never issued here: 404, as for any
     session the server does not know, so the client starts a new one. For a body that is one tools/call (call),
-    the hub may take the call's slot in the same step (call.call_slot).
+    the hub may take the call's slot in the same step (limits.CallSlots.session_for_call).
     """
     if not session_id or not SESSION_ID_SYNTAX.fullmatch(session_id):
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
@@ -66,8 +66,7 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
     elif call is None:
         session = core.hub.get_own_session(session_id, transport, principal)
     else:
-        session, call.call_slot = core.hub.get_session_for_call(session_id, transport, principal,
-                                                                core.call_slots.limit)
+        session = core.call_slots.session_for_call(session_id, transport, principal, call)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",

@@ -105,7 +105,7 @@ def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str
     try:
         check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     except HttpProblem:
-        core.give_back_unused_slot(session, call)
+        core.call_slots.give_back_unclaimed(session, call)
         raise
     return post_messages(core, session, body, accepted, new_session=False)
 
@@ -161,17 +161,17 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m))
+        running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m), answer_waits=True)
         return answer_as_json(core, body, running, errors, headers)
     replay = SessionReplay(core, session)
     stream = RequestStream(f"session {session.id[:8]}", replay=replay)
-    running, errors = core.accept(session, body, stream)
+    running, errors = core.accept(session, body, stream, answer_waits=True)
     if not running:
         return answer_as_json(core, body, running, errors, headers)
     greenlet = running[0]
     first = stream.first_item(greenlet)
     if first is DONE:
-        core.hub.wait_for_release(greenlet)  # the call's slot is free before its answer can be seen
+        core.call_slots.wait_released(greenlet)  # the call's slot is free before its answer can be seen
     if first is DONE and is_store_unavailable(greenlet.value):
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
@@ -191,7 +191,7 @@ def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, he
         return empty_response(HTTPStatus.ACCEPTED, headers)
     gevent.joinall(running)
     for greenlet in running:
-        core.hub.wait_for_release(greenlet)
+        core.call_slots.wait_released(greenlet)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
         return empty_response(HTTPStatus.ACCEPTED, headers)
