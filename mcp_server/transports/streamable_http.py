@@ -19,7 +19,12 @@ from flask import Response
 
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.encoding import KEEPALIVE_FRAME
-from mcp_server.errors import INVALID_REQUEST, STORE_RETRY_AFTER_S, is_store_unavailable
+from mcp_server.errors import (
+    INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
+    STORE_RETRY_AFTER_S,
+    STORE_UNAVAILABLE_MESSAGE,
+)
 from mcp_server.hub import CapacityError, HubUnavailable, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
@@ -199,6 +204,13 @@ def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, he
         return store_unavailable_response(answers[0], headers)
     status = HTTPStatus.BAD_REQUEST if not running else 200
     return json_response(answers if body.is_batch else answers[0], status, headers)
+
+
+def is_store_unavailable(response: Any) -> bool:
+    """True when a response is the error of a request that the session store's outage stopped (answered 503)."""
+    error = response.get("error") if isinstance(response, dict) else None
+    return (isinstance(error, dict) and error.get("code") == SERVER_UNAVAILABLE
+            and error.get("message") == STORE_UNAVAILABLE_MESSAGE)
 
 
 def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) -> Response:
