@@ -25,6 +25,7 @@ from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
+from mcp_server.versions import SUPPORTED as HANDSHAKE_VERSIONS
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_core
 
 __all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
@@ -63,6 +64,8 @@ def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
     sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
     """
     header = environ.get(PROTOCOL_VERSION_KEY)
+    if header in HANDSHAKE_VERSIONS:
+        return False  # what http_era decides too, for what a session's client sends with every request after the first
     request_headers = {PROTOCOL_VERSION: header} if header is not None else {}
     first = None if body.is_batch else body.messages[0].raw
     if eras.http_era("POST", request_headers, first) is not eras.Era.MODERN:
