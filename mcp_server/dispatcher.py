@@ -44,7 +44,7 @@ from mcp_server.protocol.request_context import (
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
 from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
-from mcp_server.session import STATELESS, STREAMABLE, Session
+from mcp_server.session import Session
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
@@ -160,10 +160,11 @@ class Dispatcher:
         return None
 
     def accept(self, session: Session, body: Body, send: Send, on_done: Send | None = None,
-               ) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
+               answer_waits: bool = False) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
         """Handle notifications and responses now; start each request; return greenlets and immediate errors.
 
-        on_done, when given, receives each request's response in the request's own greenlet.
+        on_done, when given, receives each request's response in the request's own greenlet; answer_waits says
+        that the caller writes each response itself once its greenlet is done, after call_slots.wait_released.
         """
         rejected = self.batch_error(session, body)
         if rejected is not None:
@@ -172,7 +173,7 @@ class Dispatcher:
         errors: list[dict[str, Any]] = []
         for message in body.messages:
             if message.kind == REQUEST:
-                running.append(self.start_request(session, message, send, on_done))
+                running.append(self.start_request(session, message, send, on_done, answer_waits))
             elif message.kind == NOTIFICATION:
                 self.handle_notification(session, message, send)
             elif message.kind == RESPONSE:
@@ -184,9 +185,9 @@ class Dispatcher:
         return running, errors
 
     def start_request(self, session: Session, message: Message, send: Send,
-                      on_done: Send | None = None) -> gevent.Greenlet:
+                      on_done: Send | None = None, answer_waits: bool = False) -> gevent.Greenlet:
         """Run a request in its own greenlet; its value is the response, or None if cancelled."""
-        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done)
+        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done, answer_waits)
         if message.method not in UNCANCELLABLE:
             self.hub.inflight.add(session.id, message.id, greenlet)
         greenlet.start()
@@ -205,28 +206,28 @@ class Dispatcher:
             self.hub.inflight.discard(session.id, message.id, current)
 
     def run_request(self, session: Session, message: Message, send: Send,
-                    on_done: Send | None) -> dict[str, Any] | None:
+                    on_done: Send | None, answer_waits: bool = False) -> dict[str, Any] | None:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
         # Done here rather than with greenlet links: a link costs the hub's loop one more callback per request.
         try:
             try:
                 # A response handed to on_done is stored from this greenlet: the hub may free the call slot with it.
-                response = self.handle_request(session, message, send, answer_follows=on_done is not None)
+                response = self.handle_request(session, message, send, on_done is not None, answer_waits)
             finally:
                 self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
             if on_done is not None and response is not None:
                 on_done(response)
         finally:
             if on_done is not None:
-                self.hub.free_held_slot()  # a call stopped before its answer went out still frees its slot
+                self.call_slots.free_held()  # a call stopped before its answer went out still frees its slot
         return response
 
     def handle_request(self, session: Session, message: Message, send: Send,
-                       answer_follows: bool = False) -> dict[str, Any] | None:
-        """Dispatch one request through jsonrpcserver and return its response (answer_follows: see run_request)."""
+                       answer_follows: bool = False, answer_waits: bool = False) -> dict[str, Any] | None:
+        """Dispatch one request through jsonrpcserver and return its response (answer_*: see run_request, accept)."""
         started = time.perf_counter()
         slot = refusal = None
-        modern = session.transport == STATELESS
+        modern = session.stateless
         if not session.negotiated and message.method not in ALLOWED_BEFORE_INIT:
             refusal = error_response(
                 message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
@@ -236,8 +237,8 @@ class Dispatcher:
                                      f"Invalid params: _meta logLevel must be one of {', '.join(LOG_LEVELS)}")
         elif message.method == "tools/call" and not modern:
             # The limit is per session: a stateless request has none to count against.
-            slot, refusal = self.take_call_slot(session, message)
-        self.give_back_unused_slot(session, message)
+            slot, refusal = self.call_slots.claim(session, message)
+        self.call_slots.give_back_unclaimed(session, message)
         if refusal is not None:
             response: dict[str, Any] | None = refusal
         else:
@@ -253,43 +254,13 @@ class Dispatcher:
                 self.log_call(session, message.method, message.id, None, time.perf_counter() - started)
                 return None
             finally:
-                if slot is not None:  # a Streamable HTTP answer is written by its POST's greenlet: it waits for this
-                    self.call_slots.release(session.id, slot, answer_follows, session.transport == STREAMABLE)
+                if slot is not None:
+                    self.call_slots.release(session.id, slot, answer_follows, answer_waits)
             response = self.polish(response, message.method)
         if modern and isinstance(response, dict):
             response = self.decorate_modern(message, response)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
-
-    def take_call_slot(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
-        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error).
-
-        The slot the hub took with the session (message.call_slot) is this call's now.
-        """
-        taken, message.call_slot = message.call_slot, None
-        if taken is None:
-            try:
-                token = self.call_slots.acquire(session.id)
-            except HubUnavailable:
-                return None, error_response(message.id, SERVER_UNAVAILABLE,
-                                            "Session store unavailable; retry shortly")
-        else:
-            token = taken or None  # ALL_SLOTS_TAKEN is ""
-            if token is not None:
-                self.hub.hold_call_slot(session.id, token)
-        if token is None:
-            return None, error_response(
-                message.id, SERVER_UNAVAILABLE,
-                f"Too many tool calls running in this session: the limit is {self.call_slots.limit} "
-                "(MCP_MAX_CONCURRENT_CALLS); wait for one to finish",
-            )
-        return token, None
-
-    def give_back_unused_slot(self, session: Session, message: Message | None) -> None:
-        """Free the slot the hub took with the session for a call refused before it ran."""
-        if message is not None and message.call_slot:
-            self.call_slots.release(session.id, message.call_slot)
-            message.call_slot = None
 
     def handle_notification(self, session: Session, message: Message, send: Send) -> None:
         """Act on a client notification; unknown ones are ignored, as JSON-RPC requires."""
@@ -348,7 +319,7 @@ class Dispatcher:
             status = "ok"
         log.info(
             "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
-            loggable(method), loggable(request_id), "-" if session.transport == STATELESS else session.id[:8],
+            loggable(method), loggable(request_id), "-" if session.stateless else session.id[:8],
             status, seconds * 1000.0,
         )
         instruments().count_request(method, response, seconds)

@@ -31,7 +31,6 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "RpcError",
     "error_response",
-    "is_store_unavailable",
     "new_correlation_id",
 ]
 
@@ -80,10 +79,3 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 def new_correlation_id() -> str:
     """Return a short random id that ties a client-visible error to a log line."""
     return secrets.token_hex(6)
-
-
-def is_store_unavailable(response: Any) -> bool:
-    """True when a response is the error of a request that the session store's outage stopped."""
-    error = response.get("error") if isinstance(response, dict) else None
-    return (isinstance(error, dict) and error.get("code") == SERVER_UNAVAILABLE
-            and error.get("message") == STORE_UNAVAILABLE_MESSAGE)

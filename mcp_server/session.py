@@ -74,6 +74,11 @@ class Session:
         """True once initialize has been answered."""
         return self.protocol_version is not None
 
+    @property
+    def stateless(self) -> bool:
+        """True for a 2026-07-28 request's ephemeral session: its era has no handshake and stores nothing."""
+        return self.transport == STATELESS
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready copy for storage."""
         return asdict(self)

@@ -1,6 +1,6 @@
 """Multi round-trip requests (MCP 2026-07-28): asking the client by answering input_required, then the retry.
 
-tools/call, prompts/get and resources/read run their work through `run_rounds`. On the modern wire each ask
+On the modern wire tools/call, prompts/get and resources/read run their work through `run_rounds`. Each ask
 (ctx.elicit, ctx.sample, ctx.list_roots, ctx.ask_all) looks for its answer among those already given: sealed in
 the verified requestState, then this round's inputResponses. An ask without one stops the work (InputRequired),
 and the handler answers input_required with the open questions and a new requestState that seals every answer
@@ -212,9 +212,7 @@ def begin(ctx: RoundsContext) -> Rounds:
 
 
 def run_rounds(ctx: RoundsContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """Run a handler's work; on the modern wire, turn an open question into an input_required result."""
-    if not ctx.modern:
-        return work()
+    """Run a 2026-07-28 handler's work; turn an open question into an input_required result."""
     ctx.rounds = begin(ctx)
     try:
         return work()

@@ -36,14 +36,15 @@ from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestConte
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
 from mcp_server.protocol.subscriptions import subscriptions_listen
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.protocol.tasks import call_tool, tasks_cancel, tasks_get, tasks_update
+from mcp_server.protocol.tasks import call_task_tool, tasks_cancel, tasks_get, tasks_update
+from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange
 from mcp_server.stateless.eras import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 from mcp_server.versions import at_least, negotiate
 
-__all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "SERVER_VERSION", "guarded", "server_capabilities", "server_info",
-           "tool_definition"]
+__all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "MODERN_METHOD_NAMES", "SERVER_VERSION", "guarded",
+           "server_capabilities", "server_info", "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")
 SERVER_VERSION = "1.0.0"
@@ -210,7 +211,17 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
     tool = ctx.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
-    return Success(call_tool(ctx, tool, {} if arguments is None else arguments))
+    arguments = {} if arguments is None else arguments
+    if not ctx.modern:
+        return Success(run_tool(ctx, tool, arguments))  # a handshake-era call: it has neither input rounds nor tasks
+    if tool.task is not None:
+        return Success(call_task_tool(ctx, tool, arguments))  # the tasks extension: a task, or at once
+    return Success(run_rounds(ctx, lambda: run_tool(ctx, tool, arguments)))
+
+
+def in_rounds(ctx: RequestContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run a handler's work, through the input rounds on the 2026-07-28 wire (the one that has them)."""
+    return run_rounds(ctx, work) if ctx.modern else work()
 
 
 def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
@@ -239,7 +250,7 @@ def resources_templates_list(ctx: RequestContext, cursor: Any = None, **_: Any) 
 @guarded
 def resources_read(ctx: RequestContext, uri: Any, **_: Any) -> Any:
     """Read a resource by URI: text, or a base64 blob."""
-    return Success(run_rounds(ctx, lambda: read_resource(ctx.registry, ctx, uri)))
+    return Success(in_rounds(ctx, lambda: read_resource(ctx.registry, ctx, uri)))
 
 
 @guarded
@@ -283,7 +294,7 @@ def prompts_get(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any)
     if prompt is None:
         raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name!r}; call prompts/list to see the prompts",
                        {"prompt": name})
-    return Success(run_rounds(ctx, lambda: render_prompt(ctx, prompt, arguments)))
+    return Success(in_rounds(ctx, lambda: render_prompt(ctx, prompt, arguments)))
 
 
 @guarded
@@ -356,3 +367,6 @@ MODERN_METHODS: dict[str, Callable[..., Any]] = {
     "tasks/update": guarded(tasks_update),
     "tasks/cancel": guarded(tasks_cancel),
 }
+
+# The 2026-07-28 wire's method names, which its transports check a request against before dispatch.
+MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)

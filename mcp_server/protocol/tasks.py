@@ -3,7 +3,8 @@ tasks/update and tasks/cancel.
 
 A tool declares task support with @tool(task="optional" | "required"). On the 2026-07-28 wire, a tools/call
 whose clientCapabilities declare the extension gets a CreateTaskResult for such a tool; one that does not runs
-an optional tool at once and gets -32021 for a required one. Handshake-era sessions always run the tool at once.
+an optional tool at once and gets -32021 for a required one. Handshake-era sessions always run the tool at once
+(mcp_server.protocol.methods.tools_call calls it without coming here).
 Every tasks/* request must declare the extension too (-32021), and names a task of its own principal: any other
 id, another principal's included, is -32602 "Task not found".
 """
@@ -25,7 +26,7 @@ from mcp_server.protocol.task_shapes import created_result, declares_tasks, deta
 from mcp_server.protocol.tools import run_tool
 from mcp_server.toolkit.specs import Tool
 
-__all__ = ["call_tool", "tasks_cancel", "tasks_get", "tasks_update"]
+__all__ = ["call_task_tool", "tasks_cancel", "tasks_get", "tasks_update"]
 
 REQUIRED = "required"
 MAX_TASK_ID_CHARS = 200
@@ -37,13 +38,11 @@ def runner_of(ctx: RequestContext) -> TaskRunner:
     return ctx.services.tasks
 
 
-def call_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
-    """Run a tools/call at once, or as a task where the tool and the request both allow one."""
+def call_task_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
+    """Run a 2026-07-28 tools/call of a tool with task support: as a task where the request allows one, else at once."""
     def work() -> dict[str, Any]:
         return run_tool(ctx, tool, arguments)
 
-    if tool.task is None or not ctx.modern:
-        return run_rounds(ctx, work)
     if not declares_tasks(ctx.session.client_capabilities):
         if tool.task == REQUIRED:
             raise missing_extension(f"Tool '{tool.name}' runs only as a task, which")

@@ -1,4 +1,5 @@
-"""What both HTTP transports read from a request: the body (408, 413, 400) and the session it names (400, 404).
+"""What both HTTP transports read from a request: the body (408, 413, 400), the session it names (400, 404), and
+which answers its Accept header takes.
 
 Plus the 503s they answer when the session store is down or the server holds all the sessions it may.
 """
@@ -18,9 +19,19 @@ from mcp_server.hub import CapacityError
 from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.messages import Body, Message, ParseFailure, parse_body
 from mcp_server.session import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SESSION_ID_SYNTAX, Session
+from mcp_server.transports.event_stream import EVENT_STREAM
 from mcp_server.transports.http_responses import HttpProblem
 
-__all__ = ["lookup_session", "read_body", "read_messages", "server_busy", "store_unavailable"]
+__all__ = ["AcceptedTypes", "lookup_session", "read_body", "read_messages", "server_busy", "store_unavailable"]
+
+
+class AcceptedTypes:
+    """Which of JSON and SSE an Accept header allows (no header allows both)."""
+
+    def __init__(self, header: str | None) -> None:
+        types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
+        self.json = bool(types & {"application/json", "application/*", "*/*"})
+        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
 
 
 def store_unavailable(request_id: Any = None) -> HttpProblem:
@@ -42,7 +53,7 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
     Malformed means no session id at all by the specification: empty, over SESSION_ID_MAX_CHARS, or a character
     outside visible ASCII. An id that is well formed but not of our shape was never issued here: 404, as for any
     session the server does not know, so the client starts a new one. For a body that is one tools/call (call),
-    the hub may take the call's slot in the same step (call.call_slot).
+    the hub may take the call's slot in the same step (limits.CallSlots.session_for_call).
     """
     if not session_id or not SESSION_ID_SYNTAX.fullmatch(session_id):
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
@@ -55,8 +66,7 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
     elif call is None:
         session = core.hub.get_own_session(session_id, transport, principal)
     else:
-        session, call.call_slot = core.hub.get_session_for_call(session_id, transport, principal,
-                                                                core.call_slots.limit)
+        session = core.call_slots.session_for_call(session_id, transport, principal, call)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",

@@ -8,36 +8,30 @@ Closing that stream cancels the request (MCP 2026-07-28 basic/transports/streama
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
-import gevent
 from flask import Response
-from gevent.queue import Empty, Queue
 
 from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
 from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
 from mcp_server.logs import loggable
 from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
-from mcp_server.metrics import instruments
-from mcp_server.protocol.methods import MODERN_METHODS
+from mcp_server.protocol.methods import MODERN_METHOD_NAMES
 from mcp_server.stateless import validation
 from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
 from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
 from mcp_server.stateless.meta import ephemeral_session
 from mcp_server.stateless.validation import Rejection
-from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer
+from mcp_server.transports.event_stream import DONE, RequestStream, connection_closer
+from mcp_server.transports.http_io import AcceptedTypes
 from mcp_server.transports.http_responses import empty_response, json_response
-from mcp_server.transports.streamable_http import AcceptedTypes
 
-__all__ = ["MODERN_METHOD_NAMES", "environ_headers", "legacy_refused", "method_not_allowed", "stateless_post"]
+__all__ = ["environ_headers", "legacy_refused", "method_not_allowed", "stateless_post"]
 
 log = logging.getLogger("mcp.http")
 
-MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
-DONE = object()
 # x-mcp-header parameters by input schema: (schema, parameters), keyed by the schema's id().
 HEADER_PARAMS: dict[int, tuple[dict[str, Any], Any]] = {}
 MAX_CACHED_SCHEMAS = 4096
@@ -143,93 +137,6 @@ def rejected(core: Dispatcher, message: Message, rejection: Rejection) -> Respon
     return json_response(response, rejection.http_status)
 
 
-class RequestStream:
-    """One request's way back: what it sends before its result, queued for its SSE stream; nothing is kept.
-
-    What waits is bounded like a 2025 stream's queue (MCP_QUEUE_MAX, MCP_QUEUE_MAX_BYTES): a client that does
-    not read is cut off, its queue dropped and its connection closed, which cancels the request.
-    """
-
-    def __init__(self, name: str, max_count: int, max_bytes: int,
-                 close_connection: Callable[[], None] | None = None) -> None:
-        self.name = name
-        self.outbox: Queue = Queue()
-        self.ended = False
-        self.max_count = max_count
-        self.max_bytes = max_bytes
-        # Bytes of JSON waiting in the outbox: a listen stream's notifications wait here for a client that reads.
-        self.queued_bytes = 0
-        # Why the stream was cut off (None while it is not): subscriptions/listen ends itself with it.
-        self.reason: str | None = None
-        self.close_connection = close_connection
-
-    def __call__(self, message: dict[str, Any]) -> None:
-        """Send a message that belongs to this request (the `send` handed to the dispatcher)."""
-        if self.ended:
-            return
-        data = dumps(message)
-        waiting = self.outbox.qsize()
-        # An empty queue takes one message of any size, as the 2025 streams' queues do.
-        if waiting >= self.max_count or (waiting and self.queued_bytes + len(data) > self.max_bytes):
-            self.cut_off()
-            return
-        self.queued_bytes += len(data)
-        self.outbox.put(data)
-
-    def take(self, item: Any) -> Any:
-        """Account for an item leaving the outbox to be written; return it."""
-        if isinstance(item, bytes):
-            self.queued_bytes -= len(item)
-        return item
-
-    def cut_off(self, reason: str = "slow consumer") -> None:
-        """Stop a client that does not read: drop what waits for it and close its connection (once)."""
-        if self.reason is not None:
-            return
-        log.warning("closing the stream of %s: queue full (%s)", self.name, reason)
-        instruments().queue_dropped()
-        self.reason = reason
-        self.ended = True
-        finished = False
-        while True:
-            try:
-                finished = self.outbox.get_nowait() is DONE or finished
-            except Empty:
-                break
-        self.queued_bytes = 0
-        if finished:
-            self.outbox.put_nowait(DONE)  # the writer still ends when it gets that far
-        if self.close_connection is not None:
-            try:
-                self.close_connection()  # the writer is blocked on a client that does not read: fail its write
-            except OSError:
-                log.debug("connection of %s already gone", self.name)
-
-    def events(self, first: Any, greenlet: gevent.Greenlet, keepalive_s: float) -> Iterator[bytes]:
-        """Yield the request's messages, keepalive comments while it is quiet, then its response."""
-        metrics = instruments()
-        metrics.stream_opened("request")
-        try:
-            item = first
-            while item is not DONE:
-                yield KEEPALIVE_FRAME if item is None else format_sse_event(item)
-                try:
-                    item = self.take(self.outbox.get(timeout=keepalive_s))
-                except Empty:
-                    item = None  # a write now tells a closed connection from a slow tool
-            if isinstance(greenlet.value, dict):
-                yield format_sse_event(dumps(greenlet.value))
-        finally:
-            metrics.stream_closed("request")
-            self.end(greenlet)
-
-    def end(self, greenlet: gevent.Greenlet) -> None:
-        """The stream is over: a request still running was cancelled by the client closing it."""
-        self.ended = True
-        if not greenlet.dead:
-            greenlet.kill(block=False)
-
-
 def has_stream(session: Any, message: Message) -> bool:
     """Whether the request may send anything before its result: progress asked for, log messages, or listen.
 
@@ -249,16 +156,10 @@ def answer(core: Dispatcher, session: Any, message: Message,
     stream = RequestStream(f"{message.method} {loggable(message.id)}", core.settings.queue_max,
                            core.settings.queue_max_bytes, close_connection)
     greenlet = core.start_request(session, message, stream)
-    # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
-    greenlet.rawlink(lambda g: stream.outbox.put_nowait(DONE))
-    first = stream.take(stream.outbox.get())
+    first = stream.first_item(greenlet)
     if first is DONE:
         return json_answer(message, greenlet.value)
-    response = Response(stream.events(first, greenlet, core.settings.keepalive_s), mimetype=EVENT_STREAM,
-                        headers=SSE_HEADERS, direct_passthrough=True)
-    # Also when the client left before the first byte, so the generator never ran.
-    response.call_on_close(lambda: stream.end(greenlet))
-    return response
+    return stream.response(first, greenlet, core.settings.keepalive_s)
 
 
 def json_answer(message: Message, value: Any) -> Response:

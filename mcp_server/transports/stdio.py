@@ -27,7 +27,7 @@ from mcp_server.hub import StreamClosed
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.logs import configure_logging
 from mcp_server.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
-from mcp_server.protocol.methods import MODERN_METHODS
+from mcp_server.protocol.methods import MODERN_METHOD_NAMES
 from mcp_server.protocol.subscriptions import LISTEN
 from mcp_server.session import STDIO
 from mcp_server.stateless.eras import Era, StdioEra
@@ -40,7 +40,6 @@ log = logging.getLogger("mcp.stdio")
 DRAIN_TIMEOUT_S = 10.0
 # How long open listens get to send their closing result on SIGTERM.
 LISTEN_CLOSE_TIMEOUT_S = 2.0
-MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
 
 
 def claim_stdout() -> BinaryIO:

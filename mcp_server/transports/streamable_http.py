@@ -10,54 +10,48 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
 import gevent
 from flask import Response
-from gevent.queue import Queue
 
 from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import KEEPALIVE_FRAME, dumps, format_sse_event
-from mcp_server.errors import INVALID_REQUEST, STORE_RETRY_AFTER_S, is_store_unavailable
+from mcp_server.encoding import KEEPALIVE_FRAME
+from mcp_server.errors import (
+    INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
+    STORE_RETRY_AFTER_S,
+    STORE_UNAVAILABLE_MESSAGE,
+)
 from mcp_server.hub import CapacityError, HubUnavailable, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
-from mcp_server.metrics import instruments
 from mcp_server.session import SESSION_HEADER, STREAMABLE, Session, session_id_from
 from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
 from mcp_server.transports.event_stream import (
+    DONE,
     EVENT_STREAM,
     SSE_HEADERS,
+    RequestStream,
     connection_closer,
     priming_frame,
     stream_events,
 )
-from mcp_server.transports.http_io import lookup_session, server_busy, store_unavailable
+from mcp_server.transports.http_io import AcceptedTypes, lookup_session, server_busy, store_unavailable
 from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
 from mcp_server.versions import SUPPORTED, at_least
 
-__all__ = ["AcceptedTypes", "check_protocol_header", "close_session", "open_stream", "post_messages",
+__all__ = ["SessionReplay", "check_protocol_header", "close_session", "open_stream", "post_messages",
            "streamable_delete", "streamable_get", "streamable_post"]
 
 log = logging.getLogger("mcp.streamable")
 
-DONE = object()
-CLOSE_STREAM = object()
 # Priming events (SEP-1699) are new in 2025-11-25; older clients may not expect an event without data.
 PRIMING_SINCE = "2025-11-25"
 # How long a client should wait before resuming a stream the server closed (the SSE retry field).
 RETRY_MS = 1000
-
-
-class AcceptedTypes:
-    """Which of JSON and SSE an Accept header allows (no header allows both)."""
-
-    def __init__(self, header: str | None) -> None:
-        types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
-        self.json = bool(types & {"application/json", "application/*", "*/*"})
-        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
 
 
 def check_protocol_header(value: str | None, request_id: Any = None) -> None:
@@ -80,68 +74,21 @@ def is_initialize(body: Body) -> bool:
             and body.messages[0].kind == REQUEST and body.messages[0].method == "initialize")
 
 
-class Exchange:
-    """One POSTed request's way back: its own SSE stream, resumable from the hub's replay log.
-
-    Every message the request sends, and its response once the stream is under way, is also
-    published to the session's replay log under this stream's key, so a client that loses the
-    stream (or that the server cut off with ctx.close_stream()) resumes it with Last-Event-ID.
-    """
+class SessionReplay:
+    """A request stream's part of its session's replay log, under a key of its own, so Last-Event-ID resumes it."""
 
     def __init__(self, core: Dispatcher, session: Session) -> None:
         self.core = core
         self.session = session
-        self.outbox: Queue = Queue()
-        self.stream_key = secrets.token_hex(6)
-        self.ended = False
-        self.response_published = False
+        self.key = secrets.token_hex(6)
 
-    def __call__(self, message: dict[str, Any]) -> None:
-        """Send a message that belongs to this request (the `send` handed to the core)."""
-        event_id = self.core.hub.publish(self.session.id, message, stream=self.stream_key)
-        if not self.ended:
-            self.outbox.put((event_id, message))
+    def keep(self, message: dict[str, Any]) -> str | None:
+        """Publish a message the request sends; its event id."""
+        return self.core.hub.publish(self.session.id, message, stream=self.key)
 
-    def close_stream(self) -> None:
-        """End the SSE stream now; the rest waits in the replay log for the client to resume."""
-        self.outbox.put(CLOSE_STREAM)
-
-    def publish_response(self, response: Any) -> str | None:
-        """Put the response in the replay log once, so a resumed stream gets it (retried through an outage)."""
-        if self.response_published or not isinstance(response, dict):
-            return None
-        self.response_published = True
-        return self.core.hub.deliver(self.session.id, response, stream=self.stream_key)
-
-    def priming_frame(self) -> bytes:
-        """An event with an id and no data, sent first so the client can resume even before any message."""
-        return priming_frame(join_event_id("0", self.stream_key), RETRY_MS)
-
-    def stream(self, first: Any, greenlet: gevent.Greenlet, priming: bool) -> Iterator[bytes]:
-        """Yield the request's messages, then its response; if the stream ends early, the hub keeps the rest."""
-        metrics = instruments()
-        metrics.stream_opened("request")
-        try:
-            if priming:
-                yield self.priming_frame()
-            item = first
-            while item is not DONE and item is not CLOSE_STREAM:
-                event_id, message = item
-                yield format_sse_event(dumps(message), event_id=event_id)
-                item = self.outbox.get()
-            if item is DONE and isinstance(greenlet.value, dict):
-                event_id = self.publish_response(greenlet.value)
-                yield format_sse_event(dumps(greenlet.value), event_id=event_id)
-        finally:
-            metrics.stream_closed("request")
-            self.release(greenlet)
-
-    def release(self, greenlet: gevent.Greenlet) -> None:
-        """The stream is over: a response it did not carry goes to the replay log when it comes."""
-        if not self.ended:
-            self.ended = True
-            if not self.response_published:
-                greenlet.link_value(lambda g: self.publish_response(g.value))
+    def keep_response(self, response: dict[str, Any]) -> str | None:
+        """Store the request's response (retried through an outage); its event id."""
+        return self.core.hub.deliver(self.session.id, response, stream=self.key)
 
 
 def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
@@ -163,7 +110,7 @@ def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str
     try:
         check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     except HttpProblem:
-        core.give_back_unused_slot(session, call)
+        core.call_slots.give_back_unclaimed(session, call)
         raise
     return post_messages(core, session, body, accepted, new_session=False)
 
@@ -219,18 +166,17 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m))
+        running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m), answer_waits=True)
         return answer_as_json(core, body, running, errors, headers)
-    exchange = Exchange(core, session)
-    running, errors = core.accept(session, body, exchange)
+    replay = SessionReplay(core, session)
+    stream = RequestStream(f"session {session.id[:8]}", replay=replay)
+    running, errors = core.accept(session, body, stream, answer_waits=True)
     if not running:
         return answer_as_json(core, body, running, errors, headers)
     greenlet = running[0]
-    # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
-    greenlet.rawlink(lambda g: exchange.outbox.put_nowait(DONE))
-    first = exchange.outbox.get()
+    first = stream.first_item(greenlet)
     if first is DONE:
-        core.hub.wait_for_release(greenlet)  # the call's slot is free before its answer can be seen
+        core.call_slots.wait_released(greenlet)  # the call's slot is free before its answer can be seen
     if first is DONE and is_store_unavailable(greenlet.value):
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
@@ -238,12 +184,10 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
         return Response(iter([KEEPALIVE_FRAME]), mimetype=EVENT_STREAM, headers={**SSE_HEADERS, **headers})
     if first is DONE and accepted.json:
         return json_response(greenlet.value, headers=headers)
-    priming = at_least(session.protocol_version, PRIMING_SINCE)
-    response = Response(exchange.stream(first, greenlet, priming), mimetype=EVENT_STREAM,
-                        headers={**SSE_HEADERS, **headers}, direct_passthrough=True)
-    # Also when the client left before the first byte, so the generator never ran.
-    response.call_on_close(lambda: exchange.release(greenlet))
-    return response
+    # The priming event (an id, no data) lets the client resume even before any message.
+    priming = ((priming_frame(join_event_id("0", replay.key), RETRY_MS),)
+               if at_least(session.protocol_version, PRIMING_SINCE) else ())
+    return stream.response(first, greenlet, None, headers, priming)
 
 
 def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
@@ -252,7 +196,7 @@ def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, he
         return empty_response(HTTPStatus.ACCEPTED, headers)
     gevent.joinall(running)
     for greenlet in running:
-        core.hub.wait_for_release(greenlet)
+        core.call_slots.wait_released(greenlet)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
         return empty_response(HTTPStatus.ACCEPTED, headers)
@@ -260,6 +204,13 @@ def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, he
         return store_unavailable_response(answers[0], headers)
     status = HTTPStatus.BAD_REQUEST if not running else 200
     return json_response(answers if body.is_batch else answers[0], status, headers)
+
+
+def is_store_unavailable(response: Any) -> bool:
+    """True when a response is the error of a request that the session store's outage stopped (answered 503)."""
+    error = response.get("error") if isinstance(response, dict) else None
+    return (isinstance(error, dict) and error.get("code") == SERVER_UNAVAILABLE
+            and error.get("message") == STORE_UNAVAILABLE_MESSAGE)
 
 
 def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) -> Response:

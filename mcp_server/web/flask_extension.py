@@ -12,6 +12,7 @@ from mcp_server.dispatcher import Dispatcher
 from mcp_server.web import console, health, pipeline, routes, security
 from mcp_server.web.connection_limit import ConnectionLimit
 from mcp_server.web.hot_path import HotPath
+from mcp_server.web.mcp_app import MCP_EXTENSION
 
 __all__ = ["McpExtension"]
 
@@ -32,7 +33,7 @@ class McpExtension:
         authenticator = Authenticator.from_settings(settings)
         self.core = self.core or Dispatcher(
             settings, authorizer=authenticator.authorizer if authenticator is not None else None)
-        app.extensions["mcp"] = self
+        app.extensions[MCP_EXTENSION] = self
         app.register_blueprint(routes.blueprint)
         app.register_blueprint(health.blueprint)
         console.init_app(app, settings)

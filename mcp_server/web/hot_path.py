@@ -14,8 +14,9 @@ from typing import Any
 
 from flask import Flask, Response
 
+from mcp_server.web.mcp_app import core_of
 from mcp_server.web.pipeline import Pipeline
-from mcp_server.web.routes import LEGACY_ONLY_PATHS, core_of, handle_post
+from mcp_server.web.routes import LEGACY_ONLY_PATHS, handle_post
 
 __all__ = ["HOT_PATHS", "HotPath", "emit"]
 

@@ -25,8 +25,8 @@ from mcp_server.transports.http_responses import (
     problem_response,
     unexpected_error_response,
 )
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, core_of
 from mcp_server.web.response_headers import add_security_headers
-from mcp_server.web.routes import MCP_BLUEPRINT, core_of
 from mcp_server.web.screen import screen_environ
 from mcp_server.web.security import AUTH_EXTENSION_KEY
 

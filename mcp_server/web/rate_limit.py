@@ -25,7 +25,7 @@ from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.logs import loggable
 from mcp_server.transports.http_responses import HttpProblem, problem_response
-from mcp_server.web.routes import MCP_BLUEPRINT, core_of
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, core_of
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 

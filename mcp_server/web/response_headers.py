@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Response, current_app, request
 
-from mcp_server.web.routes import core_of
+from mcp_server.web.mcp_app import core_of
 from mcp_server.web.screen import origin_allowed
 
 __all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "add_security_headers"]

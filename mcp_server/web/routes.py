@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app, g, request
+from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
 from mcp_server.dispatcher import Dispatcher
@@ -25,23 +25,14 @@ from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
+from mcp_server.versions import SUPPORTED as HANDSHAKE_VERSIONS
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_core
 
-__all__ = ["LEGACY_ONLY_PATHS", "MCP_BLUEPRINT", "blueprint", "core_of", "current_core", "handle_post"]
+__all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
 
-MCP_BLUEPRINT = "mcp"
 blueprint = Blueprint(MCP_BLUEPRINT, __name__)
 # The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
 LEGACY_ONLY_PATHS = ("/messages", "/messages/")
-
-
-def core_of(app: Flask) -> Dispatcher:
-    """The Dispatcher of an app that has the MCP extension."""
-    return app.extensions["mcp"].core
-
-
-def current_core() -> Dispatcher:
-    """The Dispatcher of the app handling this request."""
-    return core_of(current_app)
 
 
 def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
@@ -73,6 +64,8 @@ def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
     sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
     """
     header = environ.get(PROTOCOL_VERSION_KEY)
+    if header in HANDSHAKE_VERSIONS:
+        return False  # what http_era decides too, for what a session's client sends with every request after the first
     request_headers = {PROTOCOL_VERSION: header} if header is not None else {}
     first = None if body.is_batch else body.messages[0].raw
     if eras.http_era("POST", request_headers, first) is not eras.Era.MODERN:

@@ -10,7 +10,7 @@ from app import create_app
 from mcp_server.auth.api_keys import hash_key, new_key
 from mcp_server.hub import HubUnavailable
 from mcp_server.web.hot_path import HotPath
-from mcp_server.web.routes import core_of
+from mcp_server.web.mcp_app import core_of
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -264,3 +264,44 @@ def test_no_module_is_over_400_lines():
     long = {str(path.relative_to(ROOT)): count for path in MODULES.values()
             if (count := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+# The transports that serve a wire; the other transports modules are pieces they share.
+WIRE_TRANSPORTS = ("mcp_server.transports.legacy_sse", "mcp_server.transports.streamable_http",
+                   "mcp_server.transports.stateless_http", "mcp_server.transports.stdio")
+
+
+def test_no_transport_imports_another():
+    wrong = [f"{where(name, line)} imports {module}"
+             for name in WIRE_TRANSPORTS for line, module in imported_modules(name)
+             if module in WIRE_TRANSPORTS and module != name]
+    assert wrong == []
+
+
+def test_web_modules_find_the_dispatcher_without_importing_the_routes():
+    # The extension registers the routes and the hot path answers through them; the rest need only the dispatcher.
+    allowed = {"mcp_server.web.flask_extension", "mcp_server.web.hot_path"}
+    wrong = [f"{where(name, line)} imports the routes"
+             for name in MODULES if in_package(name, "mcp_server.web") and name not in allowed
+             for line, module in imported_modules(name) if module == "mcp_server.web.routes"]
+    assert wrong == []
+
+
+HUB_SLOT_METHODS = ("get_session_for_call", "take_call_slot", "hold_call_slot", "give_back_call_slot",
+                    "free_held_slot", "wait_for_release")
+
+
+def test_only_the_call_slots_use_the_hubs_call_slot_methods():
+    # A slot's whole life in limits.CallSlots: taken with the session, claimed, given back, waited for.
+    wrong = [f"{name} calls hub.{method}" for name in MODULES
+             if in_package(name, "mcp_server") and not in_package(name, "mcp_server.hub")
+             and name != "mcp_server.limits"
+             for method in HUB_SLOT_METHODS if f".{method}(" in MODULES[name].read_text()]
+    assert wrong == []
+
+
+def test_the_dispatcher_does_not_ask_which_transport_it_serves():
+    source = MODULES["mcp_server.dispatcher"].read_text()
+    named = [member for _, module, member in imports_of("mcp_server.dispatcher")
+             if module == "mcp_server.session" and member in ("SSE", "STREAMABLE", "STDIO", "STATELESS")]
+    assert named == [] and "session.transport" not in source
