@@ -8,8 +8,8 @@ in-memory pipes. `call()` returns the answer only once it has been read where a 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO, cast
 
 import gevent
 import orjson
@@ -76,14 +76,16 @@ class WsgiServer:
               query: str = "") -> tuple[int, dict[str, str], Iterable[bytes]]:
         """Start a request: its status, response headers (lower-cased names) and the body still to read."""
         data = orjson.dumps(body) if body is not None else None
-        environ = EnvironBuilder(path=path, method=method, headers=headers, data=data, query_string=query,
+        environ = EnvironBuilder(path=path, method=method, headers=list(headers.items()), data=data, query_string=query,
                                  content_type="application/json" if data is not None else None).get_environ()
         environ["REMOTE_ADDR"] = "127.0.0.1"
         started: dict[str, Any] = {}
 
-        def start_response(status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> None:
+        def start_response(status: str, response_headers: list[tuple[str, str]],
+                           exc_info: Any = None) -> Callable[[bytes], object]:
             started["status"] = int(status.split()[0])
             started["headers"] = {name.lower(): value for name, value in response_headers}
+            return lambda data: None  # WSGI's write(): nothing here uses it
 
         chunks = self.app(environ, start_response)
         return started["status"], started["headers"], chunks
@@ -187,7 +189,8 @@ class LegacyClient(Client):
         super().__init__()
         self.app = app
         self.server = WsgiServer(app)
-        status, _, self.stream = self.server.start("GET", "/mcp", {"Accept": "text/event-stream"})
+        status, _, stream = self.server.start("GET", "/mcp", {"Accept": "text/event-stream"})
+        self.stream: Any = stream  # the app's body: iterated here, closed by close()
         if status != 200:
             raise RuntimeError(f"GET /mcp answered {status}")
         chunks = iter(self.stream)
@@ -240,7 +243,8 @@ class StdioClient(Client):
         self.core = Dispatcher(settings, hub=MemoryHub(settings))
         self.lines: Queue = Queue()
         self.out: Queue = Queue()
-        self.server = StdioServer(self.core, iter(self.lines.get, None), self)
+        # This client is the server's stdout: it has the two methods the server calls (write, flush).
+        self.server = StdioServer(self.core, iter(self.lines.get, None), cast(BinaryIO, self))
         self.serving = gevent.spawn(self.server.serve)
         self.send(initialize(0))
         self.answer(0)
