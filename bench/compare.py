@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.generator import http_client, open_sessions, run_load
+from bench.redis_topologies import TOPOLOGIES, redis_topology
 from bench.servers import ServerUnderTest, floor_server, our_server, redis_server, sdk_server, wsgi_floor_server
 
 __all__ = ["run_compare", "run_idle"]
@@ -147,6 +148,7 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     if modern and legacy:
         ratios["modern_throughput_vs_ours_streamable"] = ratio(modern["req_per_s"], legacy["req_per_s"])
         ratios["modern_cpu_per_call_vs_ours_streamable"] = ratio(modern["cpu_us_per_call"], legacy["cpu_us_per_call"])
+    ratios.update(topology_ratios(summary))
     for transport in ("sse", "streamable"):
         one, two = summary.get(f"ours-redis-1w/{transport}"), summary.get(f"ours-redis-2w/{transport}")
         if one and two:
@@ -190,11 +192,16 @@ def run_compare(args: Any) -> dict[str, Any]:
                     f"cpu {report.get('server_cpu_us_per_call', 0):>7.1f} us/call  errors {report['errors']}")
             if args.redis:
                 run_redis_pair(transport, args, runs, round_number)
+            for topology in topology_names(args):
+                run_redis_topology(topology, transport, args, runs, round_number)
     summary = {key: median_of(reports) for key, reports in runs.items()}
     ratios = ratios_of(summary)
     report = {"mode": "compare", "concurrency": args.concurrency, "duration_s": args.duration,
               "rounds": args.rounds, "results": summary, "ratios": ratios, "targets": verdicts(ratios)}
     say_table(summary, ratios, report["targets"])
+    if topology_names(args):
+        report["topology_round_ratios"] = topology_round_ratios(runs)
+        say_topologies(summary, ratios, report["topology_round_ratios"])
     return report
 
 
@@ -215,16 +222,88 @@ def run_redis_pair(transport: str, args: Any, runs: dict[str, list[dict[str, Any
                 f"p99 {report['latency_ms']['p99']:>7.2f} ms  errors {report['errors']}")
 
 
+def topology_names(args: Any) -> list[str]:
+    """The Redis topologies asked for with --redis-topology (none when not given)."""
+    names = [n.strip() for n in (getattr(args, "redis_topology", None) or "").split(",") if n.strip()]
+    unknown = [n for n in names if n not in TOPOLOGIES]
+    if unknown:
+        raise SystemExit(f"unknown Redis topology {unknown[0]!r}: choose from {', '.join(TOPOLOGIES)}")
+    return names
+
+
+def run_redis_topology(topology: str, transport: str, args: Any, runs: dict[str, list[dict[str, Any]]],
+                       round_number: int) -> None:
+    """Ours with one worker on the Redis hub over a fresh topology (one Redis, Sentinel or Cluster)."""
+    with redis_topology(topology) as redis:
+        server = our_server(1, {**parse_env(args.server_env), **redis.env})
+        server.name = f"ours-redis-{topology}"
+        report = measure(server, transport, args)
+    key = f"ours-redis-{topology}/{transport}"
+    runs.setdefault(key, []).append(report)
+    say(f"round {round_number} {key:<30} {report['req_per_s']:>8.1f} req/s  "
+        f"p99 {report['latency_ms']['p99']:>7.2f} ms  "
+        f"cpu {report.get('server_cpu_us_per_call', 0):>7.1f} us/call  errors {report['errors']}")
+
+
+def topology_ratios(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """Each topology's medians against ours on the in-memory hub: throughput and server CPU per call."""
+    ratios: dict[str, float | None] = {}
+    for transport in TRANSPORTS:
+        memory = summary.get(f"ours/{transport}")
+        for topology in TOPOLOGIES:
+            redis = summary.get(f"ours-redis-{topology}/{transport}")
+            if memory and redis:
+                ratios[f"{transport}_redis_{topology}_vs_memory"] = ratio(redis["req_per_s"], memory["req_per_s"])
+                ratios[f"{transport}_redis_{topology}_cpu_per_call_vs_memory"] = ratio(
+                    redis["cpu_us_per_call"], memory["cpu_us_per_call"])
+    return ratios
+
+
+def topology_round_ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list[float | None]]:
+    """Each round's throughput ratio, topology against the in-memory run of the same round (the spread)."""
+    spread: dict[str, list[float | None]] = {}
+    for transport in TRANSPORTS:
+        memory = runs.get(f"ours/{transport}", [])
+        for topology in TOPOLOGIES:
+            redis = runs.get(f"ours-redis-{topology}/{transport}", [])
+            if memory and redis:
+                spread[f"{transport}_redis_{topology}_vs_memory"] = [
+                    ratio(r["req_per_s"], m["req_per_s"]) for m, r in zip(memory, redis, strict=True)]
+    return spread
+
+
+def say_topologies(summary: dict[str, dict[str, Any]], ratios: dict[str, Any],
+                   spread: dict[str, list[float | None]]) -> None:
+    """Print, per transport, each topology's throughput and CPU per call against the in-memory hub."""
+    say("")
+    say(f"{'transport':<12}{'hub':<10}{'req/s':>9}{'vs memory':>11}{'rounds':>22}{'cpu us/call':>13}{'vs memory':>11}")
+    for transport in TRANSPORTS:
+        memory = summary.get(f"ours/{transport}")
+        if memory is None:
+            continue
+        say(f"{transport:<12}{'memory':<10}{memory['req_per_s']:>9.1f}{'':>11}{'':>22}"
+            f"{memory['cpu_us_per_call'] or 0:>13.1f}")
+        for topology in TOPOLOGIES:
+            row = summary.get(f"ours-redis-{topology}/{transport}")
+            if row is None:
+                continue
+            name = f"{transport}_redis_{topology}"
+            rounds = " ".join(f"{value}" for value in spread.get(f"{name}_vs_memory", []))
+            say(f"{'':<12}{topology:<10}{row['req_per_s']:>9.1f}{ratios.get(f'{name}_vs_memory')!s:>11}"
+                f"{rounds:>22}{row['cpu_us_per_call'] or 0:>13.1f}"
+                f"{ratios.get(f'{name}_cpu_per_call_vs_memory')!s:>11}")
+
+
 def say_table(summary: dict[str, dict[str, Any]], ratios: dict[str, Any], targets: dict[str, Any]) -> None:
     """Print the medians, the ratios and the verdicts for a person."""
     say("")
-    say(f"{'server/transport':<24}{'req/s':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'cpu us/call':>13}  errors")
+    say(f"{'server/transport':<32}{'req/s':>9}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'cpu us/call':>13}  errors")
     for key, row in summary.items():
         cpu = "-" if row["cpu_us_per_call"] is None else f"{row['cpu_us_per_call']:.1f}"
-        say(f"{key:<24}{row['req_per_s']:>9.1f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}{row['p99_ms']:>9.2f}"
+        say(f"{key:<32}{row['req_per_s']:>9.1f}{row['p50_ms']:>9.2f}{row['p90_ms']:>9.2f}{row['p99_ms']:>9.2f}"
             f"{cpu:>13}  {row['errors'] or ''}")
     for name, value in ratios.items():
-        say(f"  {name:<36} {value}")
+        say(f"  {name:<48} {value}")
     for name, met in targets.items():
         say(f"  target {name:<36} {'met' if met else ('not measured' if met is None else 'NOT MET')}")
 

@@ -4,6 +4,7 @@
     python -m bench.load --compare --duration 10 --concurrency 32     # ours vs the SDK vs the floor
     python -m bench.load --compare --servers ours,sdk --transports streamable,modern   # the 2026-07-28 row
     python -m bench.load --compare --servers ours,sdk,wsgi --transports modern       # ... and the stack alone
+    python -m bench.load --compare --servers ours --redis-topology single,sentinel,cluster   # Redis HA vs memory
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
 
 A plain run prints one JSON line: req/s, p50/p90/p99 latency and errors by kind.
@@ -65,6 +66,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=1, help="compare: repeat and report medians")
     parser.add_argument("--redis", action="store_true",
                         help="compare: add ours on the Redis hub with 1 and 2 workers (needs redis-server)")
+    parser.add_argument("--redis-topology", metavar="NAMES",
+                        help="compare: add ours (1 worker) on the Redis hub over each named topology, started "
+                             "afresh for each run: single (one redis-server), sentinel (a master, a replica, three "
+                             "Sentinels), cluster (three masters); e.g. single,sentinel,cluster")
     parser.add_argument("--profile", metavar="PATH",
                         help="compare: record ours with py-spy during the run (collapsed stacks to PATH)")
     parser.add_argument("--server-env", action="append", default=[], metavar="MCP_X=V",

@@ -15,8 +15,8 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-__all__ = ["ROOT", "ServerUnderTest", "cpu_seconds_of", "floor_server", "our_server", "redis_server",
-           "rss_bytes_of", "sdk_server", "wsgi_floor_server"]
+__all__ = ["ROOT", "RedisProcess", "ServerUnderTest", "cpu_seconds_of", "floor_server", "free_port", "our_server",
+           "redis_server", "rss_bytes_of", "sdk_server", "stop_by_pid", "wsgi_floor_server"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -200,10 +200,12 @@ def wsgi_floor_server() -> ServerUnderTest:
 
 
 class RedisProcess:
-    """A throwaway redis-server on a free loopback port, persisting nothing."""
+    """A throwaway redis-server on a free loopback port, persisting nothing; extra_args make it a replica or a
+    cluster node."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
+        self.extra_args = extra_args
         self.dir = tempfile.mkdtemp(prefix="bench-redis-")
         self.proc: subprocess.Popen | None = None
 
@@ -212,29 +214,42 @@ class RedisProcess:
         """redis://127.0.0.1:PORT/0"""
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def pids(self) -> list[int]:
+        """The redis-server's PID, once started."""
+        return [self.proc.pid] if self.proc is not None else []
+
     def __enter__(self) -> RedisProcess:
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
+             "--dir", self.dir, "--logfile", str(Path(self.dir) / "redis.log"), *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 return self
             except OSError:
                 time.sleep(0.05)
+        log = (Path(self.dir) / "redis.log").read_text(errors="replace")[-1000:] if Path(self.dir).exists() else ""
         self.__exit__()
-        raise RuntimeError("redis-server did not start")
+        raise RuntimeError(f"redis-server did not start on port {self.port}:\n{log}")
 
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+    def __exit__(self, *exc: object) -> None:
+        stop_by_pid(self.proc)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def stop_by_pid(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:
+    """SIGTERM the process, then SIGKILL if it lingers, and reap it."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
 
 
 def redis_server() -> RedisProcess | None:
