@@ -11,6 +11,7 @@ read close it), and one Redis closed is reconnected before use, so none is ever 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from queue import Empty
 from typing import Any
 
@@ -50,7 +51,7 @@ class LeanCommands(PipelinedCommands):
         finally:
             self.pool.pool.put_nowait(connection)
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
+    def evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
                 packed: bytes | None = None) -> Any:
         """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gevent
@@ -109,7 +109,7 @@ class Multiplexer(PipelinedCommands):
         # EVALSHA, the script's SHA and its key count, packed once per script and shape of call.
         self._evalsha_heads: dict[tuple[str, int, int], bytes] = {}
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
+    def evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
                 packed: bytes | None = None) -> Any:
         """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
 
@@ -146,7 +146,7 @@ class Multiplexer(PipelinedCommands):
         later_keys more keys that the caller packs after these)."""
         return self._evalsha_head(script, len(keys) + later_keys, arg_count) + pack_arguments(keys)
 
-    def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
+    def post_evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
                      on_done: Callable[[BaseException | None], None]) -> None:
         """Run a registered script without waiting for its reply; on_done hears None, or its error or lost connection.
 
@@ -164,7 +164,7 @@ class Multiplexer(PipelinedCommands):
         """post_evalsha for count commands in RESP already, the script's EVALSHA last (a legacy answer's store)."""
         self._enqueue(data, lambda call: on_done(script_failure(call)), expected=count)
 
-    def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any], packed: bytes | None = None) -> bytes:
+    def _evalsha_command(self, script: Any, keys: Sequence[Any], args: list[Any], packed: bytes | None = None) -> bytes:
         """EVALSHA of a script with its keys and arguments in RESP."""
         head = self._evalsha_head(script, len(keys), len(args))
         return head + (pack_arguments([*keys, *args]) if packed is None else packed)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis._parsers.base import BaseParser
@@ -10,8 +10,10 @@ from redis.exceptions import RedisError, ResponseError
 
 try:  # hiredis (requirements.txt pins it) parses replies in C; without it, RespParser does the same in Python
     import hiredis
+
+    HAS_HIREDIS = True
 except ImportError:  # pragma: no cover - a deployment that left it out
-    hiredis = None
+    HAS_HIREDIS = False
 
 __all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "pack_bytes", "pack_unique",
            "reply_parser", "reply_or_raise"]
@@ -42,6 +44,7 @@ def pack_arguments(args: tuple[Any, ...] | list[Any]) -> bytes:
     come back with every call), so a command of known arguments costs one lookup each, made in C by map; the
     memory is bounded by forgetting them all when it is full.
     """
+    pieces: list[Any]  # bytes, None where the argument is not remembered
     try:
         pieces = list(map(_packed.get, args))
     except TypeError:  # an unhashable argument (a bytearray): each is packed on its own
@@ -86,11 +89,18 @@ def _packed_once(arg: str | int) -> bytes:
     data = arg.encode() if type(arg) is str else str(arg).encode()
     piece = pack_bytes(data)
     if len(data) <= PACKED_MAX_BYTES:
-        known = _packed if type(arg) is str else _packed_ints
-        if len(known) >= PACKED_MAX_ENTRIES:
-            known.clear()  # unique values (tokens) fill it up slowly; what repeats is packed again at once
-        known[arg] = piece
+        if isinstance(arg, str):
+            _remember(_packed, arg, piece)
+        else:
+            _remember(_packed_ints, arg, piece)
     return piece
+
+
+def _remember(known: dict[Any, bytes], arg: Any, piece: bytes) -> None:
+    """Keep an argument's RESP; unique values (tokens) fill the memory up slowly: when full, it starts again."""
+    if len(known) >= PACKED_MAX_ENTRIES:
+        known.clear()
+    known[arg] = piece
 
 
 class Incomplete(Exception):
@@ -201,7 +211,7 @@ class HiredisParser:
 
 def reply_parser() -> RespParser | HiredisParser:
     """The fastest reply parser installed."""
-    return RespParser() if hiredis is None else HiredisParser()
+    return HiredisParser() if HAS_HIREDIS else RespParser()
 
 
 def reply_or_raise(reply: Any) -> Any:
@@ -229,14 +239,14 @@ class PipelinedCommands:
         """Send commands whose replies nobody needs (a path that cannot skip the wait reads them and drops them)."""
         self.pipeline(commands)
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
+    def evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
                 packed: bytes | None = None) -> Any:
         """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
 
         packed, when a path can use it, is keys and args in RESP already."""
         raise NotImplementedError
 
-    def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
+    def post_evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
                      on_done: Callable[[BaseException | None], None]) -> None:
         """Run a script whose reply nobody waits for; on_done hears None or its failure (a path that cannot skip
         the wait runs it, waits, and calls on_done from this greenlet)."""

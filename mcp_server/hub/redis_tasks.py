@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from mcp_server.hub.redis_link import RedisLink
 from mcp_server.hub.tasks import TaskRecord, TaskStore
 
 __all__ = ["TASK_PREFIX", "TASKS_OF_PREFIX", "RedisTaskStore", "task_keys"]
@@ -132,16 +133,16 @@ def pairs(mapping: dict[str, str]) -> list[str]:
 class RedisTaskStore(TaskStore):
     """The task store of the Redis hub: its connection and its outage handling, scripts of its own."""
 
-    def __init__(self, hub: Any, max_ttl_ms: int) -> None:
-        self.hub = hub
+    def __init__(self, link: RedisLink, max_ttl_ms: int) -> None:
+        self.link = link
         self.max_ttl_ms = max_ttl_ms
         self._scripts: dict[str, Any] = {}
         self._client: Any = None
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run one of the task scripts on the hub's connection (registered again after a fork's new client)."""
-        with self.hub.store():
-            client = self.hub.client
+        with self.link.guard:
+            client = self.link.client
             if client is not self._client:
                 self._scripts = {key: client.register_script(source) for key, source in SCRIPTS.items()}
                 self._client = client

@@ -41,7 +41,8 @@ class InflightCalls:
 
     def holds(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> bool:
         """Whether that request is still running in that greenlet (a POST's own greenlet outlives its request)."""
-        return self._calls.get((session_id, request_id)) is greenlet and not greenlet.dead
+        running = self._calls.get((session_id, request_id))
+        return running is not None and running is greenlet and not running.dead
 
     def wait_finished(self, calls: list[tuple[str, Any, gevent.Greenlet]], timeout: float) -> None:
         """Wait up to timeout seconds until none of calls is still running."""
@@ -61,7 +62,7 @@ class PendingRequests:
     """Server-to-client requests waiting for the client's answer, in this worker."""
 
     def __init__(self) -> None:
-        self._waiting: dict[tuple[str, str], AsyncResult] = {}
+        self._waiting: dict[tuple[str, Any], AsyncResult] = {}
 
     def open(self, session_id: str) -> tuple[str, AsyncResult]:
         """Reserve a fresh request id and the result its answer will fill."""

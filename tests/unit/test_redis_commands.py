@@ -133,7 +133,7 @@ def test_a_call_that_stores_no_answer_still_frees_its_slot(redis_hubs):
     gevent.spawn(cancelled_call).join()
     assert wait_until(lambda: worker.client.zcard(call_slots_key(session.id)) == 0)
     assert worker.take_call_slot(session.id, 1) is not None
-    assert not worker._releases  # nothing left waiting
+    assert not worker.link.ahead  # nothing left waiting
 
 
 @pytest.mark.redis

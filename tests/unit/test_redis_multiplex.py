@@ -92,7 +92,7 @@ def test_200_greenlets_get_their_own_replies_over_one_connection(muxes, redis_se
 def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, redis_server):
     hub = redis_hubs()
     session = new_session(hub)
-    assert isinstance(hub._lean, Multiplexer)
+    assert isinstance(hub.link.lean, Multiplexer)
     assert hub.peek_session(session.id) is not None
     name = "mcp-" + hub.worker_id
     before = connections_named(redis_server, name)
@@ -246,10 +246,10 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     hub = redis_hubs(MCP_REDIS_TIMEOUT_S=5)
     session = new_session(hub)
     assert hub.peek_session(session.id) is not None
-    port = hub._lean._sock.getsockname()[1]
+    port = hub.link.lean._sock.getsockname()[1]
 
     def waiting() -> None:
-        with hub._redis():
+        with hub.link.guard:
             hub.command("BLPOP", "nothing", 4)
 
     greenlet = gevent.spawn(waiting)
@@ -337,7 +337,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
     assert hub.peek_session(session.id) is not None
 
     def blocked() -> None:
-        with hub._redis():
+        with hub.link.guard:
             hub.command("BLPOP", "nothing", 10)
 
     def peek() -> str:
@@ -657,7 +657,7 @@ def test_through_the_hub_a_release_left_to_the_answer_s_writer_is_written_before
     assert seen == [b":1\r\n"]
     hub.wait_for_release(greenlet)  # what the POST's greenlet does before it writes the answer
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
-    assert hub._unwritten_releases == {}  # nothing kept once written
+    assert hub.call_slots.unwritten_releases == {}  # nothing kept once written
     hub.wait_for_release(greenlet)  # and nothing to wait for after
 
 
@@ -672,12 +672,12 @@ def test_through_the_hub_releases_nobody_waited_for_are_forgotten_once_written(r
         gevent.sleep(0.02)  # the writer wrote this wave
     wait_until(lambda: raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n",
                what="every release to reach Redis")
-    assert len(hub._unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
+    assert len(hub.call_slots.unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
     last = hub.take_call_slot(session.id, 1000)
     greenlet = gevent.spawn(hub.give_back_call_slot, session.id, last, answer_waits=True)
     greenlet.join(5)
     hub.wait_for_release(greenlet)  # still waited for like any other
-    assert greenlet not in hub._unwritten_releases
+    assert greenlet not in hub.call_slots.unwritten_releases
 
 
 def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_each_one(
@@ -690,8 +690,9 @@ def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_eac
         tokens.add("take_call_slot", [call_slots_key(session.id)], [f"t{n}", str(calls), "15000"])
     tokens.execute()
     looked: list[int] = []
-    written = type(hub._lean).written
-    monkeypatch.setattr(type(hub._lean), "written", lambda self, number: looked.append(number) or written(self, number))
+    written = type(hub.link.lean).written
+    monkeypatch.setattr(type(hub.link.lean), "written",
+                        lambda self, number: looked.append(number) or written(self, number))
     # Every call ends in the same turn of the loop: none of their releases is written while the others queue.
     callers = [gevent.spawn(hub.give_back_call_slot, session.id, f"t{n}", answer_waits=True) for n in range(calls)]
     gevent.joinall(callers, raise_error=True, timeout=10)
@@ -707,7 +708,7 @@ def test_through_the_hub_the_answer_s_writer_waits_for_a_release_the_writer_has_
     hub = redis_hubs()
     session = new_session(hub)
     token = hub.take_call_slot(session.id, 1)
-    mux = hub._lean
+    mux = hub.link.lean
     sock = mux._sock
     original = type(sock).sendall
     gate = gevent.event.Event()
