@@ -34,9 +34,10 @@ from mcp_server.hub.redis_deliveries import Deliveries
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, SECRET_PREFIX, SESSION_INDEX, session_keys, used_rounds_key
 from mcp_server.hub.redis_link import RedisLink
 from mcp_server.hub.redis_listener import Listener
+from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.hub.redis_sessions import Sessions
 from mcp_server.hub.redis_subscription import RedisSubscription
-from mcp_server.hub.redis_tasks import RedisTaskStore
+from mcp_server.hub.redis_tasks import TASK_SCRIPTS, RedisTaskStore
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.hub.subscription import Subscription
 from mcp_server.session import Session, SessionChange, SessionUpdate
@@ -57,7 +58,7 @@ class RedisHub(Hub):
         self._reader: gevent.Greenlet | None = None
         self._refresher: gevent.Greenlet | None = None
         self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
-        self.link = RedisLink(settings, self.start)
+        self.link = RedisLink(settings, self.start, {**SCRIPTS, **TASK_SCRIPTS})
         self.claims = Claims(self.link, settings, self._in_reader)
         self.sessions = Sessions(self.link, settings, self.claims)
         self.call_slots = CallSlots(self.link, self.sessions)
@@ -241,7 +242,7 @@ class RedisHub(Hub):
     def broadcast_session_ids(self) -> list[str]:
         """Every live session of the fleet, from the session index."""
         with self.link.guard:
-            members = self.client.zrangebyscore(SESSION_INDEX, f"({milliseconds(time.time())}", "+inf")
+            members = self.link.execute("ZRANGEBYSCORE", SESSION_INDEX, f"({milliseconds(time.time())}", "+inf")
         return [member.decode() for member in members]
 
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
@@ -264,7 +265,7 @@ class RedisHub(Hub):
     def control(self, command: dict[str, Any]) -> int:
         """Publish a command on the control channel; return how many workers heard it (registry_sync's too)."""
         with self.link.guard:
-            return int(self.client.publish(CONTROL_CHANNEL, dumps({**command, "origin": self.worker_id})))
+            return int(self.link.execute("PUBLISH", CONTROL_CHANNEL, dumps({**command, "origin": self.worker_id})))
 
     # operations
     def ready(self) -> bool:
@@ -276,7 +277,7 @@ class RedisHub(Hub):
             return False
         try:
             with self.link.guard:
-                return bool(self.client.ping())
+                return bool(self.link.execute("PING"))
         except HubUnavailable:
             return False
 
@@ -307,9 +308,9 @@ class RedisHub(Hub):
         """A random secret every worker and host shares: the first to ask stores it (SET NX), the rest read it."""
         key = SECRET_PREFIX + name
         with self.link.guard:
-            self.client.set(key, secrets.token_hex(SHARED_SECRET_BYTES), nx=True)
-            value = self.client.get(key)
-        return bytes.fromhex(value.decode() if isinstance(value, bytes) else value)
+            self.link.execute("SET", key, secrets.token_hex(SHARED_SECRET_BYTES), "NX")
+            value = self.link.execute("GET", key)
+        return bytes.fromhex(value.decode())
 
     def store(self) -> Any:
         """The context that turns Redis failures into HubUnavailable (for registry_sync)."""

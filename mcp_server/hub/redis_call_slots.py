@@ -14,8 +14,6 @@ from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.hub.redis_link import RedisLink
-from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack_arguments, pack_unique
 from mcp_server.hub.redis_sessions import Sessions
 from mcp_server.session import Session
 
@@ -29,7 +27,7 @@ CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 RENEW_BATCH = 500
 # Releases left unwaited for (a stream that ended before its answer) kept before the written ones are dropped.
 MAX_UNWRITTEN_RELEASES = 256
-# Sessions whose slot lookup this worker keeps packed (see _slot_lookups).
+# Sessions whose slot lookup's keys and arguments this worker keeps (see _slot_lookups).
 MAX_SLOT_LOOKUPS = 10_000
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
@@ -52,12 +50,10 @@ def session_of(release: tuple[Any, ...]) -> str:
 
 
 class SlotLookup(NamedTuple):
-    """A session's slot lookup, made once: keys, the arguments after the token, and the command around the token."""
+    """A session's slot lookup, made once: its keys and the arguments after the token."""
 
     keys: list[str]
     fixed: list[str]
-    prefix: bytes  # on the multiplexer: EVALSHA, the script, its keys; empty elsewhere
-    suffix: bytes  # on the multiplexer: the fixed arguments in RESP
 
 
 class CallSlots:
@@ -72,14 +68,12 @@ class CallSlots:
         """No slots held yet (after a fork too: the parent's are not this process's)."""
         # The call slots this worker holds, token -> session id, renewed while their calls run.
         self.call_leases: dict[str, str] = {}
-        # answer_waits releases not waited for yet: greenlet -> the post's number on the multiplexer.
+        # answer_waits releases not waited for yet: greenlet -> the post's number.
         self.unwritten_releases: dict[gevent.Greenlet, int] = {}
         self._prune_releases_at = MAX_UNWRITTEN_RELEASES
-        # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
-        # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
+        # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately
+        # (bounded, forgotten all at once when full).
         self._slot_lookups: dict[tuple[str, str, str | None, int], SlotLookup] = {}
-        # Each session's release command in RESP but for its token (bounded like _slot_lookups).
-        self._release_heads: dict[str, bytes] = {}
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -102,14 +96,9 @@ class CallSlots:
         token = self.new_token()  # which makes the command path too
         lookup = (self._slot_lookups.get((session_id, transport, principal, limit))
                   or self.slot_lookup(session_id, transport, principal, limit))
-        lean = self.link.lean
         with self.link.guard:
-            # On the multiplexer, nothing to send ahead: packed but the token.
-            if lookup.prefix and isinstance(lean, Multiplexer) and not self.link.ahead:
-                reply = lean.evalsha_packed(self.link.scripts["get_taking_call_slot"],
-                                            lookup.prefix + pack_unique(token) + lookup.suffix)
-            else:
-                reply = self.link.run("get_taking_call_slot", lookup.keys, [token, *lookup.fixed])
+            # The token as bytes, as in release_command.
+            reply = self.link.run("get_taking_call_slot", lookup.keys, [token.encode(), *lookup.fixed])
         if reply is None:
             return None, None
         data, taken = reply
@@ -119,19 +108,13 @@ class CallSlots:
         return session, token if taken else ALL_SLOTS_TAKEN
 
     def slot_lookup(self, session_id: str, transport: str, principal: str | None, limit: int) -> SlotLookup:
-        """The slot lookup's keys and its arguments after the token, and on the multiplexer its command in RESP
-        but for the token (made once per session and shape, kept)."""
+        """The slot lookup's keys and its arguments after the token (made once per session and shape, kept)."""
         keys = [session_base(session_id), call_slots_key(session_id)]
         fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
                  *owner_fields(transport, principal)]
-        prefix = suffix = b""
-        lean = self.link.lean
-        if isinstance(lean, Multiplexer):  # only the multiplexer sends what it is given packed
-            prefix = lean.evalsha_prefix(self.link.scripts["get_taking_call_slot"], keys, 1 + len(fixed))
-            suffix = pack_arguments(fixed)
         if len(self._slot_lookups) >= MAX_SLOT_LOOKUPS:
             self._slot_lookups.clear()
-        lookup = self._slot_lookups[session_id, transport, principal, limit] = SlotLookup(keys, fixed, prefix, suffix)
+        lookup = self._slot_lookups[session_id, transport, principal, limit] = SlotLookup(keys, fixed)
         return lookup
 
     def hold_call_slot(self, session_id: str, token: str) -> None:
@@ -140,73 +123,55 @@ class CallSlots:
 
     def new_token(self) -> str:
         """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
-        self.link.lean_path()
+        self.link.path()
         return f"{self.link.worker_id}|{next(_token_numbers)}"
 
     def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
                             answer_waits: bool = False) -> None:
         """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot).
 
-        With answer_follows, the ZREM goes in the same write as the answer this greenlet stores next, ahead of
-        it; with answer_waits, on the multiplexer, it is queued for the writer's next write and the answer's
-        writer waits for it (wait_for_release), not this greenlet.
+        With answer_follows, the ZREM goes ahead of the answer this greenlet stores next (in the same write where
+        the path allows); with answer_waits, it is queued for the next write and the answer's writer waits for it
+        (wait_for_release), not this greenlet.
         """
         self.call_leases.pop(token, None)
-        lean = self.link.lean
-        if answer_follows and lean is not None:
-            self.link.send_ahead(release_command(session_id, token))
+        release = release_command(session_id, token)
+        if answer_follows:
+            self.link.send_ahead(release)
             return
-        if answer_waits and isinstance(lean, Multiplexer):
-            self._post_release(lean, session_id, token)
-        else:
-            self._free_slot(release_command(session_id, token))
+        try:
+            with self.link.guard:
+                if answer_waits:
+                    self._post_release(release)
+                else:
+                    self.link.post(*release)
+        except HubUnavailable:
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
-    def _post_release(self, lean: Multiplexer, session_id: str, token: str) -> None:
+    def _post_release(self, release: tuple[Any, ...]) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
         unwritten = self.unwritten_releases
         if len(unwritten) >= self._prune_releases_at:  # answers that never waited: forget the releases written since
             for greenlet, number in list(unwritten.items()):
-                if lean.written(number):
+                if self.link.written(number):
                     del unwritten[greenlet]
             # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
             # turn with thousands of calls ending does not scan them all for each one.
             self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
-        try:
-            with self.link.guard:
-                before = self.link.take_ahead_packed() if self.link.ahead else b""
-                unwritten[gevent.getcurrent()] = lean.post_packed(before + self._packed_release(session_id, token),
-                                                                  2 if before else 1)
-        except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
-
-    def _packed_release(self, session_id: str, token: str) -> bytes:
-        """release_command in RESP, packed but for its token once per session."""
-        head = self._release_heads.get(session_id) or self._release_head(session_id)
-        return head + pack_unique(token)
-
-    def _release_head(self, session_id: str) -> bytes:
-        """A session's release command in RESP but for its token (release_command's, made once and kept)."""
-        if len(self._release_heads) >= MAX_SLOT_LOOKUPS:
-            self._release_heads.clear()
-        head = self._release_heads[session_id] = b"*3\r\n" + pack_arguments(release_command(session_id, "")[:2])
-        return head
+        unwritten[gevent.getcurrent()] = self.link.post_nowait(*release)
 
     def wait_for_release(self, greenlet: Any) -> None:
         """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
         if self.unwritten_releases:
             number = self.unwritten_releases.pop(greenlet, None)
-            lean = self.link.lean
-            if number is not None and isinstance(lean, Multiplexer):
-                lean.wait_written(number)
+            if number is not None:
+                self.link.wait_written(number)
 
     def free_held_slot(self) -> None:
         """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
         release = self.link.take_ahead() if self.link.ahead else None
-        if release is not None:
-            self._free_slot(release)
-
-    def _free_slot(self, release: tuple[Any, ...]) -> None:
-        """Send a slot's release (release_command), written before the call's answer is."""
+        if release is None:
+            return
         try:
             with self.link.guard:
                 self.link.post(*release)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import gevent
-from redis.cluster import RedisCluster
 
 from mcp_server.hub.base import HubUnavailable, StreamConflict, split_event_id
 from mcp_server.hub.redis_codec import entries_of, milliseconds, replay_position
@@ -157,7 +156,7 @@ class Claims:
         """Take back a claim that vanished (Redis restarted, or was away past the claim's TTL) and catch up."""
         claim = session_keys(subscription.session_id, subscription.stream)["claim"]
         with self.link.guard:
-            self.link.client.set(claim, subscription.owner, px=milliseconds(ATTACH_TTL_S), nx=True)
+            self.link.execute("SET", claim, subscription.owner, "PX", milliseconds(ATTACH_TTL_S), "NX")
         if self.local.get(subscription.key) is not subscription:
             self._detach(subscription)  # it closed while the claim was being re-taken: let go again
             return
@@ -196,7 +195,7 @@ class Claims:
         subscription.hold()
         try:
             with self.link.guard:
-                raw = self.link.client.xrange(session_keys(subscription.session_id)["replay"], start, "+")
+                raw = self.link.execute("XRANGE", session_keys(subscription.session_id)["replay"], start, "+")
         except BaseException:
             subscription.fill([])
             raise
@@ -209,12 +208,11 @@ class Claims:
         """
         if not self.settings.redis_cluster:
             return []
-        holder = self.link.client.get(claim)
+        holder = self.link.execute("GET", claim)
         if holder is None:
             return [""]
         worker = holder.decode().partition("|")[0]
-        subscribers = dict(self.link.client.pubsub_numsub(WORKER_CHANNEL + worker, target_nodes=RedisCluster.ALL_NODES))
-        return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
+        return [worker if self.link.subscribers(WORKER_CHANNEL + worker) > 0 else ""]
 
     def _detach(self, subscription: RedisSubscription) -> None:
         """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis._parsers.base import BaseParser
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 try:  # hiredis (requirements.txt pins it) parses replies in C; without it, RespParser does the same in Python
     import hiredis
@@ -15,7 +14,7 @@ try:  # hiredis (requirements.txt pins it) parses replies in C; without it, Resp
 except ImportError:  # pragma: no cover - a deployment that left it out
     HAS_HIREDIS = False
 
-__all__ = ["HiredisParser", "PipelinedCommands", "RespParser", "pack", "pack_arguments", "pack_bytes", "pack_unique",
+__all__ = ["HiredisParser", "RespParser", "pack", "pack_arguments", "pack_bytes", "pack_unique",
            "reply_parser", "reply_or_raise"]
 
 CRLF = b"\r\n"
@@ -219,40 +218,3 @@ def reply_or_raise(reply: Any) -> Any:
     if isinstance(reply, ResponseError):
         raise reply
     return reply
-
-
-class PipelinedCommands:
-    """What both command paths (redis_commands.py, redis_multiplex.py) build on their pipeline()."""
-
-    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        """Send several commands together and return their replies in order, an error reply as its exception."""
-        raise NotImplementedError
-
-    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Send one command (after the commands in before, in the same write) and return its reply.
-
-        An error reply to this command is raised; the replies to the commands before it are not read for errors.
-        """
-        return reply_or_raise(self.pipeline([*before, args])[-1])
-
-    def post(self, commands: list[tuple[Any, ...]]) -> None:
-        """Send commands whose replies nobody needs (a path that cannot skip the wait reads them and drops them)."""
-        self.pipeline(commands)
-
-    def evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
-                packed: bytes | None = None) -> Any:
-        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
-
-        packed, when a path can use it, is keys and args in RESP already."""
-        raise NotImplementedError
-
-    def post_evalsha(self, script: Any, keys: Sequence[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
-                     on_done: Callable[[BaseException | None], None]) -> None:
-        """Run a script whose reply nobody waits for; on_done hears None or its failure (a path that cannot skip
-        the wait runs it, waits, and calls on_done from this greenlet)."""
-        try:
-            self.evalsha(script, keys, args, before)
-        except (RedisError, OSError) as error:
-            on_done(error)
-            return
-        on_done(None)

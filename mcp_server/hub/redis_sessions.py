@@ -57,7 +57,7 @@ class Sessions:
         with self.link.guard:
             taken = self.link.run("create", script_keys, args)
             if taken == 1:
-                self.link.client.set(session_keys(session.id)["session"], session_json(session), px=ttl_ms)
+                self.link.execute("SET", session_keys(session.id)["session"], session_json(session), "PX", ttl_ms)
         if taken == -1:
             raise QuotaFull(owner)
         if not taken:
@@ -108,7 +108,7 @@ class Sessions:
     def save_session(self, session: Session) -> None:
         """Store a changed session, keeping its TTL; a closed session stays closed."""
         with self.link.guard:
-            self.link.client.set(session_keys(session.id)["session"], session_json(session), xx=True, keepttl=True)
+            self.link.execute("SET", session_keys(session.id)["session"], session_json(session), "XX", "KEEPTTL")
 
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
         """Apply a change in one Lua script (read, change, write), keeping the session's TTL."""
@@ -139,7 +139,7 @@ class Sessions:
                  keys["replay_sizes"], keys["replay_bytes"]],
                 [session_id, CONTROL_CHANNEL],
             )
-            self.link.client.zrem(SESSION_INDEX, session_id)
+            self.link.execute("ZREM", SESSION_INDEX, session_id)
         return bool(existed)
 
     def session_count(self) -> int:

@@ -233,7 +233,7 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
         found, token = hub.get_session_for_call(session.id, STREAMABLE, None, 4)
     sent = [data for data, _ in queued]
     assert found is not None and token
-    keys, fixed, _, _ = hub.call_slots.slot_lookup(session.id, STREAMABLE, None, 4)
+    keys, fixed = hub.call_slots.slot_lookup(session.id, STREAMABLE, None, 4)
     script = hub.link.scripts["get_taking_call_slot"]
     # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token and the fixed arguments.
     assert sent[-1] == redis_resp.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))

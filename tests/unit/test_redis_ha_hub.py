@@ -58,8 +58,8 @@ def masters_in_turn(monkeypatch):
 def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_hubs, monkeypatch):
     runs: list[tuple[str, list[str]]] = []
     run, add = RedisLink.run, ScriptBatch.add
-    monkeypatch.setattr(RedisLink, "run", lambda link, name, keys, args, packed=None:
-                        runs.append((name, keys)) or run(link, name, keys, args, packed))
+    monkeypatch.setattr(RedisLink, "run", lambda link, name, keys, args:
+                        runs.append((name, keys)) or run(link, name, keys, args))
     monkeypatch.setattr(ScriptBatch, "add", lambda batch, name, keys, args:
                         runs.append((name, keys)) or add(batch, name, keys, args))
     worker = cluster_hubs(MCP_MAX_SESSIONS=100)
@@ -216,10 +216,10 @@ def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream
     first = worker.subscribe(session.id)
     run = RedisLink.run
 
-    def refresh_first(link, name, keys, args, packed=None):
+    def refresh_first(link, name, keys, args):
         if name == "attach":
             worker.refresh()
-        return run(link, name, keys, args, packed)
+        return run(link, name, keys, args)
 
     monkeypatch.setattr(RedisLink, "run", refresh_first)
     second = worker.subscribe(session.id)
