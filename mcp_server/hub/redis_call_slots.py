@@ -39,9 +39,9 @@ def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
     return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
 
 
-def release_command(session_id: str, token: str) -> tuple[str, str, bytes]:
-    """The command that frees a slot: its token as bytes, which the packer does not remember (it never comes back)."""
-    return "ZREM", call_slots_key(session_id), token.encode()
+def release_command(session_id: str, token: str) -> tuple[str, str, str]:
+    """The command that frees a slot."""
+    return "ZREM", call_slots_key(session_id), token
 
 
 def session_of(release: tuple[Any, ...]) -> str:
@@ -97,8 +97,7 @@ class CallSlots:
         lookup = (self._slot_lookups.get((session_id, transport, principal, limit))
                   or self.slot_lookup(session_id, transport, principal, limit))
         with self.link.guard:
-            # The token as bytes, as in release_command.
-            reply = self.link.run("get_taking_call_slot", lookup.keys, [token.encode(), *lookup.fixed])
+            reply = self.link.run("get_taking_call_slot", lookup.keys, [token, *lookup.fixed])
         if reply is None:
             return None, None
         data, taken = reply

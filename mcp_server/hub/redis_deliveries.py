@@ -41,9 +41,8 @@ class Deliveries:
         # The hub's deliver (retrying through an outage) and a delivery token's maker (the call slots').
         self.deliver = deliver
         self.new_token = new_token
-        # The publish and deliver scripts' fixed arguments, as the text Redis is sent (packing finds text among the
-        # arguments it remembers; Redis reads every argument as text anyway). A delivery token is remembered past
-        # the last retry, which may run up to a pool wait and a command timeout after its start.
+        # The publish and deliver scripts' fixed arguments, made once. A delivery token is remembered past the last
+        # retry, which may run up to a pool wait and a command timeout after its start.
         self.remember_ms_arg = str(milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
                                                 + DELIVERY_TOKEN_MARGIN_S))
         self._replay_max_arg = str(settings.replay_max)
@@ -102,8 +101,7 @@ class Deliveries:
 
         try:
             with self.link.guard:
-                # The token's key as bytes: packing does not remember it (it never comes back).
-                self.link.post_script("deliver", [*keys, delivery_key(session_id, token).encode()],
+                self.link.post_script("deliver", [*keys, delivery_key(session_id, token)],
                                       [*args, self.remember_ms_arg], stored)
         except HubUnavailable:
             self._deliver_settling(session_id, message, stream, token)

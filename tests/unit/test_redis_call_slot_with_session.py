@@ -266,20 +266,3 @@ def test_a_posted_release_behind_one_held_for_an_answer_expects_both_replies(red
     # Were one of the two replies not expected, it would be taken for this command's.
     assert hub.command("PING") == b"PONG"
     assert slots(redis_server, first.id) == [] and slots(redis_server, second.id) == []
-
-
-@pytest.mark.redis
-@pytest.mark.parametrize("answer_waits", [False, True], ids=["freed-waiting", "freed-posted"])
-def test_call_tokens_are_sent_without_filling_the_packer_s_memory(redis_hubs, redis_server, answer_waits):
-    hub = redis_hubs()
-    session = fresh_session(hub)
-    remembered = redis_resp._packed
-    for _ in range(20):
-        found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
-        assert found is not None and token
-        hub.give_back_call_slot(session.id, token, answer_waits=answer_waits)
-        hub.wait_for_release(gevent.getcurrent())
-        hub.command("PING")  # on the same connection, so after the release
-        assert slots(redis_server, session.id) == []
-        assert token not in remembered  # a token never comes back: keeping it would only crowd out what does
-    assert session_base(session.id) in remembered  # what comes back with every call is kept

@@ -29,7 +29,7 @@ def test_pack_writes_the_redis_protocol_for_text_bytes_and_integers():
     assert pack(("SET", b"k\r\n", 42, "é")) == b"*4\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$2\r\n42\r\n$2\r\n\xc3\xa9\r\n"
 
 
-@pytest.mark.parametrize("value", [True, 1.5, None])
+@pytest.mark.parametrize("value", [True, None])
 def test_pack_refuses_values_redis_py_would_not_send_as_they_are(value):
     with pytest.raises(TypeError):
         pack(("SET", "k", value))
