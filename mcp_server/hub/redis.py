@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -137,7 +138,7 @@ class RedisHub(Hub):
         """Store a new session (see Sessions.create_session)."""
         self.sessions.create_session(session, owner, owner_limit)
 
-    def get_session(self, session_id: str, accept: Any = None) -> Session | None:
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
         """Load a session and refresh its idle TTL (see Sessions.get_session)."""
         return self.sessions.get_session(session_id, accept)
 
