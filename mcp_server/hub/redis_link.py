@@ -82,12 +82,16 @@ class RedisLink:
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         """Run one of the hub's Lua scripts after what this greenlet left to send ahead; its reply."""
-        commands = self.path()
+        commands = self.commands  # path(), without its call where nothing needs making (every call's commands)
+        if commands is None or self.fork_seen != _forks[0]:
+            commands = self.path()
         return commands.run(self.scripts[name], keys, args, self.take_ahead_commands() if self.ahead else ())
 
     def execute(self, *args: Any) -> Any:
         """Send one Redis command after what this greenlet left to send ahead; its reply."""
-        commands = self.path()
+        commands = self.commands
+        if commands is None or self.fork_seen != _forks[0]:
+            commands = self.path()
         return commands.execute(*args, before=self.take_ahead_commands() if self.ahead else ())
 
     def post(self, *args: Any) -> None:
@@ -111,7 +115,9 @@ class RedisLink:
     def post_script(self, name: str, keys: Sequence[Any], args: Sequence[Any],
                     on_done: Callable[[BaseException | None], None]) -> None:
         """Run one of the hub's scripts without waiting for its reply; on_done hears None or its failure."""
-        commands = self.path()
+        commands = self.commands
+        if commands is None or self.fork_seen != _forks[0]:
+            commands = self.path()
         commands.post_script(self.scripts[name], keys, args, self.take_ahead_commands() if self.ahead else (),
                              on_done)
 

@@ -108,7 +108,7 @@ class Multiplexer:
         A NOSCRIPT reply means the script did not run, so it is loaded and its command alone sent again (the
         commands before it ran with the first attempt); any other error reply is raised.
         """
-        command = self._evalsha_command(script, keys, args)
+        command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
         data = b"".join([*map(pack, before), command]) if before else command
         reply = self._enqueue(data, expected=len(before) + 1).wait()[-1]
         if isinstance(reply, NoScriptError):
@@ -134,12 +134,8 @@ class Multiplexer:
         on_done runs once, from the greenlet that reads the reply or fails the connection, so it must not block
         (it may spawn). A NOSCRIPT reply is an error like any other: the script did not run.
         """
-        data = b"".join([*map(pack, before), self._evalsha_command(script, keys, args)])
+        data = b"".join([*map(pack, before), pack(("EVALSHA", script.sha, len(keys), *keys, *args))])
         self._enqueue(data, lambda call: on_done(script_failure(call)), expected=len(before) + 1)
-
-    def _evalsha_command(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> bytes:
-        """EVALSHA of a script with its keys and arguments in RESP."""
-        return pack(("EVALSHA", script.sha, len(keys), *keys, *args))
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""

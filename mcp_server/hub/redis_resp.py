@@ -11,9 +11,8 @@ from redis.exceptions import ResponseError
 __all__ = ["HiredisParser", "pack", "reply_or_raise", "reply_parser"]
 
 
-def pack(args: tuple[Any, ...] | list[Any]) -> bytes:
-    """One command in RESP: arguments are str (sent as UTF-8), bytes, int or float; TypeError for anything else."""
-    return hiredis.pack_command(tuple(args))
+# One command (a tuple) in RESP: arguments are str (sent as UTF-8), bytes, int or float; TypeError for anything else.
+pack = hiredis.pack_command
 
 
 class HiredisParser:

@@ -44,7 +44,7 @@ def test_the_hub_parses_replies_with_hiredis():
 def test_pack_writes_text_as_utf8_bytes_as_they_are_and_integers_as_digits():
     assert pack(("SET", "clé", b"\x00\r\n", 0, -12)) == (
         b"*5\r\n$3\r\nSET\r\n$4\r\ncl\xc3\xa9\r\n$3\r\n\x00\r\n\r\n$1\r\n0\r\n$3\r\n-12\r\n")
-    assert pack(["GET", ""]) == b"*2\r\n$3\r\nGET\r\n$0\r\n\r\n"
+    assert pack(("GET", "")) == b"*2\r\n$3\r\nGET\r\n$0\r\n\r\n"
     assert pack((b"ab", memoryview(b"cd"))) == b"*2\r\n$2\r\nab\r\n$2\r\ncd\r\n"
 
 
