@@ -1,6 +1,6 @@
 """CPU cost of the Redis hub's per-call work, in-process, against a throwaway redis-server (no HTTP, no generator).
 
-    python -m bench.redis_micro [--calls 4000] [--rounds 5] [--count]
+    python -m bench.redis_micro [--calls 4000] [--rounds 5] [--count] [--topologies single,sentinel,cluster]
 
 32 greenlets, one session each, do back to back what one `tools/call` asks of the hub: on legacy SSE the session
 lookup, the call slot taken and given back, the answer delivered and read from the session's stream; on
@@ -8,16 +8,21 @@ Streamable HTTP the lookup and the slot. Each line is this process's CPU microse
 their minimum: the machine's other load inflates every round, the minimum least. Compare two trees in one
 sitting (run it from each); the memory hub's lines show the floor. With --count, each line is instead what one
 call does, counted rather than timed (function calls, Python and C, and greenlet switches): a shared machine's
-speed changes by tens of percent within minutes, a count does not.
+speed changes by tens of percent within minutes, a count does not. --topologies runs the Redis hub on one Redis
+(`single`, the default), on a master with a replica and three Sentinels (`sentinel`), and on a three-master Redis
+Cluster (`cluster`), each started for the run; the last two send through redis-py's client, not the multiplexer.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import inspect
 import resource
+import shutil
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from gevent import monkey
@@ -27,7 +32,7 @@ monkey.patch_all()
 import gevent  # noqa: E402
 import greenlet  # noqa: E402
 
-from bench.servers import redis_server  # noqa: E402
+from bench.redis_topologies import redis_topology  # noqa: E402
 from mcp_server.config import Settings  # noqa: E402
 from mcp_server.hub import create_hub  # noqa: E402
 from mcp_server.hub.redis import RedisHub  # noqa: E402
@@ -142,32 +147,48 @@ def counted_per_call(hub: Any, call: Any, calls: int) -> dict[str, float]:
             "switches": counts["switch"] / done}
 
 
+@contextlib.contextmanager
+def redis_environ(topology: str) -> Iterator[dict[str, str]]:
+    """The settings of a Redis hub on a throwaway Redis of this topology (single, sentinel or cluster)."""
+    with redis_topology(topology) as redis:
+        yield redis.env
+
+
+def report(backend: str, hub: Any, count: bool, calls: int, rounds: int) -> None:
+    """Print one line per wire: CPU µs per call, or the calls and switches counted per call."""
+    for wire, call in (("sse", sse_call), ("streamable", streamable_call)):
+        if count:
+            counted = counted_per_call(hub, call, calls)
+            print(f"{backend:<9} {wire:<11} " + "  ".join(f"{v:7.1f} {k}" for k, v in counted.items())
+                  + " per call")
+            continue
+        figures = per_call_us(hub, call, calls, rounds)
+        print(f"{backend:<9} {wire:<11} " + " ".join(f"{figure:6.0f}" for figure in figures)
+              + f"   min {min(figures):6.0f} us/call")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print CPU µs per call of each wire's hub work, on the memory hub and on the Redis hub."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--count", action="store_true", help="count function calls and switches, not time")
+    parser.add_argument("--topologies", default="single", help="comma-separated: single, sentinel, cluster")
     args = parser.parse_args(argv)
-    redis = redis_server()
-    if redis is None:
+    topologies = args.topologies.split(",")
+    if shutil.which("redis-server") is None:
         print("needs redis-server on PATH", file=sys.stderr)
         return 1
-    with redis:
-        for backend, environ in (("memory", {}), ("redis", {"MCP_REDIS_URL": redis.url})):
+    report("memory", create_hub(Settings.from_environ({})), args.count, args.calls, args.rounds)
+    for topology in topologies:
+        with redis_environ(topology) as environ:
             hub = create_hub(Settings.from_environ(environ))
             hub.prepare()
-            for wire, call in (("sse", sse_call), ("streamable", streamable_call)):
-                if args.count:
-                    counted = counted_per_call(hub, call, args.calls)
-                    print(f"{backend:<7} {wire:<11} " + "  ".join(f"{v:7.1f} {k}" for k, v in counted.items())
-                          + " per call")
-                    continue
-                figures = per_call_us(hub, call, args.calls, args.rounds)
-                rounds = " ".join(f"{figure:6.0f}" for figure in figures)
-                print(f"{backend:<7} {wire:<11} {rounds}   min {min(figures):6.0f} us/call")
-            if isinstance(hub, RedisHub):
-                hub.stop()
+            try:
+                report("redis" if topology == "single" else topology, hub, args.count, args.calls, args.rounds)
+            finally:
+                if isinstance(hub, RedisHub):
+                    hub.stop()
     return 0
 
 

@@ -13,8 +13,8 @@ from mcp_server.encoding import dumps
 from mcp_server.hub.base import ALL_SLOTS_TAKEN, HubUnavailable
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_keys import call_slots_key, session_base
-from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack_arguments, pack_unique
+from mcp_server.hub.redis_link import RedisLink
+from mcp_server.hub.redis_sessions import Sessions
 from mcp_server.session import Session
 
 log = logging.getLogger("mcp.hub")
@@ -27,7 +27,7 @@ CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 RENEW_BATCH = 500
 # Releases left unwaited for (a stream that ended before its answer) kept before the written ones are dropped.
 MAX_UNWRITTEN_RELEASES = 256
-# Sessions whose slot lookup this worker keeps packed (see _slot_lookups).
+# Sessions whose slot lookup's keys and arguments this worker keeps (see _slot_lookups).
 MAX_SLOT_LOOKUPS = 10_000
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
@@ -39,188 +39,150 @@ def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
     return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
 
 
-def release_command(session_id: str, token: str) -> tuple[str, str, bytes]:
-    """The command that frees a slot: its token as bytes, which the packer does not remember (it never comes back)."""
-    return "ZREM", call_slots_key(session_id), token.encode()
+def release_command(session_id: str, token: str) -> tuple[str, str, str]:
+    """The command that frees a slot."""
+    return "ZREM", call_slots_key(session_id), token
+
+
+def session_of(release: tuple[Any, ...]) -> str:
+    """The start of the session id a release command names (for a log line)."""
+    return str(release[1]).partition("{")[2].partition("}")[0][:8]
 
 
 class SlotLookup(NamedTuple):
-    """A session's slot lookup, made once: keys, the arguments after the token, and the command around the token."""
+    """A session's slot lookup, made once: its keys and the arguments after the token."""
 
     keys: list[str]
     fixed: list[str]
-    prefix: bytes  # on the multiplexer: EVALSHA, the script, its keys; empty elsewhere
-    suffix: bytes  # on the multiplexer: the fixed arguments in RESP
 
 
 class CallSlots:
-    """RedisHub's call slots (a mixin: it uses the hub's worker id, connection and scripts)."""
+    """RedisHub's call slots: it sends through the hub's link and reads sessions as the session store decodes them."""
 
-    def _init_call_slots(self) -> None:
+    def __init__(self, link: RedisLink, sessions: Sessions) -> None:
+        self.link = link
+        self.sessions = sessions
+        self.reset()
+
+    def reset(self) -> None:
         """No slots held yet (after a fork too: the parent's are not this process's)."""
         # The call slots this worker holds, token -> session id, renewed while their calls run.
-        self._call_leases: dict[str, str] = {}
-        # Slots given back with answer_follows, by greenlet: (session id, token), sent ahead of its next command.
-        self._releases: dict[gevent.Greenlet, tuple[str, str]] = {}
-        # answer_waits releases not waited for yet: greenlet -> the post's number on the multiplexer.
-        self._unwritten_releases: dict[gevent.Greenlet, int] = {}
+        self.call_leases: dict[str, str] = {}
+        # answer_waits releases not waited for yet: greenlet -> the post's number.
+        self.unwritten_releases: dict[gevent.Greenlet, int] = {}
         self._prune_releases_at = MAX_UNWRITTEN_RELEASES
-        # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately,
-        # as lists and in RESP: a call packs only its token (bounded, forgotten all at once when full).
+        # The slot lookup's keys and fixed arguments of each (session, transport, principal, limit) seen lately
+        # (bounded, forgotten all at once when full).
         self._slot_lookups: dict[tuple[str, str, str | None, int], SlotLookup] = {}
-        # Each session's release command in RESP but for its token (bounded like _slot_lookups).
-        self._release_heads: dict[str, bytes] = {}
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
-        token = self._new_slot_token()
-        with self._redis():
-            taken = self._run("take_call_slot", [call_slots_key(session_id)],
-                              [token, str(limit), str(CALL_LEASE_MS)])
+        token = self.new_token()
+        with self.link.guard:
+            taken = self.link.run("take_call_slot", [call_slots_key(session_id)],
+                                  [token, str(limit), str(CALL_LEASE_MS)])
         if not taken:
             return None
-        self._call_leases[token] = session_id
+        self.call_leases[token] = session_id
         return token
 
     def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
                              limit: int) -> tuple[Session | None, str | None]:
-        """Load a session and take its call's slot in one round trip, when the session's TTL needs no refresh.
+        """Load a session and take its call's slot in one round trip (its TTL must need no refresh: see the hub).
 
-        When it does (every REFRESH_TTL_EVERY_S per worker), the lookup refreshes it and the slot is left to the
-        dispatcher. The slot's lease starts when hold_call_slot says the call runs: a request that never does
-        (cancelled before its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
+        The slot's lease starts when hold_call_slot says the call runs: a request that never does (cancelled
+        before its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
         """
-        if not self.ttl_is_fresh(session_id):
-            return super().get_session_for_call(session_id, transport, principal, limit)
-        token = self._new_slot_token()  # which makes the command path too
-        lean = self._lean
+        token = self.new_token()  # which makes the command path too
         lookup = (self._slot_lookups.get((session_id, transport, principal, limit))
-                  or self._slot_lookup(session_id, transport, principal, limit))
-        with self._outage:
-            if lookup.prefix and not self._releases:  # the multiplexer, nothing to send ahead: packed but the token
-                reply = lean.evalsha_packed(self._scripts["get_taking_call_slot"],
-                                            lookup.prefix + pack_unique(token) + lookup.suffix)
-            else:
-                reply = self._run("get_taking_call_slot", lookup.keys, [token, *lookup.fixed])
+                  or self.slot_lookup(session_id, transport, principal, limit))
+        with self.link.guard:
+            reply = self.link.run("get_taking_call_slot", lookup.keys, [token, *lookup.fixed])
         if reply is None:
             return None, None
         data, taken = reply
-        session = self._decoded.decode(session_id, data)
+        session = self.sessions.decoded.decode(session_id, data)
         if taken < 0 or session.transport != transport or session.principal != principal:
             return None, None
         return session, token if taken else ALL_SLOTS_TAKEN
 
-    def _slot_lookup(self, session_id: str, transport: str, principal: str | None, limit: int) -> SlotLookup:
-        """The slot lookup's keys and its arguments after the token, and on the multiplexer its command in RESP
-        but for the token (made once per session and shape, kept)."""
+    def slot_lookup(self, session_id: str, transport: str, principal: str | None, limit: int) -> SlotLookup:
+        """The slot lookup's keys and its arguments after the token (made once per session and shape, kept)."""
         keys = [session_base(session_id), call_slots_key(session_id)]
         fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
                  *owner_fields(transport, principal)]
-        prefix = suffix = b""
-        if isinstance(self._lean, Multiplexer):  # only the multiplexer sends what it is given packed
-            prefix = self._lean.evalsha_prefix(self._scripts["get_taking_call_slot"], keys, 1 + len(fixed))
-            suffix = pack_arguments(fixed)
         if len(self._slot_lookups) >= MAX_SLOT_LOOKUPS:
             self._slot_lookups.clear()
-        lookup = self._slot_lookups[session_id, transport, principal, limit] = SlotLookup(keys, fixed, prefix, suffix)
+        lookup = self._slot_lookups[session_id, transport, principal, limit] = SlotLookup(keys, fixed)
         return lookup
 
     def hold_call_slot(self, session_id: str, token: str) -> None:
         """Renew the slot's lease while its call runs, as for one take_call_slot took."""
-        self._call_leases[token] = session_id
+        self.call_leases[token] = session_id
 
-    def _new_slot_token(self) -> str:
+    def new_token(self) -> str:
         """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
-        self._lean_path()
-        return f"{self.worker_id}|{next(_token_numbers)}"
+        self.link.path()
+        return f"{self.link.worker_id}|{next(_token_numbers)}"
 
     def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
                             answer_waits: bool = False) -> None:
-        """Free the slot; if Redis cannot be reached, its lease runs out instead.
+        """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot).
 
-        With answer_follows (this greenlet stores the call's answer next), the ZREM goes in the same write as that
-        answer, ahead of it: one round trip fewer, and the slot is still free before anyone can see the answer. If
-        no answer goes out, free_held_slot frees it (the dispatcher calls it when the call's greenlet is done).
-        With answer_waits (another greenlet writes the answer, after wait_for_release), the ZREM is queued for the
-        writer's next write and this greenlet goes on: the writer runs before the greenlet that waits for this
-        one's end, so that wait is almost always over at once.
+        With answer_follows, the ZREM goes ahead of the answer this greenlet stores next (in the same write where
+        the path allows); with answer_waits, it is queued for the next write and the answer's writer waits for it
+        (wait_for_release), not this greenlet.
         """
-        self._call_leases.pop(token, None)
-        if answer_follows and self._lean is not None:
-            self._releases[gevent.getcurrent()] = (session_id, token)
+        self.call_leases.pop(token, None)
+        release = release_command(session_id, token)
+        if answer_follows:
+            self.link.send_ahead(release)
             return
-        self._free_slot(session_id, token, answer_waits and isinstance(self._lean, Multiplexer))
+        try:
+            with self.link.guard:
+                if answer_waits:
+                    self._post_release(release)
+                else:
+                    self.link.post(*release)
+        except HubUnavailable:
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
-    def _post_release(self, session_id: str, token: str) -> None:
+    def _post_release(self, release: tuple[Any, ...]) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
-        lean, unwritten = self._lean, self._unwritten_releases
+        unwritten = self.unwritten_releases
         if len(unwritten) >= self._prune_releases_at:  # answers that never waited: forget the releases written since
             for greenlet, number in list(unwritten.items()):
-                if lean.written(number):
+                if self.link.written(number):
                     del unwritten[greenlet]
             # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
             # turn with thousands of calls ending does not scan them all for each one.
             self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
-        before = self.packed_release_before_next_command() if self._releases else b""
-        unwritten[gevent.getcurrent()] = lean.post_packed(before + self._packed_release(session_id, token),
-                                                          2 if before else 1)
-
-    def _packed_release(self, session_id: str, token: str) -> bytes:
-        """release_command in RESP, packed but for its token once per session."""
-        head = self._release_heads.get(session_id) or self._release_head(session_id)
-        return head + pack_unique(token)
-
-    def _release_head(self, session_id: str) -> bytes:
-        """A session's release command in RESP but for its token (release_command's, made once and kept)."""
-        if len(self._release_heads) >= MAX_SLOT_LOOKUPS:
-            self._release_heads.clear()
-        head = self._release_heads[session_id] = b"*3\r\n" + pack_arguments(release_command(session_id, "")[:2])
-        return head
+        unwritten[gevent.getcurrent()] = self.link.post_nowait(*release)
 
     def wait_for_release(self, greenlet: Any) -> None:
         """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
-        if self._unwritten_releases:
-            number = self._unwritten_releases.pop(greenlet, None)
+        if self.unwritten_releases:
+            number = self.unwritten_releases.pop(greenlet, None)
             if number is not None:
-                self._lean.wait_written(number)
+                self.link.wait_written(number)
 
     def free_held_slot(self) -> None:
         """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
-        if self._releases:
-            release = self._releases.pop(gevent.getcurrent(), None)
-            if release is not None:
-                self._free_slot(*release)
-
-    def releases_before_next_command(self) -> tuple[tuple[Any, ...], ...]:
-        """The slot this greenlet gave back with answer_follows, as the command to send ahead of its next one."""
-        if not self._releases:
-            return ()
-        release = self._releases.pop(gevent.getcurrent(), None)
-        return () if release is None else (release_command(*release),)
-
-    def packed_release_before_next_command(self) -> bytes:
-        """releases_before_next_command in RESP, b"" when there is none (a greenlet gives back one slot at a time)."""
-        release = self._releases.pop(gevent.getcurrent(), None)
-        return b"" if release is None else self._packed_release(*release)
-
-    def _free_slot(self, session_id: str, token: str, unwaited: bool = False) -> None:
-        """Remove the slot's lease token from the session's running calls (written before the call's answer is;
-        unwaited, on the multiplexer: queued, and the answer's writer waits for it instead of this greenlet)."""
+        release = self.link.take_ahead() if self.link.ahead else None
+        if release is None:
+            return
         try:
-            with self._outage:
-                if unwaited:
-                    self._post_release(session_id, token)
-                else:
-                    self.post_command(*release_command(session_id, token))
+            with self.link.guard:
+                self.link.post(*release)
         except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
+            log.info("could not free a call slot of session %s: Redis unreachable", session_of(release))
 
     def renew_call_leases(self) -> None:
         """Extend the lease of every call slot this worker holds, in one round trip per batch."""
-        leases = list(self._call_leases.items())
+        leases = list(self.call_leases.items())
         for start in range(0, len(leases), RENEW_BATCH):
-            with self._redis():
-                scripts = self.script_batch()
+            with self.link.guard:
+                scripts = self.link.script_batch()
                 for token, session_id in leases[start:start + RENEW_BATCH]:
                     scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, str(CALL_LEASE_MS)])
                 scripts.execute()

@@ -1,19 +1,19 @@
-"""The Redis hub's claims on streams: who holds one, letting go, keeping them fresh, re-taking lost ones."""
+"""The Redis hub's claims on streams: this worker's attached streams, attaching, letting go, keeping them fresh,
+re-taking lost ones."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
 
 import gevent
-from redis.cluster import RedisCluster
 
-from mcp_server.hub.base import HubUnavailable
-from mcp_server.hub.redis_codec import entries_of, milliseconds
+from mcp_server.hub.base import HubUnavailable, StreamConflict, split_event_id
+from mcp_server.hub.redis_codec import entries_of, milliseconds, replay_position
 from mcp_server.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
-
-if TYPE_CHECKING:
-    from mcp_server.hub.redis_subscription import RedisSubscription
+from mcp_server.hub.redis_link import RedisLink
+from mcp_server.hub.redis_subscription import RedisSubscription
 
 log = logging.getLogger("mcp.hub")
 
@@ -24,21 +24,101 @@ REFRESH_BATCH = 500
 
 
 class Claims:
-    """RedisHub's refresher and resync (a mixin: it works on the hub's local streams through its connection)."""
+    """This worker's attached streams and their claims (RedisHub's part: it sends through the hub's link)."""
 
-    def _refresh_forever(self) -> None:
-        """Every few seconds, keep this worker's streams' claims and their sessions alive."""
-        # Well inside the session TTL too, so a session with a stream open never expires.
-        interval = max(0.1, min(REFRESH_EVERY_S, self.settings.session_ttl_s / 3))
-        while True:
-            gevent.sleep(interval)
-            try:
-                self.renew_call_leases()
-                self.refresh()
-            except HubUnavailable:
-                pass  # the subscriber greenlet logs the outage and resyncs when Redis returns
-            except Exception:
-                log.exception("refreshing stream claims failed")
+    def __init__(self, link: RedisLink, settings: Any, in_reader: Callable[[], bool]) -> None:
+        self.link = link
+        self.settings = settings
+        # True in the subscriber greenlet, which must never wait on Redis.
+        self.in_reader = in_reader
+        self.local: dict[tuple[str, str | None], RedisSubscription] = {}
+
+    @property
+    def worker_id(self) -> str:
+        """This worker's id (a stream's owner starts with it)."""
+        return self.link.worker_id
+
+    def reset(self) -> None:
+        """No stream attached yet (after a fork too: the parent's are not this process's)."""
+        self.local = {}
+
+    def attach(self, session_id: str, last_event_id: str | None, exclusive: bool) -> RedisSubscription:
+        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
+        position, stream = split_event_id(last_event_id)
+        previous = self.local.get((session_id, stream))
+        if previous is not None and exclusive:
+            raise StreamConflict(session_id)
+        if last_event_id is not None:
+            after = replay_position(position)
+        elif previous is not None and previous.delivered is not None:
+            after = previous.delivered
+        else:
+            after = ""  # the script reads what the last stream recorded as delivered
+        subscription = RedisSubscription(self, session_id, stream, self.settings.queue_max,
+                                         self.settings.queue_max_bytes)
+        # Registered before the claim, so live events published right after it are held, not lost.
+        self.local[subscription.key] = subscription
+        try:
+            reply = self._claim(subscription, exclusive, after)
+        except BaseException:
+            self.unregister(subscription, restore=previous)
+            raise
+        if reply[0] != 1:
+            self.unregister(subscription, restore=previous)
+            raise KeyError(session_id) if reply[0] == 0 else StreamConflict(session_id)
+        if previous is not None:
+            previous.released = True
+            previous.end("replaced by a newer stream")
+        subscription.fill(entries_of(reply[1], stream), reply[2].decode())
+        return subscription
+
+    def _claim(self, subscription: RedisSubscription, exclusive: bool, after: str) -> Any:
+        """Run the attach script: [1, missed entries, floor], or [0] (no session), [-1] (held elsewhere)."""
+        keys = session_keys(subscription.session_id, subscription.stream)
+        with self.link.guard:
+            return self.link.run(
+                "attach",
+                [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"],
+                 keys["replay_sizes"], keys["replay_bytes"]],
+                [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
+                 milliseconds(self.settings.session_ttl_s), subscription.session_id, WORKER_CHANNEL,
+                 self.link.worker_id, subscription.stream or "", *self._claim_holder_alive(keys["claim"])],
+            )
+
+    def unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
+        """Drop a subscription from this worker's routing table if it is still there."""
+        if self.local.get(subscription.key) is subscription:
+            del self.local[subscription.key]
+            if restore is not None and restore.reason is None:
+                self.local[subscription.key] = restore
+
+    def forget(self, subscription: RedisSubscription, detach: bool) -> None:
+        """Stop routing to a subscription and, once, give up its claim."""
+        self.unregister(subscription)
+        if subscription.released:
+            return
+        subscription.released = True
+        if detach:
+            if self.in_reader():
+                gevent.spawn(self._detach, subscription)  # the reader must never wait on Redis
+            else:
+                self._detach(subscription)
+
+    def end_session(self, session_id: str, reason: str) -> None:
+        """End this worker's streams of a session (its own and request streams)."""
+        for key in [key for key in self.local if key[0] == session_id]:
+            self.drop(self.local[key], reason)
+
+    def drop(self, subscription: RedisSubscription, reason: str) -> None:
+        """End a local stream whose session is gone or whose claim is held elsewhere."""
+        subscription.released = True
+        self.unregister(subscription)
+        subscription.end(reason)
+
+    def hold_all(self) -> None:
+        """Have every local stream hold live events back until it caught up from the replay log."""
+        for subscription in list(self.local.values()):
+            subscription.hold()
 
     def refresh(self) -> None:
         """Refresh every local stream's claim and TTLs; end those whose session is gone or claimed elsewhere."""
@@ -47,8 +127,8 @@ class Claims:
         subscriptions = [subscription for subscription in self.local.values() if subscription.loaded.is_set()]
         for start in range(0, len(subscriptions), REFRESH_BATCH):
             batch = subscriptions[start:start + REFRESH_BATCH]
-            with self._redis():
-                scripts = self.script_batch()
+            with self.link.guard:
+                scripts = self.link.script_batch()
                 for subscription in batch:
                     keys = session_keys(subscription.session_id, subscription.stream)
                     delivered = subscription.delivered if subscription.stream is None else None
@@ -63,26 +143,26 @@ class Claims:
                 # The sessions whose TTL moved move in the index too (the index is in another hash slot).
                 kept = {subscription.session_id for subscription, code in zip(batch, codes, strict=True) if code == 4}
                 if kept:
-                    self._run("touch", [SESSION_INDEX], [milliseconds(self.settings.session_ttl_s), *sorted(kept)])
+                    self.link.run("touch", [SESSION_INDEX], [milliseconds(self.settings.session_ttl_s), *sorted(kept)])
             for subscription, code in zip(batch, codes, strict=True):
                 if code == 0:
-                    self._drop(subscription, "session closed")
+                    self.drop(subscription, "session closed")
                 elif code == 3:
-                    self._drop(subscription, "replaced by a newer stream")
+                    self.drop(subscription, "replaced by a newer stream")
                 elif code == 2 and self.local.get(subscription.key) is subscription:
                     self._reclaim(subscription)
 
     def _reclaim(self, subscription: RedisSubscription) -> None:
         """Take back a claim that vanished (Redis restarted, or was away past the claim's TTL) and catch up."""
         claim = session_keys(subscription.session_id, subscription.stream)["claim"]
-        with self._redis():
-            self.client.set(claim, subscription.owner, px=milliseconds(ATTACH_TTL_S), nx=True)
+        with self.link.guard:
+            self.link.execute("SET", claim, subscription.owner, "PX", milliseconds(ATTACH_TTL_S), "NX")
         if self.local.get(subscription.key) is not subscription:
             self._detach(subscription)  # it closed while the claim was being re-taken: let go again
             return
         gevent.spawn(self._resync_quietly, subscription)
 
-    def _resync_all(self) -> None:
+    def resync_all(self) -> None:
         """After (re)subscribing, re-claim every local stream and queue what it missed meanwhile."""
         try:
             self.refresh()
@@ -114,8 +194,8 @@ class Claims:
         start = f"({ms}-{seq}" if (ms, seq) != (0, 0) else "-"
         subscription.hold()
         try:
-            with self._redis():
-                raw = self.client.xrange(session_keys(subscription.session_id)["replay"], start, "+")
+            with self.link.guard:
+                raw = self.link.execute("XRANGE", session_keys(subscription.session_id)["replay"], start, "+")
         except BaseException:
             subscription.fill([])
             raise
@@ -128,19 +208,18 @@ class Claims:
         """
         if not self.settings.redis_cluster:
             return []
-        holder = self.client.get(claim)
+        holder = self.link.execute("GET", claim)
         if holder is None:
             return [""]
         worker = holder.decode().partition("|")[0]
-        subscribers = dict(self.client.pubsub_numsub(WORKER_CHANNEL + worker, target_nodes=RedisCluster.ALL_NODES))
-        return [worker if subscribers.get((WORKER_CHANNEL + worker).encode(), 0) > 0 else ""]
+        return [worker if self.link.subscribers(WORKER_CHANNEL + worker) > 0 else ""]
 
     def _detach(self, subscription: RedisSubscription) -> None:
         """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""
         keys = session_keys(subscription.session_id, subscription.stream)
         try:
-            with self._redis():
-                self._run(
+            with self.link.guard:
+                self.link.run(
                     "detach",
                     [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"],
                      keys["replay_sizes"], keys["replay_bytes"]],

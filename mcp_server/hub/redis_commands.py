@@ -1,109 +1,113 @@
-"""The Redis hub's per-call commands, sent on a connection of its pool without redis-py's per-command layers.
+"""The Redis hub's one command interface, and its two implementations.
 
-redis-py's client spends more CPU around a command than the round trip itself costs: a dirty check that polls the
-socket, connection-count and wait-time records, a retry wrapper, the command packed in pieces and written with
-one sendall each. Where the hub cannot multiplex (redis_multiplex.py: over TLS or a Unix socket), the commands
-every tool call makes go through here instead: one packed write, one read per reply. The connection is borrowed
-from the same bounded pool and put back, so MCP_REDIS_POOL_SIZE and MCP_REDIS_TIMEOUT_S bound these as they bound
-every other command; a connection that failed mid-command is closed before it goes back (redis-py's own send and
-read close it), and one Redis closed is reconnected before use, so none is ever reused dirty.
+Over plain TCP (redis://) the multiplexer (redis_multiplex.py) sends every greenlet's commands on one connection,
+which redis-py cannot; over TLS, a Unix socket, Sentinel or Cluster, redis-py's client sends them (RedisPyCommands),
+on connections of its bounded pool. The hub's parts send through this interface only, never asking which it is.
 """
 
 from __future__ import annotations
 
-from queue import Empty
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError, ResponseError
 
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import PipelinedCommands, pack
 
-__all__ = ["LeanCommands", "lean_commands"]
+__all__ = ["Commands", "RedisPyCommands", "commands_for"]
+
+# Commands sent ahead of another, in the same write where the path allows (a call slot's release).
+Ahead = tuple[tuple[Any, ...], ...]
 
 
-class LeanCommands(PipelinedCommands):
-    """Commands on connections borrowed from a redis-py BlockingConnectionPool's own queue."""
+class Commands(Protocol):
+    """What the hub's parts send: commands, scripts (redis-py Script objects: a SHA and its source), and posts."""
 
-    def __init__(self, pool: redis.BlockingConnectionPool) -> None:
-        self.pool = pool
+    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead = ()) -> Any:
+        """Run a script by its SHA (loading it if Redis lacks it), after the commands in before; its reply."""
 
-    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        """Send several commands in one write and return their replies in order, an error reply as its exception.
+    def execute(self, *args: Any, before: Ahead = ()) -> Any:
+        """Send one command after the commands in before; its reply (an error reply raised)."""
 
-        Every reply is read, so the connection goes back clean.
-        """
-        connection = self._borrow()
-        try:
-            connection.send_packed_command([b"".join(pack(command) for command in commands)], check_health=False)
-            replies = []
-            for _ in commands:
-                try:
-                    replies.append(connection.read_response())
-                except ResponseError as error:
-                    replies.append(error)
-            return replies
-        finally:
-            self.pool.pool.put_nowait(connection)
+    def post(self, commands: list[tuple[Any, ...]]) -> None:
+        """Send commands whose replies nobody needs, written before this greenlet goes on."""
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
-                packed: bytes | None = None) -> Any:
-        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
+    def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
+        """Queue commands whose replies nobody needs; the post's number, for written and wait_written."""
 
-        packed (keys and args in RESP already) is not used here: redis-py's connection packs its own.
-        A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
-        """
-        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        try:
-            return self.execute(*command, before=before)
-        except NoScriptError:
-            self.execute("SCRIPT", "LOAD", script.script)
-            return self.execute(*command)
+    def written(self, number: int) -> bool:
+        """Whether the post with this number is written (or its connection failed)."""
+
+    def wait_written(self, number: int) -> None:
+        """Return once the post with this number is written (or its connection failed)."""
+
+    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead,
+                    on_done: Callable[[BaseException | None], None]) -> None:
+        """Run a script whose reply nobody waits for; on_done hears None, or its error or lost connection."""
 
     def close(self) -> None:
-        """Nothing of its own to close: its connections are the pool's."""
-
-    def _borrow(self) -> Any:
-        """A connected connection from the pool's queue; ConnectionError past the pool's timeout.
-
-        As redis-py's pool does, a connection that has something to read before it was asked anything (Redis
-        closed it: restarted, say) is reconnected first, so a restart costs no command its reply.
-        """
-        try:
-            connection = self.pool.pool.get(block=True, timeout=self.pool.timeout)
-        except Empty:
-            raise RedisConnectionError("No connection available.") from None
-        try:
-            if connection is None:
-                connection = self.pool.make_connection()
-            connection.connect()  # at once if connected; a Redis that is down fails here, after one attempt
-            try:
-                if connection.can_read():
-                    raise RedisConnectionError("Connection has data")
-            except (RedisConnectionError, RedisTimeoutError, OSError):
-                connection.disconnect()
-                connection.connect()
-                if connection.can_read():
-                    raise RedisConnectionError("Connection not ready") from None
-        except BaseException:
-            self.pool.pool.put_nowait(connection)
-            raise
-        return connection
+        """Close what this path holds of its own."""
 
 
-def lean_commands(client: Any) -> LeanCommands | Multiplexer | None:
-    """The lean path for a client over a plain BlockingConnectionPool; None for any other (Sentinel, Cluster).
+class RedisPyCommands:
+    """The command interface on redis-py's client: TLS, Unix sockets, Sentinel's master, a Cluster's nodes.
 
-    Over gevent's TCP sockets (redis://), every greenlet's commands share one connection (redis_multiplex.py);
-    over TLS or a Unix socket, each command borrows a pooled connection.
+    Each command waits for its reply: what goes ahead is sent first, and a post is written when it returns.
     """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead = ()) -> Any:
+        """Run a script through redis-py (which loads it on NOSCRIPT), after the commands in before."""
+        self.post(list(before))
+        return script(keys=list(keys), args=list(args))
+
+    def execute(self, *args: Any, before: Ahead = ()) -> Any:
+        """Send one command after the commands in before; its reply as redis-py gives it."""
+        self.post(list(before))
+        return self.client.execute_command(*args)
+
+    def post(self, commands: list[tuple[Any, ...]]) -> None:
+        """Send commands one by one; an error reply nobody asked for raises nothing, a lost connection does."""
+        for command in commands:
+            try:
+                self.client.execute_command(*command)
+            except ResponseError:
+                pass
+
+    def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
+        """Send commands now (this path cannot queue them); written already."""
+        self.post(commands)
+        return 0
+
+    def written(self, number: int) -> bool:
+        """Every post is written by the time it returns."""
+        return True
+
+    def wait_written(self, number: int) -> None:
+        """Nothing to wait for: every post is written by the time it returns."""
+
+    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead,
+                    on_done: Callable[[BaseException | None], None]) -> None:
+        """Run a script, wait, and tell on_done how it went (from this greenlet)."""
+        try:
+            self.run(script, keys, args, before)
+        except (RedisError, OSError) as error:
+            on_done(error)
+            return
+        on_done(None)
+
+    def close(self) -> None:
+        """Nothing of its own to close: its connections are the client's."""
+
+
+def commands_for(client: Any) -> Commands:
+    """The multiplexer over a plain BlockingConnectionPool of gevent TCP sockets; redis-py's client otherwise."""
     pool = getattr(client, "connection_pool", None)
-    if type(client) is redis.Redis and type(pool) is redis.BlockingConnectionPool:
-        if issubclass(pool.connection_class, CooperativeConnection):
-            return Multiplexer(pool, pool.timeout)
-        return LeanCommands(pool)
-    return None
+    if (type(client) is redis.Redis and type(pool) is redis.BlockingConnectionPool
+            and issubclass(pool.connection_class, CooperativeConnection)):
+        return Multiplexer(pool, pool.timeout)
+    return RedisPyCommands(client)

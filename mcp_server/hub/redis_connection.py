@@ -90,15 +90,15 @@ class OutageGuard:
     def __enter__(self) -> None:
         """Nothing to set up."""
 
-    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> bool:
-        """Translate an outage; note its end on the first success after it."""
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        """Translate an outage; note its end on the first success after it (never swallows an exception)."""
         if exc is None:
             if self.down_since is not None:
                 log.info("Redis reachable again after %.1f s", time.monotonic() - self.down_since)
                 self.down_since = None
-            return False
+            return
         if not isinstance(exc, Exception) or not unavailable(exc):
-            return False
+            return
         if self.down_since is None:
             self.down_since = time.monotonic()
             log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)

@@ -1,9 +1,9 @@
 """The Redis hub's answers stored without waiting: a legacy call's answer is written, and its greenlet goes on.
 
 A legacy (HTTP+SSE) call's answer goes to the session's stream, not to its POST, which had its 202 already; so
-nobody waits for the event id the store gives it. Its store is queued on the multiplexed connection (written by
-the writer greenlet with the turn's other commands, the call slot's release ahead of it) and its reply is read by
-the connection's reader.
+nobody waits for the event id the store gives it. On the multiplexer its store is queued (written by the writer
+greenlet with the turn's other commands, the call slot's release ahead of it) and its reply is read by the
+connection's reader; on redis-py's path it is stored before deliver_later returns.
 An attempt that fails (Redis gone, or an error reply such as NOSCRIPT) starts deliver's retry loop in a greenlet
 of its own, with the same token, so an attempt that ran although its reply was lost is not appended twice.
 The worker's drain waits for what is still being stored (flush).
@@ -11,51 +11,85 @@ The worker's drain waits for what is still being stored (flush).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any
 
 import gevent
 from gevent.event import Event
 
 from mcp_server.encoding import dumps
-from mcp_server.hub.base import HubUnavailable
-from mcp_server.hub.redis_keys import delivery_key
-from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack_arguments, pack_bytes, pack_unique
+from mcp_server.hub.base import HubUnavailable, join_event_id
+from mcp_server.hub.redis_codec import milliseconds
+from mcp_server.hub.redis_keys import WORKER_CHANNEL, delivery_key, session_keys
+from mcp_server.hub.redis_link import RedisLink
 
-__all__ = ["PostedDeliveries"]
-
-
-# Streams whose deliver command this worker keeps packed (forgotten all at once when full).
-MAX_DELIVER_COMMANDS = 10_000
+__all__ = ["Deliveries"]
 
 
-class DeliverCommand(NamedTuple):
-    """A stream's deliver script in RESP, but for the token's key and the message between head and tail."""
-
-    head: bytes  # EVALSHA, the script, its key count, the publish script's keys
-    token_key: str  # the token's key without the token (the script's last key)
-    tail: bytes  # the arguments after the message
+# A delivery token outlives the last retry of its answer by this much.
+DELIVERY_TOKEN_MARGIN_S = 5.0
+# How many (session, stream) pairs the publish script's key names are kept for before they are all made again.
+MAX_PUBLISH_KEYS = 10_000
 
 
-class PostedDeliveries:
-    """RedisHub's deliver_later and flush (a mixin: it uses the hub's command path, scripts and deliver)."""
+class Deliveries:
+    """RedisHub's publish and its answers stored without waiting: it sends through the hub's link."""
 
-    def _init_posted_deliveries(self) -> None:
+    def __init__(self, link: RedisLink, settings: Any, deliver: Callable[..., Any],
+                 new_token: Callable[[], str]) -> None:
+        self.link = link
+        # The hub's deliver (retrying through an outage) and a delivery token's maker (the call slots').
+        self.deliver = deliver
+        self.new_token = new_token
+        # The publish and deliver scripts' fixed arguments, made once. A delivery token is remembered past the last
+        # retry, which may run up to a pool wait and a command timeout after its start.
+        self.remember_ms_arg = str(milliseconds(settings.delivery_retry_s + 2 * settings.redis_timeout_s
+                                                + DELIVERY_TOKEN_MARGIN_S))
+        self._replay_max_arg = str(settings.replay_max)
+        self._replay_max_bytes_arg = str(settings.replay_max_bytes)
+        # The publish script's keys of each (session, stream) this worker published to lately (bounded).
+        self._publish_keys: dict[tuple[str, str | None], tuple[str, ...]] = {}
+        self.reset()
+
+    def reset(self) -> None:
         """Nothing being stored yet (after a fork too: the parent's posts are not this process's)."""
-        self._deliver_commands: dict[tuple[str, str | None], DeliverCommand] = {}
         self._unsettled = 0
         self._settled = Event()
         self._settled.set()
 
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Append to the session's replay log and route to the worker holding that stream."""
+        keys, args = self.publish_arguments(session_id, message, stream)
+        with self.link.guard:
+            position = self.link.run("publish", keys, args)
+        return None if position is None else join_event_id(position.decode(), stream)
+
+    def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
+        """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
+        keys, args = self.publish_arguments(session_id, message, stream)
+        with self.link.guard:
+            position = self.link.run("deliver", [*keys, delivery_key(session_id, token)],
+                                     [*args, self.remember_ms_arg])
+        return None if position is None else join_event_id(position.decode(), stream)
+
+    def publish_arguments(self, session_id: str, message: Any,
+                          stream: str | None) -> tuple[tuple[str, ...], list[Any]]:
+        """The keys and arguments of the publish script for one message."""
+        script_keys = self._publish_keys.get((session_id, stream))
+        if script_keys is None:
+            keys = session_keys(session_id, stream)
+            script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"])
+            if len(self._publish_keys) >= MAX_PUBLISH_KEYS:
+                self._publish_keys.clear()
+            self._publish_keys[session_id, stream] = script_keys
+        return (script_keys, [dumps(message), self._replay_max_arg, session_id, stream or "", WORKER_CHANNEL,
+                              self._replay_max_bytes_arg])
+
     def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
         """Store an answer without waiting for Redis; a failed attempt is retried in a greenlet of its own."""
-        lean = self._lean_path()
-        if lean is None:  # Sentinel, Cluster: redis-py's path, which waits
-            self.deliver(session_id, message, stream)
-            return
-        token = self.delivery_token()
+        token = self.new_token()
         # Encoded before it counts as in flight: an answer that cannot be encoded must not hold up the drain.
-        packed_message = pack_bytes(dumps(message)) if isinstance(lean, Multiplexer) else b""
+        keys, args = self.publish_arguments(session_id, message, stream)
         self._unsettled += 1
         self._settled.clear()
 
@@ -66,31 +100,11 @@ class PostedDeliveries:
                 gevent.spawn(self._deliver_settling, session_id, message, stream, token)
 
         try:
-            with self._outage:
-                if packed_message:  # on the multiplexer: packed but for the token and the message, once per stream
-                    command = (self._deliver_commands.get((session_id, stream))
-                               or self._deliver_command(lean, session_id, stream))
-                    before = self.packed_release_before_next_command() if self._releases else b""
-                    lean.post_script(before + command.head + pack_unique(command.token_key + token) + packed_message
-                                     + command.tail, 2 if before else 1, stored)
-                else:
-                    keys, args = self._publish_arguments(session_id, message, stream)
-                    # The token's key as bytes: packing does not remember it (it never comes back).
-                    lean.post_evalsha(self._scripts["deliver"], [*keys, delivery_key(session_id, token).encode()],
-                                      [*args, self._remember_ms_arg], self.releases_before_next_command(), stored)
+            with self.link.guard:
+                self.link.post_script("deliver", [*keys, delivery_key(session_id, token)],
+                                      [*args, self.remember_ms_arg], stored)
         except HubUnavailable:
             self._deliver_settling(session_id, message, stream, token)
-
-    def _deliver_command(self, lean: Multiplexer, session_id: str, stream: str | None) -> DeliverCommand:
-        """The deliver script's command for a stream, in RESP around the token's key and the message (kept)."""
-        keys, args = self._publish_arguments(session_id, None, stream)
-        fixed = [*args[1:], self._remember_ms_arg]  # after the message
-        command = DeliverCommand(lean.evalsha_prefix(self._scripts["deliver"], list(keys), 1 + len(fixed), 1),
-                                 delivery_key(session_id, ""), pack_arguments(fixed))
-        if len(self._deliver_commands) >= MAX_DELIVER_COMMANDS:
-            self._deliver_commands.clear()
-        self._deliver_commands[session_id, stream] = command
-        return command
 
     def _deliver_settling(self, session_id: str, message: Any, stream: str | None, token: str) -> None:
         """Deliver with the posted attempt's token (retrying within MCP_DELIVERY_RETRY_S), then count it settled."""

@@ -5,16 +5,22 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gevent
+from gevent.event import Event
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.encoding import loads
+from mcp_server.hub.redis_claims import Claims
 from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
+from mcp_server.hub.redis_link import RedisLink
 from mcp_server.hub.redis_resp import pack, reply_parser
+from mcp_server.hub.registry_sync import RegistrySync
+from mcp_server.hub.worker_calls import InflightCalls, PendingRequests
 
 log = logging.getLogger("mcp.hub")
 
@@ -30,65 +36,82 @@ READ_SIZE = 65536
 
 
 class Listener:
-    """RedisHub's subscriber greenlet (a mixin: it routes into the hub's local streams and per-worker registries)."""
+    """RedisHub's subscriber greenlet: it routes into the hub's local streams and per-worker registries."""
 
-    def _listen_forever(self) -> None:
+    def __init__(self, link: RedisLink, claims: Claims, registry_sync: RegistrySync, pending: PendingRequests,
+                 inflight: InflightCalls, hand_to_this_worker: Callable[[dict[str, Any]], None]) -> None:
+        self.link = link
+        self.claims = claims
+        self.registry_sync = registry_sync
+        self.pending = pending
+        self.inflight = inflight
+        self.hand_to_this_worker = hand_to_this_worker
+        self.reset()
+
+    def reset(self) -> None:
+        """Not listening yet (after a fork too: the parent's connection is not this process's)."""
+        self.subscriber: Any = None
+        self.master_moved = False
+        self.listening = False
+        # Set once the first attempt to subscribe succeeded or failed (ready() waits for it).
+        self.first_attempt = Event()
+
+    def listen_forever(self) -> None:
         """Read this worker's channel and the control channel; reconnect with backoff when Redis goes."""
         backoff = RECONNECT_MIN_S
         while True:
             connection = None
             try:
                 # To the master the Sentinels name now (after a failover, the new one), or to any cluster master.
-                connection = self._subscriber = subscriber_connection(self.client)
+                connection = self.subscriber = subscriber_connection(self.link.client)
                 connection.connect()
                 # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
                 # would move a stream past what was published while nobody listened, and that would be skipped.
-                for subscription in list(self.local.values()):
-                    subscription.hold()
+                self.claims.hold_all()
                 reader = SubscriberReader(connection)
-                reader.subscribe(CONTROL_CHANNEL, WORKER_CHANNEL + self.worker_id)
-                log.info("worker %s subscribed to Redis", self.worker_id)
+                reader.subscribe(CONTROL_CHANNEL, WORKER_CHANNEL + self.link.worker_id)
+                log.info("worker %s subscribed to Redis", self.link.worker_id)
                 # Subscribed first, so a change made meanwhile is heard too (versions make hearing it twice harmless).
                 self.registry_sync.load()
-                self._listening = True
-                self._first_attempt.set()
+                self.listening = True
+                self.first_attempt.set()
                 backoff = RECONNECT_MIN_S
                 # Anything published while we were not listening is in the replay log.
-                gevent.spawn(self._resync_all)
-                self._master_moved = False
+                gevent.spawn(self.claims.resync_all)
+                self.master_moved = False
                 self._read(reader)
             except UNAVAILABLE as exc:
-                if self._listening:
+                if self.listening:
                     log.warning("lost the Redis subscriber connection (%s); reconnecting", type(exc).__name__)
             except Exception:
                 log.exception("Redis subscriber failed; reconnecting")
             finally:
-                self._listening = False
-                self._first_attempt.set()
+                self.listening = False
+                self.first_attempt.set()
                 if connection is not None:
                     connection.disconnect()
             gevent.sleep(backoff * (0.5 + random.random()))
             backoff = min(backoff * 2, RECONNECT_MAX_S)
 
-    def _follow_master_forever(self) -> None:
+    def follow_master_forever(self) -> None:
         """With Sentinel: every MASTER_CHECK_S, ask the Sentinels where the master is; once it moved, no command
         goes to the old one (the pool drops its idle connections to it) and the subscriber reconnects."""
-        pool = self.client.connection_pool
+        pool = self.link.client.connection_pool
         while True:
             gevent.sleep(MASTER_CHECK_S)
             try:
                 address = pool.get_master_address()
             except UNAVAILABLE:
                 continue  # no Sentinel answers, or none knows a master: the commands say so themselves
-            subscriber = self._subscriber
-            if self._listening and subscriber is not None and (subscriber.host, subscriber.port) != address:
+            subscriber = self.subscriber
+            if self.listening and subscriber is not None and (subscriber.host, subscriber.port) != address:
                 log.warning("the Sentinels name a new master; moving this worker's subscriber connection there")
-                self._master_moved = True  # the reader acts on it between messages (or within LISTEN_PING_S)
+                self.master_moved = True  # the reader acts on it between messages (or within LISTEN_PING_S)
 
     def _read(self, reader: SubscriberReader) -> None:
         """Dispatch messages until the connection fails; ping when quiet to notice a silent Redis."""
         heard = time.monotonic()
-        while not self._master_moved:
+        while not self.master_moved:
             replies = reader.replies(LISTEN_PING_S)
             if replies is None:
                 if time.monotonic() - heard > LISTEN_DEAD_S:
@@ -107,23 +130,23 @@ class Listener:
             self._obey(loads(data))
             return
         kind, session_id, stream, ident, payload = data.split(b"\n", 4)
-        subscription = self.local.get((session_id.decode(), stream.decode() or None))
+        subscription = self.claims.local.get((session_id.decode(), stream.decode() or None))
         if subscription is None:
             return
         if kind == b"m":
             subscription.offer(ident.decode(), payload)
         elif kind == b"e" and subscription.owner.endswith("|" + ident.decode()):
-            self._drop(subscription, payload.decode())
+            self.claims.drop(subscription, payload.decode())
 
     def _obey(self, command: dict[str, Any]) -> None:
         """Act on a control command from another worker."""
         op = command.get("op")
         if op == "closed":
-            self._end_local(command["session"], "session closed")
+            self.claims.end_session(command["session"], "session closed")
             return
         if self.registry_sync.obey(command):
             return
-        if command.get("origin") == self.worker_id:
+        if command.get("origin") == self.link.worker_id:
             return
         if op == "resolve":
             self.pending.resolve(command["session"], command["response"])

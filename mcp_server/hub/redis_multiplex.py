@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gevent
@@ -26,13 +26,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub.redis_resp import (
-    PipelinedCommands,
-    pack,
-    pack_arguments,
-    reply_or_raise,
-    reply_parser,
-)
+from mcp_server.hub.redis_resp import pack, reply_or_raise, reply_parser
 
 __all__ = ["Multiplexer"]
 
@@ -80,7 +74,7 @@ def script_failure(call: PendingCall) -> BaseException | None:
     return call.error
 
 
-class Multiplexer(PipelinedCommands):
+class Multiplexer:
     """Commands of every greenlet on one connection made like the pool's (same address, credentials, database)."""
 
     def __init__(self, pool: Any, timeout_s: float) -> None:
@@ -106,77 +100,42 @@ class Multiplexer(PipelinedCommands):
         # The watchdog looks every _watch_s and fails a command older than _patience_s: so within timeout_s.
         self._watch_s = min(0.25, timeout_s / 4)
         self._patience_s = timeout_s - self._watch_s
-        # EVALSHA, the script's SHA and its key count, packed once per script and shape of call.
-        self._evalsha_heads: dict[tuple[str, int, int], bytes] = {}
 
-    def evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...] = (),
-                packed: bytes | None = None) -> Any:
-        """Run a registered script (a redis-py Script) by its SHA, loading it first if Redis does not have it.
-
-        packed, if given, is keys and args in RESP already (a caller that packs their fixed part once).
-        A NOSCRIPT reply means the script did not run, so running it after the load runs it once.
-        """
-        command = self._evalsha_command(script, keys, args, packed)
-        if not before:
-            return self.evalsha_packed(script, command)
-        return self._run_script(script, b"".join([*map(pack, before), command]), len(before) + 1, command)
-
-    def evalsha_packed(self, script: Any, command: bytes) -> Any:
-        """Run a registered script whose whole EVALSHA command is in RESP already (see evalsha_prefix); its reply.
-
-        A tool call's session lookup comes this way: one queued command and one wait, nothing packed per call but
-        its token.
-        """
-        return self._run_script(script, command, 1, command)
-
-    def _run_script(self, script: Any, data: bytes, count: int, command: bytes) -> Any:
-        """Send count commands in RESP, the script's EVALSHA command last, and return the script's reply.
+    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
+            before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+        """Run a registered script (a redis-py Script) by its SHA, after the commands in before, in one write.
 
         A NOSCRIPT reply means the script did not run, so it is loaded and its command alone sent again (the
         commands before it ran with the first attempt); any other error reply is raised.
         """
-        reply = self._enqueue(data, expected=count).wait()[-1]
+        command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+        data = b"".join([*map(pack, before), command]) if before else command
+        reply = self._enqueue(data, expected=len(before) + 1).wait()[-1]
         if isinstance(reply, NoScriptError):
             self.execute("SCRIPT", "LOAD", script.script)
             return reply_or_raise(self.send([command])[-1])
         return reply_or_raise(reply)
 
-    def evalsha_prefix(self, script: Any, keys: list[Any], arg_count: int, later_keys: int = 0) -> bytes:
-        """EVALSHA of a script, its key count and its keys in RESP: what comes before its arguments (or before the
-        later_keys more keys that the caller packs after these)."""
-        return self._evalsha_head(script, len(keys) + later_keys, arg_count) + pack_arguments(keys)
+    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
+        """Send one command (after the commands in before, in the same write) and return its reply.
 
-    def post_evalsha(self, script: Any, keys: list[Any], args: list[Any], before: tuple[tuple[Any, ...], ...],
-                     on_done: Callable[[BaseException | None], None]) -> None:
+        An error reply to this command is raised; the replies to the commands before it are not read for errors.
+        """
+        return reply_or_raise(self.pipeline([*before, args])[-1])
+
+    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: tuple[tuple[Any, ...], ...],
+                    on_done: Callable[[BaseException | None], None]) -> None:
         """Run a registered script without waiting for its reply; on_done hears None, or its error or lost connection.
 
         Unlike post, this does not write at once: for a store whose order against this greenlet's next steps
-        does not matter (a legacy answer, which reaches its client through Redis anyway).
+        does not matter (a legacy answer, which reaches its client through Redis anyway). Written by the writer
+        greenlet with what other greenlets send this turn: one system call for them all.
 
         on_done runs once, from the greenlet that reads the reply or fails the connection, so it must not block
         (it may spawn). A NOSCRIPT reply is an error like any other: the script did not run.
         """
-        # Written by the writer greenlet with what other greenlets send this turn: one system call for them all.
-        self.post_script(b"".join([*map(pack, before), self._evalsha_command(script, keys, args)]), len(before) + 1,
-                         on_done)
-
-    def post_script(self, data: bytes, count: int, on_done: Callable[[BaseException | None], None]) -> None:
-        """post_evalsha for count commands in RESP already, the script's EVALSHA last (a legacy answer's store)."""
-        self._enqueue(data, lambda call: on_done(script_failure(call)), expected=count)
-
-    def _evalsha_command(self, script: Any, keys: list[Any], args: list[Any], packed: bytes | None = None) -> bytes:
-        """EVALSHA of a script with its keys and arguments in RESP."""
-        head = self._evalsha_head(script, len(keys), len(args))
-        return head + (pack_arguments([*keys, *args]) if packed is None else packed)
-
-    def _evalsha_head(self, script: Any, key_count: int, arg_count: int) -> bytes:
-        """The command's length, EVALSHA, the script's SHA and its key count in RESP (packed once per shape)."""
-        head_key = (script.sha, key_count, arg_count)
-        head = self._evalsha_heads.get(head_key)
-        if head is None:
-            count = b"*%d\r\n" % (3 + key_count + arg_count)
-            head = self._evalsha_heads[head_key] = count + pack_arguments(("EVALSHA", script.sha, key_count))
-        return head
+        data = b"".join([*map(pack, before), pack(("EVALSHA", script.sha, len(keys), *keys, *args))])
+        self._enqueue(data, lambda call: on_done(script_failure(call)), expected=len(before) + 1)
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
@@ -203,11 +162,7 @@ class Multiplexer(PipelinedCommands):
         """Queue commands whose reply nobody needs, for the writer's next write; the post's number, for
         written and wait_written. Anything this worker sends later goes out behind them (one connection, in order).
         """
-        return self.post_packed(b"".join(map(pack, commands)), len(commands))
-
-    def post_packed(self, data: bytes, count: int = 1) -> int:
-        """post_nowait for count commands already in RESP (a call slot's release, packed but for its token)."""
-        self._enqueue(data, expected=count)
+        self._enqueue(b"".join(map(pack, commands)), expected=len(commands))
         # Numbered in the same step as the bytes join the queue: the write that takes them covers the number.
         self._posted += 1
         return self._posted

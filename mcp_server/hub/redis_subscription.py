@@ -20,7 +20,9 @@ log = logging.getLogger("mcp.hub")
 class StreamOwner(Protocol):
     """What a subscription needs of the hub that made it (RedisHub): whose worker it is, and how to let go."""
 
-    worker_id: str
+    @property
+    def worker_id(self) -> str:
+        """This worker's id in the fleet."""
 
     def forget(self, subscription: RedisSubscription, detach: bool) -> None:
         """Stop routing to a subscription and, once, give up its claim."""

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from mcp_server.hub.redis_link import RedisLink
 from mcp_server.hub.tasks import TaskRecord, TaskStore
 
-__all__ = ["TASK_PREFIX", "TASKS_OF_PREFIX", "RedisTaskStore", "task_keys"]
+__all__ = ["TASK_PREFIX", "TASKS_OF_PREFIX", "TASK_SCRIPTS", "RedisTaskStore", "task_keys"]
 
 TASK_PREFIX = "mcp:task:"
 TASKS_OF_PREFIX = "mcp:tasks:"
@@ -89,8 +90,9 @@ end
 redis.call('HSET', KEYS[1], 'lease', ARGV[2])
 return 1
 """
-SCRIPTS = {"create": CREATE, "get": GET, "answer": ANSWER, "park": PARK, "finish": FINISH, "cancel": CANCEL,
-           "renew": RENEW}
+# By the name the hub's link knows them by (beside the hub's own scripts, redis_scripts.py).
+TASK_SCRIPTS = {"task_create": CREATE, "task_get": GET, "task_answer": ANSWER, "task_park": PARK,
+                "task_finish": FINISH, "task_cancel": CANCEL, "task_renew": RENEW}
 
 
 def principal_tag(principal: str | None) -> str:
@@ -132,20 +134,14 @@ def pairs(mapping: dict[str, str]) -> list[str]:
 class RedisTaskStore(TaskStore):
     """The task store of the Redis hub: its connection and its outage handling, scripts of its own."""
 
-    def __init__(self, hub: Any, max_ttl_ms: int) -> None:
-        self.hub = hub
+    def __init__(self, link: RedisLink, max_ttl_ms: int) -> None:
+        self.link = link
         self.max_ttl_ms = max_ttl_ms
-        self._scripts: dict[str, Any] = {}
-        self._client: Any = None
 
     def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run one of the task scripts on the hub's connection (registered again after a fork's new client)."""
-        with self.hub.store():
-            client = self.hub.client
-            if client is not self._client:
-                self._scripts = {key: client.register_script(source) for key, source in SCRIPTS.items()}
-                self._client = client
-            return self._scripts[name](keys=keys, args=args)
+        """Run one of the task scripts (registered with the hub's own, see TASK_SCRIPTS)."""
+        with self.link.guard:
+            return self.link.run("task_" + name, keys, args)
 
     def create(self, record: TaskRecord, limit: int) -> bool:
         """Store a new task unless its principal holds limit unexpired ones."""

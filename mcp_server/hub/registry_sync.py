@@ -29,8 +29,13 @@ log = logging.getLogger("mcp.hub")
 class RegistryStore(Protocol):
     """What the replication needs of the Redis hub: its worker id, a client, scripts, the control channel."""
 
-    worker_id: str
-    client: Any
+    @property
+    def worker_id(self) -> str:
+        """This worker's id in the fleet."""
+
+    @property
+    def client(self) -> Any:
+        """redis-py's client."""
 
     def store(self) -> Any:
         """A context in which Redis failures become HubUnavailable."""

@@ -61,7 +61,7 @@ class PendingRequests:
     """Server-to-client requests waiting for the client's answer, in this worker."""
 
     def __init__(self) -> None:
-        self._waiting: dict[tuple[str, str], AsyncResult] = {}
+        self._waiting: dict[tuple[str, Any], AsyncResult] = {}
 
     def open(self, session_id: str) -> tuple[str, AsyncResult]:
         """Reserve a fresh request id and the result its answer will fill."""

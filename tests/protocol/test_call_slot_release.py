@@ -51,4 +51,4 @@ def test_a_cancelled_legacy_call_that_sends_no_answer_still_frees_its_slot(rpc, 
     call.join(5)
     assert answers == []  # a cancelled request gets no response
     assert wait_until(lambda: running_calls(rpc, redis_server) == 0)
-    assert not rpc.core.hub._releases  # nothing held for a greenlet that is gone
+    assert not rpc.core.hub.link.ahead  # nothing held for a greenlet that is gone

@@ -163,16 +163,17 @@ def test_a_posted_answer_is_the_deliver_script_packed_argument_by_argument(redis
         hub.deliver_later(session.id, EARLIER, stream)  # the first answer of the stream packs its command
         hub.flush(2.0)
         tokens: list[str] = []
-        new_token = hub.delivery_token
-        hub.delivery_token = lambda: tokens.append(new_token()) or tokens[-1]
+        new_token = hub.deliveries.new_token
+        hub.deliveries.new_token = lambda: tokens.append(new_token()) or tokens[-1]
         with queued_commands(hub) as sent:
             hub.deliver_later(session.id, ANSWER, stream)
-        del hub.delivery_token
+        hub.deliveries.new_token = new_token
         hub.flush(2.0)
-        keys, args = hub._publish_arguments(session.id, ANSWER, stream)
+        keys, args = hub.deliveries.publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
-        assert sent == [(redis_resp.pack(("EVALSHA", hub._scripts["deliver"].sha, len(keys) + 1, *keys,
-                                          delivery_key(session.id, tokens[0]), *args, hub._remember_ms_arg)), 1)]
+        assert sent == [(redis_resp.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,
+                                          delivery_key(session.id, tokens[0]), *args,
+                                          hub.deliveries.remember_ms_arg)), 1)]
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
         assert redis_server.client().exists(delivery_key(session.id, tokens[0]))  # remembered for its retries

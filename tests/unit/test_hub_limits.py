@@ -63,7 +63,7 @@ def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_end
     monkeypatch.setattr(redis_call_slots, "CALL_LEASE_MS", 500)
     alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
     assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
-    dead._call_leases.clear()  # a killed worker renews nothing
+    dead.call_slots.call_leases.clear()  # a killed worker renews nothing
     for _ in range(4):
         gevent.sleep(0.25)
         alive.renew_call_leases()

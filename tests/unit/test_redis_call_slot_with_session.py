@@ -178,7 +178,7 @@ def test_a_held_slot_is_renewed_and_one_never_held_lapses_after_its_lease(redis_
     # Given back, it is neither held nor renewed any more.
     hub.give_back_call_slot(running.id, held)
     assert slots(redis_server, running.id) == []
-    assert held not in hub._call_leases
+    assert held not in hub.call_slots.call_leases
 
 
 def test_the_memory_hub_leaves_the_slot_to_the_dispatcher():
@@ -233,8 +233,8 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
         found, token = hub.get_session_for_call(session.id, STREAMABLE, None, 4)
     sent = [data for data, _ in queued]
     assert found is not None and token
-    keys, fixed, _, _ = hub._slot_lookup(session.id, STREAMABLE, None, 4)
-    script = hub._scripts["get_taking_call_slot"]
+    keys, fixed = hub.call_slots.slot_lookup(session.id, STREAMABLE, None, 4)
+    script = hub.link.scripts["get_taking_call_slot"]
     # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token and the fixed arguments.
     assert sent[-1] == redis_resp.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))
 
@@ -266,20 +266,3 @@ def test_a_posted_release_behind_one_held_for_an_answer_expects_both_replies(red
     # Were one of the two replies not expected, it would be taken for this command's.
     assert hub.command("PING") == b"PONG"
     assert slots(redis_server, first.id) == [] and slots(redis_server, second.id) == []
-
-
-@pytest.mark.redis
-@pytest.mark.parametrize("answer_waits", [False, True], ids=["freed-waiting", "freed-posted"])
-def test_call_tokens_are_sent_without_filling_the_packer_s_memory(redis_hubs, redis_server, answer_waits):
-    hub = redis_hubs()
-    session = fresh_session(hub)
-    remembered = redis_resp._packed
-    for _ in range(20):
-        found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
-        assert found is not None and token
-        hub.give_back_call_slot(session.id, token, answer_waits=answer_waits)
-        hub.wait_for_release(gevent.getcurrent())
-        hub.command("PING")  # on the same connection, so after the release
-        assert slots(redis_server, session.id) == []
-        assert token not in remembered  # a token never comes back: keeping it would only crowd out what does
-    assert session_base(session.id) in remembered  # what comes back with every call is kept

@@ -1,8 +1,9 @@
-"""The Redis hub's lean command path (hub/redis_commands.py) and the call slot freed in the answer's round trip.
+"""The Redis hub's command interface (hub/redis_commands.py) and the call slot freed in the answer's round trip.
 
-The lean path must say to Redis what redis-py would, use the same bounded pool, never put a connection back
-dirty, and keep the hub's guarantees: a call slot given back with answer_follows is free before the answer can
-be seen, exactly once, and a greenlet that never stores its answer still frees its slot.
+redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the hub's guarantees as the multiplexer
+does: what goes ahead runs first, a posted error reply raises nothing, a script Redis forgot runs once, a call
+slot given back with answer_follows is free before the answer can be seen, exactly once, and a greenlet that
+never stores its answer still frees its slot.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import pytest
 import redis
 
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_commands import LeanCommands, lean_commands
+from mcp_server.hub.redis_commands import RedisPyCommands, commands_for
+from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
+from mcp_server.hub.redis_multiplex import Multiplexer
 from mcp_server.hub.redis_resp import pack
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
@@ -26,51 +29,54 @@ def test_pack_writes_the_redis_protocol_for_text_bytes_and_integers():
     assert pack(("SET", b"k\r\n", 42, "é")) == b"*4\r\n$3\r\nSET\r\n$3\r\nk\r\n\r\n$2\r\n42\r\n$2\r\n\xc3\xa9\r\n"
 
 
-@pytest.mark.parametrize("value", [True, 1.5, None])
+@pytest.mark.parametrize("value", [True, None])
 def test_pack_refuses_values_redis_py_would_not_send_as_they_are(value):
     with pytest.raises(TypeError):
         pack(("SET", "k", value))
 
 
-def test_only_a_plain_blocking_pool_gets_the_lean_path():
-    plain = redis.Redis(connection_pool=redis.BlockingConnectionPool())
-    assert isinstance(lean_commands(plain), LeanCommands)
-    assert lean_commands(redis.Redis(connection_pool=redis.ConnectionPool())) is None
-    assert lean_commands(object()) is None
+def test_only_a_plain_blocking_pool_of_gevent_sockets_gets_the_multiplexer():
+    plain = redis.Redis(connection_pool=redis.BlockingConnectionPool(connection_class=CooperativeConnection))
+    assert isinstance(commands_for(plain), Multiplexer)
+    assert isinstance(commands_for(redis.Redis(connection_pool=redis.BlockingConnectionPool())), RedisPyCommands)
+    assert isinstance(commands_for(redis.Redis(connection_pool=redis.ConnectionPool())), RedisPyCommands)
 
 
 @pytest.mark.redis
-def test_lean_replies_match_redis_py_and_an_error_reply_leaves_the_connection_clean(redis_server):  # noqa: F811
+def test_redis_py_commands_reply_as_redis_py_and_run_what_goes_ahead_first(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
-    lean = lean_commands(client)
-    assert lean.execute("SET", "k", b"v") == b"OK"
-    assert lean.execute("GET", "k") == b"v"
-    assert lean.execute("GET", "missing") is None
+    commands = commands_for(client)
+    assert commands.execute("SET", "k", b"v", before=(("SET", "ahead", "1"),))
+    assert commands.execute("GET", "k") == b"v" and client.get("ahead") == b"1"
+    assert commands.execute("GET", "missing") is None
     with pytest.raises(redis.ResponseError):
-        lean.execute("INCR", "k")  # not a number
-    # The one connection went back with nothing unread: the next reply is its own command's.
-    assert lean.pipeline([("DEL", "n"), ("INCR", "n"), ("INCR", "n")]) == [0, 1, 2]
-    assert client.get("k") == b"v"  # redis-py's own path shares the pool and still works
+        commands.execute("INCR", "k")  # not a number
+    assert commands.execute("ECHO", "next") == b"next"  # the one connection went back with nothing unread
 
 
 @pytest.mark.redis
-def test_posted_commands_on_pooled_connections_run_and_leave_the_connection_clean(redis_server):  # noqa: F811
+def test_posted_commands_on_redis_py_run_and_an_error_reply_raises_nothing(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
-    lean = lean_commands(client)
+    commands = commands_for(client)
     client.set("text", "not a number")
-    lean.post([("SET", "posted", "1"), ("INCR", "text")])  # an error reply nobody asked for raises nothing
+    number = commands.post_nowait([("SET", "posted", "1"), ("INCR", "text")])
+    assert commands.written(number)  # written by the time it returns
     assert client.get("posted") == b"1"
-    assert lean.execute("ECHO", "next") == b"next"  # the one connection came back with nothing unread
+    done: list[BaseException | None] = []
+    script = client.register_script("return redis.error_reply('no way')")
+    commands.post_script(script, [], [], (), done.append)
+    assert isinstance(done[0], redis.ResponseError)
+    assert commands.execute("ECHO", "next") == b"next"
 
 
 @pytest.mark.redis
 def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url))
-    lean = lean_commands(client)
+    commands = commands_for(client)
     script = client.register_script("return redis.call('INCR', KEYS[1])")
     client.delete("runs")
     client.script_flush()
-    assert lean.evalsha(script, ["runs"], [], before=(("SET", "before", "1"),)) == 1
+    assert commands.run(script, ["runs"], [], before=(("SET", "before", "1"),)) == 1
     assert client.get("runs") == b"1" and client.get("before") == b"1"
 
 
@@ -83,14 +89,16 @@ def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_w
         # The per-call commands share the multiplexed connection: an exhausted pool does not stop them.
         assert hub.peek_session(session.id) is not None
         assert hub.take_call_slot(session.id, 1) is not None
-        # redis-py's own path (a session's save) waits for a pooled connection, and gives up in time.
+        hub.save_session(session)
+        # redis-py's own path (the refresher's batch of lease renewals) waits for a pooled connection, and gives up
+        # in time.
         started = time.monotonic()
         with pytest.raises(HubUnavailable):
-            hub.save_session(session)
+            hub.renew_call_leases()
         assert time.monotonic() - started < 2
     finally:
         hub.client.connection_pool.release(held)
-    hub.save_session(session)
+    hub.renew_call_leases()
 
 
 @pytest.mark.redis
@@ -133,7 +141,7 @@ def test_a_call_that_stores_no_answer_still_frees_its_slot(redis_hubs):
     gevent.spawn(cancelled_call).join()
     assert wait_until(lambda: worker.client.zcard(call_slots_key(session.id)) == 0)
     assert worker.take_call_slot(session.id, 1) is not None
-    assert not worker._releases  # nothing left waiting
+    assert not worker.link.ahead  # nothing left waiting
 
 
 @pytest.mark.redis

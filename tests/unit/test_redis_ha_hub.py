@@ -18,9 +18,9 @@ from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
 from mcp_server.hub import HubUnavailable, StreamConflict, redis_connection
-from mcp_server.hub.redis import RedisHub
 from mcp_server.hub.redis_batch import ScriptBatch
 from mcp_server.hub.redis_keys import session_keys
+from mcp_server.hub.redis_link import RedisLink
 from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.session import SessionChange
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
@@ -57,9 +57,9 @@ def masters_in_turn(monkeypatch):
 
 def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_hubs, monkeypatch):
     runs: list[tuple[str, list[str]]] = []
-    run, add = RedisHub._run, ScriptBatch.add
-    monkeypatch.setattr(RedisHub, "_run", lambda hub, name, keys, args, client=None, packed=None:
-                        runs.append((name, keys)) or run(hub, name, keys, args, client, packed))
+    run, add = RedisLink.run, ScriptBatch.add
+    monkeypatch.setattr(RedisLink, "run", lambda link, name, keys, args:
+                        runs.append((name, keys)) or run(link, name, keys, args))
     monkeypatch.setattr(ScriptBatch, "add", lambda batch, name, keys, args:
                         runs.append((name, keys)) or add(batch, name, keys, args))
     worker = cluster_hubs(MCP_MAX_SESSIONS=100)
@@ -168,7 +168,7 @@ def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(
     def moved(*args, **kwargs):
         raise NoScriptError("No matching script. Please use EVAL.")
 
-    monkeypatch.setattr(worker, "_run", moved)
+    monkeypatch.setattr(worker.link, "run", moved)
     with pytest.raises(HubUnavailable):
         worker.publish(session.id, message(1))
 
@@ -214,16 +214,16 @@ def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream
     assert wait_until(worker.ready)
     session = new_session(worker)
     first = worker.subscribe(session.id)
-    run = RedisHub._run
+    run = RedisLink.run
 
-    def refresh_first(hub, name, keys, args, client=None, packed=None):
+    def refresh_first(link, name, keys, args):
         if name == "attach":
-            hub.refresh()
-        return run(hub, name, keys, args, client, packed)
+            worker.refresh()
+        return run(link, name, keys, args)
 
-    monkeypatch.setattr(RedisHub, "_run", refresh_first)
+    monkeypatch.setattr(RedisLink, "run", refresh_first)
     second = worker.subscribe(session.id)
-    monkeypatch.setattr(RedisHub, "_run", run)
+    monkeypatch.setattr(RedisLink, "run", run)
     worker.publish(session.id, message(1))
     assert numbers(take(second, 1)) == [1]
     assert first.reason == "replaced by a newer stream" and second.reason is None

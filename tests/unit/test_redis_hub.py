@@ -190,7 +190,7 @@ def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_se
     client.pexpire(session_keys(session.id)["session"], 2_000)  # shorter, so a refresh visibly moves it
     for name in ("replay", "replay_sizes", "replay_bytes"):
         client.pexpire(session_keys(session.id)[name], 2_000)
-    worker._ttl_refreshed.clear()
+    worker.sessions.ttl_refreshed.clear()
     assert worker.get_session(session.id) is not None  # refreshes the TTL (the get script)
     worker.publish(session.id, message(2))  # a publish to an existing log leaves its TTL alone
     ttls = replay_ttls_ms(client, session.id)

@@ -15,11 +15,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.hub import HubUnavailable
 from mcp_server.hub.redis_call_slots import MAX_UNWRITTEN_RELEASES
-from mcp_server.hub.redis_commands import lean_commands
+from mcp_server.hub.redis_commands import commands_for
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
 from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack, pack_unique
+from mcp_server.hub.redis_resp import pack
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 
@@ -30,7 +30,7 @@ NAME = "mux-under-test"
 
 @pytest.fixture
 def muxes(redis_server):
-    """Multiplexers made as the hub makes its own (lean_commands over a BlockingConnectionPool of gevent sockets)."""
+    """Multiplexers made as the hub makes its own (commands_for over a BlockingConnectionPool of gevent sockets)."""
     redis_server.client().flushdb()
     made: list[tuple[Multiplexer, redis.BlockingConnectionPool]] = []
 
@@ -38,7 +38,7 @@ def muxes(redis_server):
         pool = redis.BlockingConnectionPool.from_url(
             redis_server.url, connection_class=CooperativeConnection, client_name=NAME, protocol=2,
             socket_timeout=timeout_s, socket_connect_timeout=timeout_s, timeout=timeout_s, max_connections=8)
-        mux = lean_commands(redis.Redis(connection_pool=pool))
+        mux = commands_for(redis.Redis(connection_pool=pool))
         assert isinstance(mux, Multiplexer)
         made.append((mux, pool))
         return mux
@@ -92,7 +92,7 @@ def test_200_greenlets_get_their_own_replies_over_one_connection(muxes, redis_se
 def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, redis_server):
     hub = redis_hubs()
     session = new_session(hub)
-    assert isinstance(hub._lean, Multiplexer)
+    assert isinstance(hub.link.commands, Multiplexer)
     assert hub.peek_session(session.id) is not None
     name = "mcp-" + hub.worker_id
     before = connections_named(redis_server, name)
@@ -182,43 +182,23 @@ def test_a_script_redis_forgot_is_loaded_and_runs_exactly_once(muxes, redis_serv
     script = client.register_script("return redis.call('INCR', KEYS[1])")
     client.script_flush()
     # NOSCRIPT: the script did not run; loaded, it runs once; before ran with the first attempt only.
-    assert mux.evalsha(script, ["runs"], [], before=(("INCR", "before"),)) == 1
+    assert mux.run(script, ["runs"], [], before=(("INCR", "before"),)) == 1
     assert client.get("runs") == b"1" and client.get("before") == b"1"
     assert client.script_exists(script.sha) == [True]
-    assert mux.evalsha(script, ["runs"], []) == 2
+    assert mux.run(script, ["runs"], []) == 2
     # Greenlets that all meet NOSCRIPT at once: each call still runs it once.
     client.script_flush()
-    greenlets = [gevent.spawn(mux.evalsha, script, ["many"], []) for _ in range(10)]
+    greenlets = [gevent.spawn(mux.run, script, ["many"], []) for _ in range(10)]
     gevent.joinall(greenlets, raise_error=True, timeout=10)
     assert sorted(greenlet.value for greenlet in greenlets) == list(range(1, 11))
     assert client.get("many") == b"10"
-
-
-def test_a_packed_script_redis_forgot_is_loaded_and_runs_exactly_once(muxes, redis_server):
-    mux = muxes()
-    client = redis_server.client()
-    script = client.register_script("return redis.call('INCRBY', KEYS[1], ARGV[1])")
-    command = mux.evalsha_prefix(script, ["packed"], 1) + pack_unique("5")
-    assert command == pack(("EVALSHA", script.sha, 1, "packed", "5"))
-    client.script_flush()
-    assert mux.evalsha_packed(script, command) == 5  # NOSCRIPT: it did not run; loaded, it runs once
-    assert mux.evalsha_packed(script, command) == 10
-    assert client.get("packed") == b"10"
-
-
-def test_a_packed_script_s_error_other_than_noscript_is_raised(muxes, redis_server):
-    mux = muxes()
-    script = redis_server.client().register_script("return redis.error_reply('no way')")
-    with pytest.raises(ResponseError, match="no way"):
-        mux.evalsha_packed(script, mux.evalsha_prefix(script, [], 0))
-    assert mux.execute("PING") == b"PONG"
 
 
 def test_a_script_error_other_than_noscript_is_raised(muxes, redis_server):
     mux = muxes()
     script = redis_server.client().register_script("return redis.error_reply('no way')")
     with pytest.raises(ResponseError, match="no way"):
-        mux.evalsha(script, [], [])
+        mux.run(script, [], [])
     assert mux.execute("PING") == b"PONG"
 
 
@@ -246,10 +226,10 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     hub = redis_hubs(MCP_REDIS_TIMEOUT_S=5)
     session = new_session(hub)
     assert hub.peek_session(session.id) is not None
-    port = hub._lean._sock.getsockname()[1]
+    port = hub.link.commands._sock.getsockname()[1]
 
     def waiting() -> None:
-        with hub._redis():
+        with hub.link.guard:
             hub.command("BLPOP", "nothing", 4)
 
     greenlet = gevent.spawn(waiting)
@@ -337,7 +317,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
     assert hub.peek_session(session.id) is not None
 
     def blocked() -> None:
-        with hub._redis():
+        with hub.link.guard:
             hub.command("BLPOP", "nothing", 10)
 
     def peek() -> str:
@@ -453,7 +433,7 @@ def test_an_empty_pipeline_returns_nothing_at_once_and_costs_no_other_caller_its
     greenlets = [gevent.spawn(mux.execute, "ECHO", "first"), gevent.spawn(mux.pipeline, []),
                  gevent.spawn(mux.execute, "ECHO", "last")]
     gevent.joinall(greenlets, timeout=5)
-    # LeanCommands answers [] for no commands; so should this.
+    # An empty pipeline answers [] (as redis-py's does).
     assert [greenlet.value for greenlet in greenlets] == [b"first", [], b"last"], \
         [greenlet.exception for greenlet in greenlets]
 
@@ -657,7 +637,7 @@ def test_through_the_hub_a_release_left_to_the_answer_s_writer_is_written_before
     assert seen == [b":1\r\n"]
     hub.wait_for_release(greenlet)  # what the POST's greenlet does before it writes the answer
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
-    assert hub._unwritten_releases == {}  # nothing kept once written
+    assert hub.call_slots.unwritten_releases == {}  # nothing kept once written
     hub.wait_for_release(greenlet)  # and nothing to wait for after
 
 
@@ -672,12 +652,12 @@ def test_through_the_hub_releases_nobody_waited_for_are_forgotten_once_written(r
         gevent.sleep(0.02)  # the writer wrote this wave
     wait_until(lambda: raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n",
                what="every release to reach Redis")
-    assert len(hub._unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
+    assert len(hub.call_slots.unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
     last = hub.take_call_slot(session.id, 1000)
     greenlet = gevent.spawn(hub.give_back_call_slot, session.id, last, answer_waits=True)
     greenlet.join(5)
     hub.wait_for_release(greenlet)  # still waited for like any other
-    assert greenlet not in hub._unwritten_releases
+    assert greenlet not in hub.call_slots.unwritten_releases
 
 
 def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_each_one(
@@ -690,8 +670,9 @@ def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_eac
         tokens.add("take_call_slot", [call_slots_key(session.id)], [f"t{n}", str(calls), "15000"])
     tokens.execute()
     looked: list[int] = []
-    written = type(hub._lean).written
-    monkeypatch.setattr(type(hub._lean), "written", lambda self, number: looked.append(number) or written(self, number))
+    written = type(hub.link.commands).written
+    monkeypatch.setattr(type(hub.link.commands), "written",
+                        lambda self, number: looked.append(number) or written(self, number))
     # Every call ends in the same turn of the loop: none of their releases is written while the others queue.
     callers = [gevent.spawn(hub.give_back_call_slot, session.id, f"t{n}", answer_waits=True) for n in range(calls)]
     gevent.joinall(callers, raise_error=True, timeout=10)
@@ -707,7 +688,7 @@ def test_through_the_hub_the_answer_s_writer_waits_for_a_release_the_writer_has_
     hub = redis_hubs()
     session = new_session(hub)
     token = hub.take_call_slot(session.id, 1)
-    mux = hub._lean
+    mux = hub.link.commands
     sock = mux._sock
     original = type(sock).sendall
     gate = gevent.event.Event()
