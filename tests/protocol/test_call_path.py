@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
 import pytest
 
+from bench.call_path import trace_modules
 from mcp_server.stateless import meta
 from mcp_server.stateless.meta import ephemeral_session
 from tests.protocol.conftest import Rpc
@@ -18,29 +14,11 @@ TASKS = "mcp_server/protocol/tasks.py"
 ECHO = {"name": "echo", "arguments": {"text": "hi"}}
 
 
-def files_entered(action: Callable[[], Any]) -> tuple[set[str], Any]:
-    """The project files whose functions action entered (greenlets included), and its result."""
-    root = Path(__file__).resolve().parents[2]
-    entered: set[str] = set()
-
-    def on_event(frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            entered.add(frame.f_code.co_filename)
-
-    sys.setprofile(on_event)
-    try:
-        result = action()
-    finally:
-        sys.setprofile(None)
-    relative = {Path(name).resolve() for name in entered}
-    return {path.relative_to(root).as_posix() for path in relative if path.is_relative_to(root)}, result
-
-
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25"])
 def test_handshake_era_tools_call_enters_neither_input_rounds_nor_tasks(make_rpc, version):
     client = make_rpc(version)
     client.request("tools/call", ECHO)  # the first call's imports and caches are not the call path
-    entered, answer = files_entered(lambda: client.request("tools/call", ECHO, request_id=2))
+    entered, answer = trace_modules(lambda: client.request("tools/call", ECHO, request_id=2))
     assert answer["result"]["content"][0]["text"] == "hi"
     assert ROUNDS not in entered and TASKS not in entered
 
@@ -50,6 +28,6 @@ def test_2026_tools_call_of_a_tool_without_task_support_enters_the_rounds_but_no
     client = Rpc(core, ephemeral_session(capabilities, None))
     params = {**ECHO, "_meta": capabilities}
     client.request("tools/call", params)
-    entered, answer = files_entered(lambda: client.request("tools/call", params, request_id=2))
+    entered, answer = trace_modules(lambda: client.request("tools/call", params, request_id=2))
     assert answer["result"]["content"][0]["text"] == "hi"
     assert ROUNDS in entered and TASKS not in entered
