@@ -56,7 +56,7 @@ def open_idle_session(server: ServerProcess, http: httpx.Client) -> socket.socke
 
 def open_idle_sessions(server: ServerProcess, http: httpx.Client, count: int, deadline: float) -> list[socket.socket]:
     """Open count idle sessions one after the other, within the deadline."""
-    streams = []
+    streams: list[socket.socket] = []
     for _ in range(count):
         assert time.monotonic() < deadline, f"opened only {len(streams)} of {count} sessions in time"
         streams.append(open_idle_session(server, http))
