@@ -59,7 +59,10 @@ def open_stream(core: Dispatcher, environ: Mapping[str, Any], endpoint_path: str
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
         session = core.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
-        log.info("opened legacy session %s", session.id[:8])
+        # Logged from the hub, on its own stack, before the loop runs anything else: logging's dozen frames on
+        # top of the request's would be the deepest call of the stream's life and keep a second 4 KiB page of
+        # its greenlet's frame stack resident until the stream ends (bench/RESULTS.md, idle legacy SSE session).
+        gevent.get_hub().loop.run_callback(log.info, "opened legacy session %s", session.id[:8])
     else:
         session = resume
     subscription = core.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))

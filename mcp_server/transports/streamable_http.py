@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -112,7 +112,7 @@ def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str
     except HttpProblem:
         core.call_slots.give_back_unclaimed(session, call)
         raise
-    return post_messages(core, session, body, accepted, new_session=False)
+    return post_messages(core, session, body, accepted, new_session=False, close_connection=connection_closer(environ))
 
 
 def initialize_session(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body,
@@ -124,7 +124,8 @@ def initialize_session(core: Dispatcher, environ: Mapping[str, Any], principal: 
         raise server_busy(full) from None
     except HubUnavailable:
         raise store_unavailable(body.messages[0].id) from None
-    response = post_messages(core, session, body, accepted, new_session=True)
+    response = post_messages(core, session, body, accepted, new_session=True,
+                             close_connection=connection_closer(environ))
     if response.status_code >= HTTPStatus.BAD_REQUEST:
         discard_session(core, session)
         response.headers.pop(SESSION_HEADER, None)
@@ -158,7 +159,7 @@ def streamable_delete(core: Dispatcher, environ: Mapping[str, Any], principal: s
 
 
 def post_messages(core: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
-                  new_session: bool) -> Response:
+                  new_session: bool, close_connection: Callable[[], None] | None = None) -> Response:
     """Handle a POST on an existing (or just created) session."""
     headers = {SESSION_HEADER: session.id} if new_session else {}
     rejected = core.batch_error(session, body)
@@ -169,7 +170,10 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
         running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m), answer_waits=True)
         return answer_as_json(core, body, running, errors, headers)
     replay = SessionReplay(core, session)
-    stream = RequestStream(f"session {session.id[:8]}", replay=replay)
+    # Bounded like every stream: a client that does not read is cut off (close_connection fails the blocked write),
+    # and what it missed stays in the replay for it to resume with Last-Event-ID.
+    stream = RequestStream(f"session {session.id[:8]}", core.settings.queue_max, core.settings.queue_max_bytes,
+                           close_connection, replay)
     running, errors = core.accept(session, body, stream, answer_waits=True)
     if not running:
         return answer_as_json(core, body, running, errors, headers)

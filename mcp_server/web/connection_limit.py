@@ -7,18 +7,15 @@ an address gets 429 at once, so a few clients cannot take a worker's connections
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from functools import partial
+from collections.abc import Callable, Iterable, Iterator
 from http import HTTPStatus
 from typing import Any
-
-from werkzeug.wsgi import ClosingIterator
 
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.transports.http_responses import HttpProblem, log_refusal, problem_response
 from mcp_server.web.response_headers import add_security_headers
 
-__all__ = ["ConnectionLimit"]
+__all__ = ["ConnectionLimit", "ReleasingBody"]
 
 RETRY_AFTER_S = "5"
 
@@ -46,7 +43,7 @@ class ConnectionLimit:
             self.release(address)
             raise
         # The server closes the body when the response ends, however it ends (a client gone included).
-        return ClosingIterator(body, partial(self.release, address))
+        return ReleasingBody(body, self, address)
 
     def release(self, address: str) -> None:
         """One request of address is over."""
@@ -67,3 +64,29 @@ class ConnectionLimit:
         add_security_headers(response)
         log_refusal(environ, response.status_code)
         return response(environ, start_response)
+
+
+class ReleasingBody:
+    """The app's response body for the server to iterate as is; closing it releases its address's count."""
+
+    # Held for a stream's whole life: no werkzeug ClosingIterator (a Python __next__ between the server's write loop
+    # and the stream, deepening every idle greenlet's saved stack), no partial, no per-instance dict.
+    __slots__ = ("address", "body", "limit")
+
+    def __init__(self, body: Iterable[bytes], limit: ConnectionLimit, address: str) -> None:
+        self.body = body
+        self.limit = limit
+        self.address = address
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The app's own iterator."""
+        return iter(self.body)
+
+    def close(self) -> None:
+        """Close the app's body (as WSGI asks), then count the request as over, even if that close failed."""
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.limit.release(self.address)

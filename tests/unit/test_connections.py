@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mcp_server.web.connection_limit import ConnectionLimit
 
 
@@ -39,4 +41,39 @@ def test_ended_requests_leave_nothing_behind():
     limit = ConnectionLimit(ok_app, 2)
     for _ in range(5):
         call(limit, "192.0.2.1")[2].close()
+    assert limit.in_progress == {}
+
+
+class ClosableBody:
+    """An app's body with a close() that records the call, and may fail."""
+
+    def __init__(self, fails: bool = False) -> None:
+        self.chunks = iter([b"ok"])
+        self.closed = False
+        self.fails = fails
+
+    def __iter__(self):
+        return self.chunks
+
+    def close(self) -> None:
+        self.closed = True
+        if self.fails:
+            raise OSError("close failed")
+
+
+def test_the_server_iterates_the_apps_own_iterator_and_closing_closes_it_and_releases_the_address():
+    app_body = ClosableBody()
+    limit = ConnectionLimit(lambda environ, start_response: (start_response("200 OK", []), app_body)[1], 1)
+    body = call(limit, "192.0.2.1")[2]
+    # No wrapper's __next__ between the server's write loop and the app's generator.
+    assert iter(body) is app_body.chunks
+    body.close()
+    assert app_body.closed and limit.in_progress == {}
+
+
+def test_an_app_body_whose_close_fails_still_releases_the_address():
+    limit = ConnectionLimit(lambda environ, start_response: (start_response("200 OK", []), ClosableBody(True))[1], 1)
+    body = call(limit, "192.0.2.1")[2]
+    with pytest.raises(OSError):
+        body.close()
     assert limit.in_progress == {}
