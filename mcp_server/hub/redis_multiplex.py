@@ -23,10 +23,10 @@ import gevent
 import gevent.lock
 from gevent.hub import Waiter, get_hub
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub.redis_resp import pack, reply_or_raise, reply_parser
+from mcp_server.hub.redis_resp import is_error_reply, pack, reply_or_raise, reply_parser
 
 __all__ = ["Multiplexer"]
 
@@ -68,8 +68,8 @@ class PendingCall:
 
 
 def script_failure(call: PendingCall) -> BaseException | None:
-    """What failed a posted script: its connection, or its own error reply (NOSCRIPT: it did not run); else None."""
-    if call.error is None and isinstance(call.replies[-1], ResponseError):
+    """What failed a posted script: its connection, or its own error reply (NOSCRIPT, LOADING: it did not run)."""
+    if call.error is None and is_error_reply(call.replies[-1]):
         return call.replies[-1]
     return call.error
 

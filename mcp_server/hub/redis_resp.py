@@ -6,9 +6,9 @@ from typing import Any
 
 import hiredis
 from redis._parsers.base import BaseParser
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError
 
-__all__ = ["HiredisParser", "pack", "reply_or_raise", "reply_parser"]
+__all__ = ["HiredisParser", "is_error_reply", "pack", "reply_or_raise", "reply_parser"]
 
 
 # One command (a tuple) in RESP: arguments are str (sent as UTF-8), bytes, int or float; TypeError for anything else.
@@ -42,8 +42,17 @@ def reply_parser() -> HiredisParser:
     return HiredisParser()
 
 
+def is_error_reply(reply: Any) -> bool:
+    """Whether a parsed reply is an error reply: any RedisError, not only a ResponseError.
+
+    Some error replies are, for redis-py, not a ResponseError: LOADING (a restarted Redis reading its data back)
+    is a BusyLoadingError, NOAUTH an AuthenticationError, both ConnectionErrors, which redis-py raises itself.
+    """
+    return isinstance(reply, RedisError)
+
+
 def reply_or_raise(reply: Any) -> Any:
     """A command's reply, or its error reply raised."""
-    if isinstance(reply, ResponseError):
+    if isinstance(reply, RedisError):  # is_error_reply, inline: every command's reply passes here
         raise reply
     return reply

@@ -100,6 +100,13 @@ def hub_lines(log: str) -> str:
     return "\n".join(line for line in log.splitlines() if "mcp.rpc" not in line)
 
 
+def first_errors(log: str, lines: int = 80) -> str:
+    """The server's log from its first unhandled error (a 500 logs its traceback), else its hub lines' end."""
+    kept = hub_lines(log).splitlines()
+    start = next((n for n, line in enumerate(kept) if "unhandled error" in line), max(0, len(kept) - lines))
+    return "\n".join(kept[start:start + lines])
+
+
 def received(readers: list[StreamReader]) -> Counter:
     """How many times each response id arrived, over a session's stream and its resumptions."""
     return Counter(rid for reader in readers for rid in reader.response_ids())
@@ -135,7 +142,8 @@ def run_under_load(outage: Callable[[RedisServer], None], redis_args: tuple[str,
 
             for readers, poster, before in zip(sessions, posters, earlier, strict=True):
                 assert poster.acknowledged, "no POST was acknowledged"
-                assert all(refusal == (503, SERVER_UNAVAILABLE) for refusal in poster.refusals), poster.refusals
+                assert all(refusal == (503, SERVER_UNAVAILABLE) for refusal in poster.refusals), (
+                    f"{poster.refusals}\n{first_errors(server.read_log())}")
 
                 def complete(readers=readers, poster=poster) -> bool:
                     resume_if_dropped(server.base_url, readers)
@@ -191,3 +199,35 @@ def test_answers_acknowledged_during_a_redis_freeze_all_arrive_once():
 
 def test_answers_acknowledged_across_a_redis_restart_all_arrive_once():
     run_under_load(restart, PERSISTENT)
+
+
+# Redis loads its data back slowly after a restart (key-load-delay, microseconds a key) and answers meanwhile.
+SLOW_LOAD = ("--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024")
+FILLER_KEYS = 2000
+
+
+def test_posts_while_a_restarted_redis_loads_its_data_are_refused_with_503():
+    with RedisServer(extra_args=SLOW_LOAD) as store, fresh_client() as http:
+        env = {"MCP_REDIS_URL": store.url, "MCP_REDIS_TIMEOUT_S": "1"}
+        with ServerProcess(env=env, workers=1) as server:
+            reader = open_session(server.base_url, http)
+            url = server.base_url + reader.endpoint
+            admin = store.client()
+            admin.mset({f"filler:{n}": "x" * 100 for n in range(FILLER_KEYS)})
+            admin.save()  # the restart loads the session back, slowly
+            store.stop()
+            starting = threading.Thread(target=store.start, daemon=True)
+            starting.start()
+            # (status, JSON-RPC error code) of each POST while Redis was down, then loading its data.
+            answers: list[tuple[int, Any]] = []
+            while starting.is_alive() and len(answers) < 2000:
+                answer = http.post(url, json=request("ping"))
+                answers.append((answer.status_code, answer.json()["error"]["code"] if answer.status_code != 202
+                                else None))
+                time.sleep(0.01)
+            starting.join(30)
+            assert "errorstat_LOADING" in admin.info("errorstats"), "Redis never answered LOADING"
+            assert set(answers) <= {(503, SERVER_UNAVAILABLE), (202, None)}, (
+                f"{Counter(answers)}\n{first_errors(server.read_log())}")
+            assert (503, SERVER_UNAVAILABLE) in answers
+            assert http.post(url, json=request("ping")).status_code == 202

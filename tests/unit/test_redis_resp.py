@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from redis.connection import PythonRespSerializer
-from redis.exceptions import NoScriptError, ReadOnlyError, ResponseError
+from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, ReadOnlyError, ResponseError
 
-from mcp_server.hub.redis_resp import HiredisParser, pack, reply_parser
+from mcp_server.hub.redis_resp import HiredisParser, pack, reply_or_raise, reply_parser
 
 # One reply of each kind, and what the parser makes of it.
 REPLIES = [
@@ -101,12 +101,22 @@ def test_a_bulk_string_missing_only_its_final_crlf_waits(make_parser):
     (b"-READONLY You can't write against a read only replica.\r\n", ReadOnlyError),
     (b"-ERR value is not an integer or out of range\r\n", ResponseError),
     (b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", ResponseError),
+    (b"-LOADING Redis is loading the dataset in memory\r\n", BusyLoadingError),
+    (b"-NOAUTH Authentication required.\r\n", AuthenticationError),
 ])
 def test_an_error_reply_is_returned_as_the_exception_redis_py_would_raise(line, kind, make_parser):
     (reply,) = make_parser().feed(line)
     assert type(reply) is kind
     # The text after the code is kept, as redis-py keeps it.
     assert line[1:-2].decode().split(" ", 1)[1] in str(reply)
+
+
+@pytest.mark.parametrize("line", [b"-LOADING Redis is loading the dataset in memory\r\n",
+                                  b"-NOAUTH Authentication required.\r\n", b"-ERR nope\r\n"])
+def test_every_error_reply_is_raised_even_those_redis_py_counts_as_connection_errors(line, make_parser):
+    (reply,) = make_parser().feed(line)
+    with pytest.raises(type(reply)):
+        reply_or_raise(reply)
 
 
 def test_an_error_inside_an_array_is_an_exception_member_not_a_failure(make_parser):
