@@ -114,6 +114,8 @@ class LegacyStream:
 
     def open(self, version: str = "2024-11-05") -> dict[str, Any]:
         """Initialize the session and send notifications/initialized; return the initialize result."""
+        assert self.events is not None, ("the GET stream was refused", self.response.status_code,
+                                         self.response.read()[:300])
         answer = self.call(initialize(version))
         assert self.post(notification("notifications/initialized")).status_code == 202
         return answer["result"]
