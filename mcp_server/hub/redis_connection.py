@@ -20,6 +20,7 @@ from redis.exceptions import (
     ClusterDownError,
     MasterDownError,
     NoScriptError,
+    OutOfMemoryError,
     ReadOnlyError,
     RedisClusterException,
     ResponseError,
@@ -38,8 +39,9 @@ log = logging.getLogger("mcp.hub")
 # answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
 # NOSCRIPT reaches the hub only when redis-py's own reload failed too: the script was loaded on one server and run
 # on another, the master having moved in between (a failover), so it is an outage of a moment, not a bug.
+# A Redis at its maxmemory with no eviction (OutOfMemoryError) cannot serve now either: clients retry later.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, ClusterDownError, TryAgainError,
-               MasterDownError, NoScriptError, OSError)
+               MasterDownError, NoScriptError, OutOfMemoryError, OSError)
 # A master that cannot reach enough replicas (min-replicas-to-write) refuses writes with this error.
 REFUSED_WRITES = ("NOREPLICAS",)
 # The standard library's own socket class, even where gevent has patched the module.

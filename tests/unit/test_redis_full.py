@@ -1,0 +1,53 @@
+"""A Redis at its maxmemory with no eviction refuses writes (-OOM): on the hub's command path that is an outage.
+
+Clients get 503 -32004 and retry, as for any Redis that cannot serve now, never a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from redis.exceptions import OutOfMemoryError, ResponseError
+
+from mcp_server.hub import HubUnavailable
+from mcp_server.hub.redis_connection import unavailable
+from tests.redis_server import RedisServer
+from tests.support.hubs import Hubs, new_session
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture(scope="module")
+def small_redis() -> Iterator[RedisServer]:
+    """A redis-server of its own, whose maxmemory the tests lower."""
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+def test_an_out_of_memory_refusal_counts_as_the_store_unavailable():
+    assert unavailable(OutOfMemoryError("command not allowed when used memory > 'maxmemory'."))
+    assert not unavailable(ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"))
+
+
+def test_through_the_hub_a_full_redis_is_unavailable_and_serves_again_when_it_has_room(small_redis):
+    hubs = Hubs("redis", small_redis)
+    admin = small_redis.client()
+    try:
+        admin.flushdb()
+        hub = hubs(MCP_REDIS_TIMEOUT_S=5)
+        session = new_session(hub)
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(HubUnavailable):
+                new_session(hub)
+        finally:
+            admin.config_set("maxmemory", 0)
+        assert hub.peek_session(session.id).id == session.id
+        assert new_session(hub).id != session.id
+    finally:
+        hubs.close()
