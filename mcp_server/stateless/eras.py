@@ -9,8 +9,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
+from mcp_server.session import SUPPORTED as HANDSHAKE_VERSIONS
 from mcp_server.stateless import headers, meta
-from mcp_server.versions import SUPPORTED as HANDSHAKE_VERSIONS
 
 __all__ = [
     "DISCOVER",

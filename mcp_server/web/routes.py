@@ -19,13 +19,13 @@ from werkzeug.exceptions import MethodNotAllowed
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.messages import Body
 from mcp_server.session import SESSION_HEADER_KEY, session_id_from
+from mcp_server.session import SUPPORTED as HANDSHAKE_VERSIONS
 from mcp_server.stateless import eras
 from mcp_server.stateless.headers import PROTOCOL_VERSION, PROTOCOL_VERSION_KEY
 from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
-from mcp_server.versions import SUPPORTED as HANDSHAKE_VERSIONS
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_core
 
 __all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
