@@ -39,7 +39,7 @@ from mcp_server.protocol.task_shapes import TASKS_EXTENSION
 from mcp_server.protocol.tasks import call_task_tool, tasks_cancel, tasks_get, tasks_update
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange, at_least, negotiate
-from mcp_server.stateless.eras import supported_versions
+from mcp_server.stateless.metadata import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 
 __all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "MODERN_METHOD_NAMES", "SERVER_VERSION", "guarded",

@@ -20,9 +20,7 @@ from mcp_server.logs import loggable
 from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
 from mcp_server.protocol.methods import MODERN_METHOD_NAMES
 from mcp_server.stateless import validation
-from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
-from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, ephemeral_session, supported_versions
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import DONE, RequestStream, connection_closer
 from mcp_server.transports.http_io import AcceptedTypes

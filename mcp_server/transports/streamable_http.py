@@ -29,7 +29,7 @@ from mcp_server.hub import CapacityError, HubUnavailable, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
 from mcp_server.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
-from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
+from mcp_server.stateless.metadata import PROTOCOL_VERSION_KEY
 from mcp_server.transports.event_stream import (
     DONE,
     EVENT_STREAM,

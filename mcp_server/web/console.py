@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flask import Blueprint, Flask, Response, request, send_from_directory
 
-from mcp_server.stateless.eras import supported_versions
+from mcp_server.stateless.metadata import supported_versions
 from mcp_server.web.mcp_app import current_core
 from mcp_server.web.pipeline import check_host
 

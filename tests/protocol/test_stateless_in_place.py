@@ -14,7 +14,7 @@ from gevent.event import Event
 
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import ephemeral_session
 from mcp_server.transports import stateless_http
 from mcp_tools import Registry, tool
 
