@@ -44,12 +44,11 @@ from mcp_server.protocol.request_context import (
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
 from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
-from mcp_server.session import Session
+from mcp_server.session import Session, allows_batches
 from mcp_server.stateless.request_state import SharedCodec
 from mcp_server.stateless.results import cache_hint, decorate, modern_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
 from mcp_server.toolkit.registry import Registry
-from mcp_server.versions import allows_batches
 
 __all__ = ["Dispatcher"]
 

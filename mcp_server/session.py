@@ -1,4 +1,4 @@
-"""Session: what the server remembers about one client connection between messages."""
+"""Session: what the server remembers about one client connection between messages, and the versions it may speak."""
 
 from __future__ import annotations
 
@@ -10,14 +10,35 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
-__all__ = ["SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_MAX_CHARS", "SESSION_ID_PATTERN", "SESSION_ID_SYNTAX",
-           "Session", "SessionChange", "SessionUpdate", "new_session_id", "query_of", "session_id_from"]
+__all__ = ["LATEST", "SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_MAX_CHARS", "SESSION_ID_PATTERN",
+           "SESSION_ID_SYNTAX", "SUPPORTED", "Session", "SessionChange", "SessionUpdate", "allows_batches", "at_least",
+           "negotiate", "new_session_id", "query_of", "session_id_from"]
 
 SSE = "sse"
 STREAMABLE = "streamable"
 STDIO = "stdio"
 # The 2026-07-28 wire: a Session built from one request's _meta, never stored in the hub.
 STATELESS = "stateless"
+
+
+# Protocol versions of the handshake era: which we speak, how to negotiate, and what changed between them.
+SUPPORTED = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST = SUPPORTED[-1]
+
+
+def negotiate(requested: object) -> str:
+    """Echo a version we support, otherwise answer with the latest one."""
+    return requested if isinstance(requested, str) and requested in SUPPORTED else LATEST
+
+
+def at_least(version: str | None, floor: str) -> bool:
+    """True when version is floor or newer (dates compare as strings)."""
+    return version is not None and version >= floor
+
+
+def allows_batches(version: str | None) -> bool:
+    """JSON-RPC batches exist only in 2025-03-26: added then, removed in 2025-06-18."""
+    return version == "2025-03-26"
 
 
 # What new_session_id returns; an id of another shape is no session of ours, answered without asking the store.

@@ -38,10 +38,9 @@ from mcp_server.protocol.subscriptions import subscriptions_listen
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
 from mcp_server.protocol.tasks import call_task_tool, tasks_cancel, tasks_get, tasks_update
 from mcp_server.protocol.tools import run_tool
-from mcp_server.session import SessionChange
-from mcp_server.stateless.eras import supported_versions
+from mcp_server.session import SessionChange, at_least, negotiate
+from mcp_server.stateless.metadata import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
-from mcp_server.versions import at_least, negotiate
 
 __all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "MODERN_METHOD_NAMES", "SERVER_VERSION", "guarded",
            "server_capabilities", "server_info", "tool_definition"]

@@ -33,7 +33,7 @@ from mcp_server.protocol.listen_filter import (
 )
 from mcp_server.protocol.task_shapes import NOTIFICATION as TASK_NOTIFICATION
 from mcp_server.protocol.task_shapes import declares_tasks
-from mcp_server.stateless.meta import SUBSCRIPTION_ID
+from mcp_server.stateless.metadata import SUBSCRIPTION_ID
 
 __all__ = [
     "ACKNOWLEDGED",

@@ -9,10 +9,10 @@ from mcp_server.encoding import dumps
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
 from mcp_server.protocol.input_rounds import RoundRefusal
 from mcp_server.protocol.request_context import RequestContext
+from mcp_server.session import at_least
 from mcp_server.toolkit.content import ToolResult
 from mcp_server.toolkit.context import ProtocolError, ToolError
 from mcp_server.toolkit.specs import Tool
-from mcp_server.versions import at_least
 
 __all__ = ["error_result", "run_tool", "schema_errors", "shape_tool_result", "to_text"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND
-from mcp_server.stateless import meta
-from mcp_server.stateless.eras import SUPPORTED_VERSIONS
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import SUPPORTED_VERSIONS
 
 __all__ = [
     "CACHEABLE_METHODS",
@@ -75,7 +75,7 @@ def decorate(method: str, result: dict[str, Any], server_info: dict[str, Any] | 
         raise ValueError(f"{method} may not return input_required")
     if server_info is not None:
         found = decorated.get("_meta")
-        decorated["_meta"] = {**(found if isinstance(found, dict) else {}), meta.SERVER_INFO: server_info}
+        decorated["_meta"] = {**(found if isinstance(found, dict) else {}), metadata.SERVER_INFO: server_info}
     if result_type == COMPLETE and method in CACHEABLE_METHODS:
         for key, value in (hint or CacheHint()).fields().items():
             decorated.setdefault(key, value)

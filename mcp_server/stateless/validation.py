@@ -27,8 +27,8 @@ from mcp_server.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     error_response,
 )
-from mcp_server.stateless import headers, meta
-from mcp_server.stateless.eras import SUPPORTED_VERSIONS, is_modern_version
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import SUPPORTED_VERSIONS, is_modern_version
 
 __all__ = [
     "MODERN_METHODS",
@@ -109,7 +109,7 @@ class HeaderParam:
     @property
     def header_name(self) -> str:
         """The full header name, Mcp-Param-{header}."""
-        return headers.MCP_PARAM_PREFIX + self.header
+        return metadata.MCP_PARAM_PREFIX + self.header
 
 
 def http_status(code: int) -> int:
@@ -154,20 +154,21 @@ def check_meta(message: dict) -> Rejection | None:
     params = message.get("params")
     if not isinstance(params, dict):
         return reject(message, INVALID_PARAMS, "Invalid params: params must be an object carrying _meta with "
-                      f"{meta.PROTOCOL_VERSION} and {meta.CLIENT_CAPABILITIES}")
+                      f"{metadata.PROTOCOL_VERSION} and {metadata.CLIENT_CAPABILITIES}")
     found = params.get("_meta")
     if not isinstance(found, dict):
         return reject(message, INVALID_PARAMS, "Invalid params: params._meta must be an object carrying "
-                      f"{meta.PROTOCOL_VERSION} and {meta.CLIENT_CAPABILITIES}")
-    missing = [key for key in (meta.PROTOCOL_VERSION, meta.CLIENT_CAPABILITIES) if key not in found]
+                      f"{metadata.PROTOCOL_VERSION} and {metadata.CLIENT_CAPABILITIES}")
+    missing = [key for key in (metadata.PROTOCOL_VERSION, metadata.CLIENT_CAPABILITIES) if key not in found]
     if missing:
         return reject(message, INVALID_PARAMS, f"Invalid params: params._meta lacks {', '.join(missing)}")
-    if not isinstance(found[meta.PROTOCOL_VERSION], str):
-        return reject(message, INVALID_PARAMS, f"Invalid params: _meta {meta.PROTOCOL_VERSION} must be a string")
-    if not isinstance(found[meta.CLIENT_CAPABILITIES], dict):
-        return reject(message, INVALID_PARAMS, f"Invalid params: _meta {meta.CLIENT_CAPABILITIES} must be an object")
-    if meta.CLIENT_INFO in found and not isinstance(found[meta.CLIENT_INFO], dict):
-        return reject(message, INVALID_PARAMS, f"Invalid params: _meta {meta.CLIENT_INFO} must be an object")
+    if not isinstance(found[metadata.PROTOCOL_VERSION], str):
+        return reject(message, INVALID_PARAMS, f"Invalid params: _meta {metadata.PROTOCOL_VERSION} must be a string")
+    if not isinstance(found[metadata.CLIENT_CAPABILITIES], dict):
+        return reject(message, INVALID_PARAMS,
+                      f"Invalid params: _meta {metadata.CLIENT_CAPABILITIES} must be an object")
+    if metadata.CLIENT_INFO in found and not isinstance(found[metadata.CLIENT_INFO], dict):
+        return reject(message, INVALID_PARAMS, f"Invalid params: _meta {metadata.CLIENT_INFO} must be an object")
     return None
 
 
@@ -177,12 +178,12 @@ def header_value(message: dict, request_headers: Mapping[str, str], name: str,
 
     Only Mcp-Name and Mcp-Param-* (sentinel=True) may use the Base64 form; the others are compared as sent.
     """
-    raw = headers.get_header(request_headers, name)
+    raw = metadata.get_header(request_headers, name)
     if raw is None:
         return None, None
     try:
-        return (headers.decode_value(raw) if sentinel else headers.plain_value(raw)), None
-    except headers.InvalidHeaderValue as problem:
+        return (metadata.decode_value(raw) if sentinel else metadata.plain_value(raw)), None
+    except metadata.InvalidHeaderValue as problem:
         return None, reject(message, HEADER_MISMATCH, f"Header mismatch: {name} header {problem}")
 
 
@@ -199,18 +200,18 @@ def missing_header(message: dict, name: str, source: str) -> Rejection:
 
 def check_standard_headers(message: dict, request_headers: Mapping[str, str]) -> Rejection | None:
     """Refuse missing, invalid or mismatched MCP-Protocol-Version, Mcp-Method and Mcp-Name headers (-32020)."""
-    version = message["params"]["_meta"][meta.PROTOCOL_VERSION]
-    checks = [(headers.PROTOCOL_VERSION, version, "_meta " + meta.PROTOCOL_VERSION, False),
-              (headers.MCP_METHOD, message["method"], "the body's method", False)]
+    version = message["params"]["_meta"][metadata.PROTOCOL_VERSION]
+    checks = [(metadata.PROTOCOL_VERSION_HEADER, version, "_meta " + metadata.PROTOCOL_VERSION, False),
+              (metadata.MCP_METHOD, message["method"], "the body's method", False)]
     source = NAME_SOURCES.get(message["method"])
     if source is not None:
-        checks.append((headers.MCP_NAME, message["params"].get(source), f"params.{source}", True))
+        checks.append((metadata.MCP_NAME, message["params"].get(source), f"params.{source}", True))
     for name, body, described, sentinel in checks:
         value, problem = header_value(message, request_headers, name, sentinel)
         if problem is not None:
             return problem
         if value is None:
-            if body is None and name == headers.MCP_NAME:
+            if body is None and name == metadata.MCP_NAME:
                 continue  # no name in the body either: the method's own params check answers
             return missing_header(message, name, described)
         if value != body:
@@ -220,7 +221,7 @@ def check_standard_headers(message: dict, request_headers: Mapping[str, str]) ->
 
 def check_version(message: dict, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> Rejection | None:
     """Refuse a protocol version this wire does not serve (-32022 with the versions it does)."""
-    requested = message["params"]["_meta"][meta.PROTOCOL_VERSION]
+    requested = message["params"]["_meta"][metadata.PROTOCOL_VERSION]
     if is_modern_version(requested):
         return None
     return reject(message, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
@@ -242,7 +243,7 @@ def missing_capability(message: object, required: dict[str, Any]) -> Rejection:
     names = ", ".join(sorted(required))
     return reject(message, MISSING_REQUIRED_CLIENT_CAPABILITY,
                   f"Server requires the {names} capability for this request; declare it in _meta "
-                  f"{meta.CLIENT_CAPABILITIES}", {"requiredCapabilities": required})
+                  f"{metadata.CLIENT_CAPABILITIES}", {"requiredCapabilities": required})
 
 
 def header_params(input_schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:

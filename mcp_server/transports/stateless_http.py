@@ -8,7 +8,7 @@ Closing that stream cancels the request (MCP 2026-07-28 basic/transports/streama
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -20,9 +20,7 @@ from mcp_server.logs import loggable
 from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
 from mcp_server.protocol.methods import MODERN_METHOD_NAMES
 from mcp_server.stateless import validation
-from mcp_server.stateless.eras import MODERN_VERSIONS, supported_versions
-from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, ephemeral_session, supported_versions
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import DONE, RequestStream, connection_closer
 from mcp_server.transports.http_io import AcceptedTypes
@@ -99,7 +97,7 @@ def stateless_post(core: Dispatcher, environ: Mapping[str, Any], principal: str 
         return json_response(error_response(message.id, INVALID_REQUEST, "Not Acceptable: the Accept header must "
                                             "allow both application/json and text/event-stream"),
                              HTTPStatus.NOT_ACCEPTABLE)
-    return answer(core, ephemeral_session(message.meta, principal), message, connection_closer(environ))
+    return answer(core, ephemeral_session(message.meta, principal), message, environ)
 
 
 def check_param_headers(core: Dispatcher, message: Message, request_headers: Mapping[str, str]) -> Rejection | None:
@@ -147,14 +145,14 @@ def has_stream(session: Any, message: Message) -> bool:
             or message.method == "subscriptions/listen")
 
 
-def answer(core: Dispatcher, session: Any, message: Message,
-           close_connection: Callable[[], None] | None = None) -> Response:
+def answer(core: Dispatcher, session: Any, message: Message, environ: Mapping[str, Any]) -> Response:
     """Run the request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
     if not has_stream(session, message):
         # Nothing can come before the result: run it here, without a greenlet and a queue to wait on.
         return json_answer(message, core.run_here(session, message))
+    # Only a stream may have to shut the client's socket (a client that stops reading): only a stream looks it up.
     stream = RequestStream(f"{message.method} {loggable(message.id)}", core.settings.queue_max,
-                           core.settings.queue_max_bytes, close_connection)
+                           core.settings.queue_max_bytes, connection_closer(environ))
     greenlet = core.start_request(session, message, stream)
     first = stream.first_item(greenlet)
     if first is DONE:

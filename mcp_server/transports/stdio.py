@@ -4,7 +4,7 @@ Only JSON-RPC lines reach stdout, one per message, flushed each time. File
 descriptor 1 is pointed at stderr for everything else, so a stray print in a
 tool (or a C library) cannot corrupt the protocol stream.
 
-The connection's era follows its first request (stateless/eras.StdioEra): `initialize` makes it a legacy
+The connection's era follows its first request (stateless/metadata.StdioEra): `initialize` makes it a legacy
 session, exactly as before; a request with 2026-07-28 `_meta` makes it modern, and then each request runs
 like one on the stateless HTTP wire (its own ephemeral session, the modern table, no headers to check).
 `server/discover` is answered the modern way in either era and decides nothing.
@@ -30,8 +30,7 @@ from mcp_server.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFa
 from mcp_server.protocol.methods import MODERN_METHOD_NAMES
 from mcp_server.protocol.subscriptions import LISTEN
 from mcp_server.session import STDIO
-from mcp_server.stateless.eras import Era, StdioEra
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import Era, StdioEra, ephemeral_session
 from mcp_server.stateless.validation import validate_request
 
 __all__ = ["StdioServer", "run_stdio"]

@@ -28,8 +28,8 @@ from mcp_server.errors import (
 from mcp_server.hub import CapacityError, HubUnavailable, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.messages import REQUEST, Body
-from mcp_server.session import SESSION_HEADER, STREAMABLE, Session, session_id_from
-from mcp_server.stateless.headers import PROTOCOL_VERSION_KEY
+from mcp_server.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
+from mcp_server.stateless.metadata import PROTOCOL_VERSION_KEY
 from mcp_server.transports.event_stream import (
     DONE,
     EVENT_STREAM,
@@ -41,7 +41,6 @@ from mcp_server.transports.event_stream import (
 )
 from mcp_server.transports.http_io import AcceptedTypes, lookup_session, server_busy, store_unavailable
 from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
-from mcp_server.versions import SUPPORTED, at_least
 
 __all__ = ["SessionReplay", "check_protocol_header", "close_session", "open_stream", "post_messages",
            "streamable_delete", "streamable_get", "streamable_post"]

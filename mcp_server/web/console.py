@@ -12,9 +12,9 @@ from pathlib import Path
 
 from flask import Blueprint, Flask, Response, request, send_from_directory
 
-from mcp_server.stateless.eras import supported_versions
+from mcp_server.stateless.metadata import supported_versions
 from mcp_server.web.mcp_app import current_core
-from mcp_server.web.screen import check_host
+from mcp_server.web.pipeline import check_host
 
 __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
 

@@ -11,8 +11,8 @@ from mcp_server.config import Settings
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.web import console, health, pipeline, routes, security
 from mcp_server.web.connection_limit import ConnectionLimit
-from mcp_server.web.hot_path import HotPath
 from mcp_server.web.mcp_app import MCP_EXTENSION
+from mcp_server.web.pipeline import HotPath
 
 __all__ = ["McpExtension"]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from flask import Response, current_app, request
 
 from mcp_server.web.mcp_app import core_of
-from mcp_server.web.screen import origin_allowed
 
-__all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "add_security_headers"]
+__all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "add_security_headers",
+           "origin_allowed"]
 
 # An API has nothing to render, frame or sniff: say so to every browser that looks.
 SECURITY_HEADERS = {
@@ -23,6 +25,20 @@ CORS_ALLOW_METHODS = "GET, POST, DELETE"
 CORS_ALLOW_HEADERS = "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
 CORS_EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
 CORS_MAX_AGE_S = "600"
+
+
+def origin_allowed(origin: str, patterns: Iterable[str]) -> bool:
+    """Match an Origin against patterns: exact, '*' for any, or 'scheme://host:*' for any port."""
+    origin = origin.strip().lower().rstrip("/")
+    for pattern in patterns:
+        pattern = pattern.strip().lower().rstrip("/")
+        if pattern == "*" or pattern == origin:
+            return True
+        if pattern.endswith(":*"):
+            base = pattern[:-2]
+            if origin == base or (origin.startswith(base + ":") and origin[len(base) + 1 :].isdigit()):
+                return True
+    return False
 
 
 def add_cors_headers(response: Response) -> Response:

@@ -19,13 +19,13 @@ from werkzeug.exceptions import MethodNotAllowed
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.messages import Body
 from mcp_server.session import SESSION_HEADER_KEY, session_id_from
-from mcp_server.stateless import eras
-from mcp_server.stateless.headers import PROTOCOL_VERSION, PROTOCOL_VERSION_KEY
+from mcp_server.session import SUPPORTED as HANDSHAKE_VERSIONS
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
 from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
-from mcp_server.versions import SUPPORTED as HANDSHAKE_VERSIONS
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_core
 
 __all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
@@ -58,7 +58,7 @@ def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | N
 
 
 def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
-    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/eras.http_era decides).
+    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
 
     A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
     sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
@@ -66,18 +66,18 @@ def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
     header = environ.get(PROTOCOL_VERSION_KEY)
     if header in HANDSHAKE_VERSIONS:
         return False  # what http_era decides too, for what a session's client sends with every request after the first
-    request_headers = {PROTOCOL_VERSION: header} if header is not None else {}
+    request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
     first = None if body.is_batch else body.messages[0].raw
-    if eras.http_era("POST", request_headers, first) is not eras.Era.MODERN:
+    if metadata.http_era("POST", request_headers, first) is not metadata.Era.MODERN:
         return False
-    return SESSION_HEADER_KEY not in environ or eras.is_modern_version((header or "").strip(" \t")) or (
-        eras.is_modern_version(eras.body_version(first)))
+    return SESSION_HEADER_KEY not in environ or metadata.is_modern_version((header or "").strip(" \t")) or (
+        metadata.is_modern_version(metadata.body_version(first)))
 
 
 def names_modern_wire(environ: Mapping[str, Any]) -> bool:
     """Whether a GET or DELETE names a 2026-07-28 version in its header: that wire answers it with 405."""
     header = environ.get(PROTOCOL_VERSION_KEY)
-    return header is not None and eras.names_modern_version(header.strip(" \t"))
+    return header is not None and metadata.names_modern_version(header.strip(" \t"))
 
 
 @blueprint.route("/mcp", methods=["GET", "POST", "DELETE"])

@@ -1,8 +1,8 @@
 """The HTTP side of security, installed on the app: authentication, the rate limit, CORS and the headers.
 
-The pieces live beside it: web/screen.py (Origin, Host, credentials), web/response_headers.py
-(security and CORS headers) and web/oauth_metadata.py (RFC 9728); web/pipeline.py runs the
-screen and the headers for both ways in.
+The pieces live beside it: web/pipeline.py (the screen: Origin, Host, credentials; it runs the
+screen and the headers for both ways in), web/response_headers.py (security and CORS headers)
+and web/oauth_metadata.py (RFC 9728).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bench.call_path import trace_modules
-from mcp_server.stateless import meta
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import ephemeral_session
 from tests.protocol.conftest import Rpc
 
 ROUNDS = "mcp_server/protocol/input_rounds.py"
@@ -24,7 +24,7 @@ def test_handshake_era_tools_call_enters_neither_input_rounds_nor_tasks(make_rpc
 
 
 def test_2026_tools_call_of_a_tool_without_task_support_enters_the_rounds_but_not_tasks(core):
-    capabilities = {meta.PROTOCOL_VERSION: "2026-07-28", meta.CLIENT_CAPABILITIES: {}}
+    capabilities = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
     client = Rpc(core, ephemeral_session(capabilities, None))
     params = {**ECHO, "_meta": capabilities}
     client.request("tools/call", params)

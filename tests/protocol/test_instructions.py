@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.auth.permissions import Authorizer, Grants
-from mcp_server.stateless import meta
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 
-MODERN_META = {meta.PROTOCOL_VERSION: "2026-07-28", meta.CLIENT_CAPABILITIES: {}}
+MODERN_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
 
 
 @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})

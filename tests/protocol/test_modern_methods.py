@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from mcp_server.protocol.methods import METHODS, MODERN_METHODS
-from mcp_server.stateless import meta
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 
-MODERN_META = {meta.PROTOCOL_VERSION: "2026-07-28", meta.CLIENT_CAPABILITIES: {}}
+MODERN_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
 REMOVED = ("initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
            "resources/unsubscribe", "notifications/roots/list_changed")
 
@@ -39,7 +39,7 @@ def test_discover_lists_versions_capabilities_identity_and_cache_hints(modern):
     assert result["resultType"] == "complete"
     assert "2026-07-28" in result["supportedVersions"]
     assert {"tools", "resources", "prompts"} <= set(result["capabilities"])
-    assert result["_meta"][meta.SERVER_INFO]["name"]
+    assert result["_meta"][metadata.SERVER_INFO]["name"]
     assert result["ttlMs"] >= 0 and result["cacheScope"] == "public"
 
 
@@ -47,7 +47,7 @@ def test_discover_lists_versions_capabilities_identity_and_cache_hints(modern):
 def test_cacheable_lists_carry_result_type_server_info_and_hints(modern, method):
     result = call(modern, method)["result"]
     assert result["resultType"] == "complete"
-    assert meta.SERVER_INFO in result["_meta"]
+    assert metadata.SERVER_INFO in result["_meta"]
     assert set(result) >= {"ttlMs", "cacheScope"}
 
 
@@ -89,8 +89,8 @@ def test_logging_needs_a_log_level_in_meta(modern, core):
 
 
 def test_unknown_log_level_is_invalid_params(core):
-    client = Rpc(core, ephemeral_session({**MODERN_META, meta.LOG_LEVEL: "loud"}, None))
-    assert call(client, "tools/list", extra_meta={meta.LOG_LEVEL: "loud"})["error"]["code"] == -32602
+    client = Rpc(core, ephemeral_session({**MODERN_META, metadata.LOG_LEVEL: "loud"}, None))
+    assert call(client, "tools/list", extra_meta={metadata.LOG_LEVEL: "loud"})["error"]["code"] == -32602
 
 
 def test_requests_log_one_line_with_status_ok(modern, mcp_log):

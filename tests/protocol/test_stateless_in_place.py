@@ -14,7 +14,7 @@ from gevent.event import Event
 
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import ephemeral_session
 from mcp_server.transports import stateless_http
 from mcp_tools import Registry, tool
 
@@ -53,9 +53,13 @@ def modern_call(name: str, meta: dict | None = None):
     return parse_body(dumps(body)).messages[0]
 
 
+# A WSGI environ without gunicorn's socket: the stream has no connection to shut down.
+NO_SOCKET: dict[str, str] = {}
+
+
 def serve(core, message) -> gevent.Greenlet:
     """Answer message as the POST would, in a greenlet standing for the POST's own."""
-    return gevent.spawn(stateless_http.answer, core, ephemeral_session(message.meta, None), message)
+    return gevent.spawn(stateless_http.answer, core, ephemeral_session(message.meta, None), message, NO_SOCKET)
 
 
 def json_body(response) -> dict:
@@ -105,7 +109,7 @@ def test_a_shutdown_does_not_wait_for_a_posts_greenlet_whose_request_is_over(cor
 
     def keep_alive_connection():
         """Answer one request in place, then live on as a kept-alive connection does."""
-        stateless_http.answer(core, ephemeral_session(modern_call("hold").meta, None), modern_call("hold"))
+        stateless_http.answer(core, ephemeral_session(modern_call("hold").meta, None), modern_call("hold"), NO_SOCKET)
         connection_done.wait(WAIT_S)
 
     connection = gevent.spawn(keep_alive_connection)

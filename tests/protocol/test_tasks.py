@@ -13,7 +13,7 @@ from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
 from mcp_server.protocol.task_runner import SHUTDOWN_MESSAGE
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import ephemeral_session
 from mcp_tools import ProtocolError, Registry, RegistryError, tool
 from tests.support.tasks_client import WAIT_S, WITH_TASKS, WITHOUT_TASKS, Client, code_of
 from tests.support.waiting import wait_until

@@ -7,7 +7,7 @@ from typing import Any
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.stateless.meta import ephemeral_session
+from mcp_server.stateless.metadata import ephemeral_session
 from tests.support.waiting import wait_until
 
 WITH_TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}

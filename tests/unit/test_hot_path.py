@@ -9,8 +9,8 @@ import pytest
 from app import create_app
 from mcp_server.auth.api_keys import hash_key, new_key
 from mcp_server.hub import HubUnavailable
-from mcp_server.web.hot_path import HotPath
 from mcp_server.web.mcp_app import core_of
+from mcp_server.web.pipeline import HotPath
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -187,7 +187,7 @@ def test_a_bug_on_the_hot_path_is_a_json_500_with_only_a_correlation_id(monkeypa
     def broken(core, environ, principal):
         raise RuntimeError("secret detail at /srv/app/module.py")
 
-    monkeypatch.setattr("mcp_server.web.hot_path.handle_post", broken)
+    monkeypatch.setattr("mcp_server.web.pipeline.handle_post", broken)
     answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": "application/json"})
     assert answer.status_code == 500
     assert answer.json["error"]["code"] == -32603 and set(answer.json["error"]["data"]) == {"correlationId"}

@@ -23,7 +23,7 @@ LAYERS = (
     ("dispatcher", ("mcp_server.dispatcher", "mcp_server.notifications")),
     ("protocol", ("mcp_server.protocol",)),
     ("leaves", ("mcp_server.hub", "mcp_server.auth", "mcp_server.config", "mcp_server.session",
-                "mcp_server.encoding", "mcp_server.errors", "mcp_server.versions", "mcp_server.messages",
+                "mcp_server.encoding", "mcp_server.errors", "mcp_server.messages",
                 "mcp_server.limits", "mcp_server.logs", "mcp_server.metrics", "mcp_server.stateless",
                 "mcp_server.toolkit")),
 )
@@ -280,7 +280,7 @@ def test_no_transport_imports_another():
 
 def test_web_modules_find_the_dispatcher_without_importing_the_routes():
     # The extension registers the routes and the hot path answers through them; the rest need only the dispatcher.
-    allowed = {"mcp_server.web.flask_extension", "mcp_server.web.hot_path"}
+    allowed = {"mcp_server.web.flask_extension", "mcp_server.web.pipeline"}
     wrong = [f"{where(name, line)} imports the routes"
              for name in MODULES if in_package(name, "mcp_server.web") and name not in allowed
              for line, module in imported_modules(name) if module == "mcp_server.web.routes"]

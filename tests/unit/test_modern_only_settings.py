@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.config import ConfigError, Settings
-from mcp_server.stateless.eras import MODERN_VERSIONS, SUPPORTED_VERSIONS, supported_versions
+from mcp_server.stateless.metadata import MODERN_VERSIONS, SUPPORTED_VERSIONS, supported_versions
 
 
 def test_legacy_is_on_by_default():

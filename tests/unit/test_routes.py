@@ -6,8 +6,8 @@ import pytest
 
 from mcp_server.encoding import dumps
 from mcp_server.messages import parse_body
-from mcp_server.stateless import eras
-from mcp_server.stateless.eras import HANDSHAKE_VERSIONS, Era, http_era
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import HANDSHAKE_VERSIONS, Era, http_era
 from mcp_server.web.routes import is_modern
 
 MODERN_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -23,7 +23,7 @@ def test_a_post_naming_a_handshake_version_is_streamable_without_running_the_era
     def era_rules(*_):
         raise AssertionError("the era rules ran for a handshake version header")
 
-    monkeypatch.setattr(eras, "http_era", era_rules)
+    monkeypatch.setattr(metadata, "http_era", era_rules)
     assert is_modern(environ, parse_body(dumps(MODERN_CALL))) is False
 
 

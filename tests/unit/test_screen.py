@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.config import LOCALHOST_ORIGINS
-from mcp_server.web.screen import host_allowed, origin_allowed
+from mcp_server.web.pipeline import host_allowed
+from mcp_server.web.response_headers import origin_allowed
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,10 @@
-"""stateless.eras: which requests take the 2026-07-28 wire, on HTTP per request and on stdio per connection."""
+"""stateless.metadata: which requests take the 2026-07-28 wire, on HTTP per request and on stdio per connection."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_server.stateless.eras import (
+from mcp_server.stateless.metadata import (
     HANDSHAKE_VERSIONS,
     MODERN_VERSIONS,
     SUPPORTED_VERSIONS,

@@ -1,10 +1,10 @@
-"""stateless.headers: case-insensitive lookup and the `=?base64?...?=` value form, as SEP-2243's table has it."""
+"""stateless.metadata: case-insensitive lookup and the `=?base64?...?=` value form, as SEP-2243's table has it."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_server.stateless.headers import InvalidHeaderValue, decode_value, encode_value, get_header
+from mcp_server.stateless.metadata import InvalidHeaderValue, decode_value, encode_value, get_header
 
 
 @pytest.mark.parametrize(("value", "encoded"), [

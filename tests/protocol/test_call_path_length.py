@@ -1,0 +1,16 @@
+"""How many project modules one tools/call of echo enters, per wire: the path may shrink, never grow back."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.call_path import count_modules
+
+# The counts issue 30 reached (the goal is at most 20 on every wire); lower these when the path shrinks.
+MOST_MODULES = {"legacy": 26, "streamable": 24, "2026-07-28": 25, "stdio": 20}
+
+
+@pytest.mark.parametrize("wire", sorted(MOST_MODULES))
+def test_a_tools_call_enters_no_more_project_modules_than_the_wire_reached(wire):
+    counted = count_modules(wire, repeat=2)
+    assert counted["count"] <= MOST_MODULES[wire], f"{wire} now enters: {', '.join(counted['modules'])}"
