@@ -1,28 +1,99 @@
-"""What both HTTP transports read from a request: the body (408, 413, 400), the session it names (400, 404), and
-which answers its Accept header takes.
+"""What both HTTP transports read and write: the body (408, 413, 400), the session it names (400, 404), which
+answers its Accept header takes, and the answers: JSON and empty responses, HttpProblem, the JSON 500.
 
-Plus the 503s they answer when the session store is down or the server holds all the sessions it may.
+Plus the 503s they answer when the session store is down or the server holds all the sessions it may, and the
+refusal log line.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
 import gevent
+from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
 from mcp_server.dispatcher import Dispatcher
-from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_RETRY_AFTER_S, STORE_UNAVAILABLE_MESSAGE
+from mcp_server.encoding import dumps_line
+from mcp_server.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
+    STORE_RETRY_AFTER_S,
+    STORE_UNAVAILABLE_MESSAGE,
+    error_response,
+    new_correlation_id,
+)
 from mcp_server.hub import CapacityError
 from mcp_server.limits import BodyLimitExceeded, check_body
+from mcp_server.logs import loggable
 from mcp_server.messages import Body, Message, ParseFailure, parse_body
-from mcp_server.session import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SESSION_ID_SYNTAX, Session
+from mcp_server.session import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SESSION_ID_SYNTAX, Session, session_id_from
 from mcp_server.transports.event_stream import EVENT_STREAM
-from mcp_server.transports.http_responses import HttpProblem
 
-__all__ = ["AcceptedTypes", "lookup_session", "read_body", "read_messages", "server_busy", "store_unavailable"]
+__all__ = ["JSON", "AcceptedTypes", "HttpProblem", "empty_response", "json_response", "log_refusal", "lookup_session",
+           "problem_response", "read_body", "read_messages", "server_busy", "store_unavailable",
+           "unexpected_error_response"]
+
+log = logging.getLogger("mcp.http")
+JSON = "application/json"
+
+
+def json_response(body: Any, status: int = HTTPStatus.OK, headers: Mapping[str, str] | None = None) -> Response:
+    """Return body as compact JSON ending with a newline (so curl prints a clean line)."""
+    return Response(dumps_line(body), status=status, headers=dict(headers or {}), content_type=JSON)
+
+
+def empty_response(status: int, headers: Mapping[str, str] | None = None) -> Response:
+    """Return a response with no body and no Content-Type (202 Accepted, 204 No Content)."""
+    response = Response(status=status, headers=dict(headers or {}))
+    del response.headers["Content-Type"]
+    return response
+
+
+class HttpProblem(Exception):
+    """Abort a request with an HTTP status and a JSON-RPC error body that says how to fix it."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        *,
+        request_id: Any = None,
+        data: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = error_response(request_id, code, message, data)
+        self.headers = dict(headers or {})
+
+
+def problem_response(problem: HttpProblem) -> Response:
+    """Render an HttpProblem."""
+    return json_response(problem.body, problem.status, problem.headers)
+
+
+def unexpected_error_response(environ: Mapping[str, Any]) -> Response:
+    """Log the exception being handled with a correlation id; answer 500 naming only the id."""
+    correlation_id = new_correlation_id()
+    log.exception("unhandled error on %s %s (correlation id %s)", loggable(environ.get("REQUEST_METHOD")),
+                  loggable(environ.get("PATH_INFO")), correlation_id)
+    return json_response(error_response(None, INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}),
+                         HTTPStatus.INTERNAL_SERVER_ERROR)
+
+
+def log_refusal(environ: Mapping[str, Any], status: int) -> None:
+    """Log an HTTP-level refusal (status 400 or more) on one line."""
+    if status < HTTPStatus.BAD_REQUEST:
+        return
+    session = session_id_from(environ) or "-"
+    log.info("http method=%s path=%s session=%s status=%d", loggable(environ.get("REQUEST_METHOD")),
+             loggable(environ.get("PATH_INFO")), loggable(session[:8]), status)
 
 
 class AcceptedTypes:

@@ -24,8 +24,7 @@ from mcp_server.hub import CapacityError
 from mcp_server.messages import Body
 from mcp_server.session import SSE, Session, session_id_from
 from mcp_server.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
-from mcp_server.transports.http_io import lookup_session, server_busy
-from mcp_server.transports.http_responses import HttpProblem, empty_response
+from mcp_server.transports.http_io import HttpProblem, empty_response, lookup_session, server_busy
 
 __all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
 

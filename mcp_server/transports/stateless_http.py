@@ -23,8 +23,7 @@ from mcp_server.stateless import validation
 from mcp_server.stateless.metadata import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, ephemeral_session, supported_versions
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import DONE, RequestStream, connection_closer
-from mcp_server.transports.http_io import AcceptedTypes
-from mcp_server.transports.http_responses import empty_response, json_response
+from mcp_server.transports.http_io import AcceptedTypes, empty_response, json_response
 
 __all__ = ["environ_headers", "legacy_refused", "method_not_allowed", "stateless_post"]
 

@@ -39,8 +39,15 @@ from mcp_server.transports.event_stream import (
     priming_frame,
     stream_events,
 )
-from mcp_server.transports.http_io import AcceptedTypes, lookup_session, server_busy, store_unavailable
-from mcp_server.transports.http_responses import HttpProblem, empty_response, json_response
+from mcp_server.transports.http_io import (
+    AcceptedTypes,
+    HttpProblem,
+    empty_response,
+    json_response,
+    lookup_session,
+    server_busy,
+    store_unavailable,
+)
 
 __all__ = ["SessionReplay", "check_protocol_header", "close_session", "open_stream", "post_messages",
            "streamable_delete", "streamable_get", "streamable_post"]

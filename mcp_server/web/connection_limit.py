@@ -12,8 +12,8 @@ from http import HTTPStatus
 from typing import Any
 
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.transports.http_responses import HttpProblem, log_refusal, problem_response
-from mcp_server.web.response_headers import add_security_headers
+from mcp_server.transports.http_io import HttpProblem, problem_response
+from mcp_server.web.pipeline import Pipeline
 
 __all__ = ["ConnectionLimit", "ReleasingBody"]
 
@@ -61,9 +61,7 @@ class ConnectionLimit:
             "(MCP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one, then retry",
             headers={"Retry-After": RETRY_AFTER_S},
         ))
-        add_security_headers(response)
-        log_refusal(environ, response.status_code)
-        return response(environ, start_response)
+        return Pipeline.finish(environ, response)(environ, start_response)
 
 
 class ReleasingBody:

@@ -12,7 +12,7 @@ from flask import Blueprint, Response, request
 
 from mcp_server import metrics
 from mcp_server.hub import HubUnavailable
-from mcp_server.transports.http_responses import json_response
+from mcp_server.transports.http_io import json_response
 from mcp_server.web.mcp_app import current_core
 from mcp_server.web.pipeline import check_host, check_origin
 

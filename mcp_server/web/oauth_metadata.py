@@ -9,7 +9,7 @@ from flask import Blueprint, Response, current_app
 
 from mcp_server.auth import metadata_document
 from mcp_server.errors import INVALID_REQUEST
-from mcp_server.transports.http_responses import HttpProblem, json_response
+from mcp_server.transports.http_io import HttpProblem, json_response
 from mcp_server.web.mcp_app import core_of
 
 __all__ = ["metadata_blueprint"]

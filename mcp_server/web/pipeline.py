@@ -29,16 +29,16 @@ from mcp_server.auth import Authenticator, AuthUnavailable, InsufficientScope, U
 from mcp_server.config import Settings, is_loopback_host
 from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, error_response, new_correlation_id
 from mcp_server.hub import HubUnavailable
-from mcp_server.transports.http_io import store_unavailable
-from mcp_server.transports.http_responses import (
+from mcp_server.transports.http_io import (
     HttpProblem,
     json_response,
     log_refusal,
     problem_response,
+    store_unavailable,
     unexpected_error_response,
 )
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, core_of
-from mcp_server.web.response_headers import add_security_headers, origin_allowed
+from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
 from mcp_server.web.routes import LEGACY_ONLY_PATHS, handle_post
 from mcp_server.web.security import AUTH_EXTENSION_KEY
 
@@ -199,6 +199,15 @@ class Pipeline:
         add_security_headers(response)
         log_refusal(environ, response.status_code)
         return response
+
+
+def add_security_headers(response: Response) -> Response:
+    """Put the security headers on the response, and forbid caching unless the route said otherwise."""
+    present = {name.lower() for name in response.headers.keys()}
+    # Appended to werkzeug's own list: Headers.extend would check each of these constants for line breaks.
+    response.headers._list.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
+                                   if name.lower() not in present])
+    return response
 
 
 def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> Response:

@@ -24,7 +24,7 @@ from redis.exceptions import RedisClusterException
 from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.logs import loggable
-from mcp_server.transports.http_responses import HttpProblem, problem_response
+from mcp_server.transports.http_io import HttpProblem, problem_response
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, core_of
 
 __all__ = ["init_rate_limit", "rate_limit_key"]

@@ -1,4 +1,5 @@
-"""The headers every response gets: the security headers, and CORS headers only for MCP_CORS_ORIGINS."""
+"""The headers every response gets: the security headers (pipeline's finish puts them on), and CORS headers only for
+MCP_CORS_ORIGINS."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ from flask import Response, current_app, request
 
 from mcp_server.web.mcp_app import core_of
 
-__all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "add_security_headers",
-           "origin_allowed"]
+__all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "origin_allowed"]
 
 # An API has nothing to render, frame or sniff: say so to every browser that looks.
 SECURITY_HEADERS = {
@@ -56,13 +56,4 @@ def add_cors_headers(response: Response) -> Response:
         response.headers["Access-Control-Allow-Methods"] = CORS_ALLOW_METHODS
         response.headers["Access-Control-Allow-Headers"] = CORS_ALLOW_HEADERS
         response.headers["Access-Control-Max-Age"] = CORS_MAX_AGE_S
-    return response
-
-
-def add_security_headers(response: Response) -> Response:
-    """Put the security headers on every response, and forbid caching unless the route said otherwise."""
-    present = {name.lower() for name in response.headers.keys()}
-    # Appended to werkzeug's own list: Headers.extend would check each of these constants for line breaks.
-    response.headers._list.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
-                                   if name.lower() not in present])
     return response

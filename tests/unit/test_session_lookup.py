@@ -7,8 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from mcp_server.session import SESSION_ID_MAX_CHARS, new_session_id
-from mcp_server.transports.http_io import lookup_session
-from mcp_server.transports.http_responses import HttpProblem
+from mcp_server.transports.http_io import HttpProblem, lookup_session
 
 
 class CountingHub:
