@@ -101,6 +101,26 @@ def accept_queued(server: StreamServer) -> int:
         taken += 1
 
 
+class NamedListener:
+    """A listening socket whose name is read once, up front.
+
+    gunicorn's handler asks the listener for its name only after it has read the client's first bytes; by then
+    stop_accepting may have closed the socket, and the name would be EBADF (a traceback for a request that is fine).
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.name = sock.getsockname()
+
+    def getsockname(self) -> Any:
+        """The socket's name, as it was when the worker started."""
+        return self.name
+
+    def __getattr__(self, attribute: str) -> Any:
+        """Everything else from the socket itself."""
+        return getattr(self.sock, attribute)
+
+
 class McpWorker(GeventWorker):
     """gunicorn's gevent worker, answering malformed HTTP with JSON instead of an HTML page.
 
@@ -123,7 +143,7 @@ class McpWorker(GeventWorker):
         ssl_args = {"ssl_context": ssl_context(self.cfg)} if self.cfg.is_ssl else {}
         for listener in self.sockets:
             listener.setblocking(1)
-            server = StreamServer(listener, handle=partial(self.handle, listener),
+            server = StreamServer(listener, handle=partial(self.handle, NamedListener(listener)),
                                   spawn=Pool(self.worker_connections), **ssl_args)
             if self.cfg.workers > 1:
                 server.max_accept = 1
@@ -154,7 +174,7 @@ class McpWorker(GeventWorker):
             if not server.closed:
                 server.stop_accepting()
                 if accept_queued(server):
-                    gevent.sleep(0)  # let their handlers start: each reads the listener's name first
+                    gevent.sleep(0)  # let their handlers start
                 server.close()
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from types import SimpleNamespace
 
 import pytest
@@ -17,7 +18,7 @@ from gunicorn.http.errors import (
     UnsupportedTransferCoding,
 )
 
-from mcp_server.web.gunicorn_worker import error_page, explain, status_for
+from mcp_server.web.gunicorn_worker import NamedListener, error_page, explain, status_for
 from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
 
@@ -57,3 +58,14 @@ def test_the_messages_name_gunicorns_limits():
     cfg = SimpleNamespace(limit_request_line=4094, limit_request_fields=100, limit_request_field_size=8190)
     assert "4094 bytes" in explain(414, cfg)
     assert "100 headers" in explain(431, cfg) and "8190 bytes" in explain(431, cfg)
+
+
+def test_a_listener_closed_while_a_request_is_read_still_gives_its_name():
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    named = NamedListener(listener)
+    address = listener.getsockname()
+    listener.close()  # stop_accepting closed it while gunicorn's handler was still reading the client's bytes
+    assert named.getsockname() == address
+    assert named.fileno() == -1  # everything else is the socket's own
