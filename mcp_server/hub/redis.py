@@ -61,7 +61,7 @@ class RedisHub(Hub):
         self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
         self.link = RedisLink(settings, self.start, {**SCRIPTS, **TASK_SCRIPTS})
         self.claims = Claims(self.link, settings, self._in_reader)
-        self.sessions = Sessions(self.link, settings, self.claims)
+        self.sessions = Sessions(self.link, settings, self.claims, self.pending_ttl_s)
         self.call_slots = CallSlots(self.link, self.sessions)
         self.deliveries = Deliveries(self.link, settings, self.deliver, self.call_slots.new_token)
         self.registry_sync = RegistrySync(self)

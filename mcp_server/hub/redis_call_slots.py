@@ -137,7 +137,11 @@ class CallSlots:
         release = release_command(session_id, token)
         if answer_follows:
             self.link.send_ahead(release)
-            return
+        else:
+            self._free(release, answer_waits)
+
+    def _free(self, release: tuple[Any, ...], answer_waits: bool = False) -> None:
+        """Post a slot's release (queued for the answer's writer with answer_waits); unreachable, its lease runs out."""
         try:
             with self.link.guard:
                 if answer_waits:
@@ -145,7 +149,7 @@ class CallSlots:
                 else:
                     self.link.post(*release)
         except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
+            log.info("could not free a call slot of session %s: Redis unreachable", session_of(release))
 
     def _post_release(self, release: tuple[Any, ...]) -> None:
         """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
@@ -169,13 +173,8 @@ class CallSlots:
     def free_held_slot(self) -> None:
         """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
         release = self.link.take_ahead() if self.link.ahead else None
-        if release is None:
-            return
-        try:
-            with self.link.guard:
-                self.link.post(*release)
-        except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_of(release))
+        if release is not None:
+            self._free(release)
 
     def renew_call_leases(self) -> None:
         """Extend the lease of every call slot this worker holds, in one round trip per batch."""

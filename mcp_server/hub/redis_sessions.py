@@ -29,7 +29,7 @@ MAX_TTL_REFRESH_MEMORY = 100_000
 class Sessions:
     """RedisHub's session store: it sends through the hub's link and ends a closed session's streams."""
 
-    def __init__(self, link: RedisLink, settings: Any, claims: Claims) -> None:
+    def __init__(self, link: RedisLink, settings: Any, claims: Claims, pending_ttl_s: float) -> None:
         self.link = link
         self.settings = settings
         self.claims = claims
@@ -39,8 +39,8 @@ class Sessions:
         self.ttl_refreshed: dict[str, float] = {}
         self.refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                        settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
-        # How long a session that never came back after initialize lives (never longer than the full TTL).
-        self.pending_ttl_s = min(settings.pending_session_ttl_s, settings.session_ttl_s)
+        # How long a session that never came back after initialize lives (Hub.pending_ttl_s).
+        self.pending_ttl_s = pending_ttl_s
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner.

@@ -37,12 +37,15 @@ class UsedOnce:
             raise CapacityError(f"this worker remembers its maximum of {self.max_ids} consumed requests "
                                 "(MCP_REQUEST_STATE_USED_MAX) until they expire")
         self.expiries[used_id] = self.clock() + ttl_s
+        self.expiries.move_to_end(used_id)  # an expired entry left behind a longer-lived one is renewed at the end
         return True
 
     def holds(self, used_id: bytes) -> bool:
-        """Whether the id is remembered (those expired are forgotten first)."""
-        self.forget_expired(self.clock())
-        return used_id in self.expiries
+        """Whether the id is remembered: by its own expiry, as an entry of a shorter lifetime may sit behind."""
+        now = self.clock()
+        self.forget_expired(now)
+        expiry = self.expiries.get(used_id)
+        return expiry is not None and expiry > now
 
     def forget_expired(self, now: float) -> None:
         """Drop the ids whose time is over, oldest first, up to the first one still remembered."""

@@ -91,3 +91,13 @@ def test_the_memory_record_drops_expired_ids_when_it_records_another():
     clock.step(5)
     record.use(b"late", 5)
     assert len(record) == 1
+
+
+def test_an_id_of_a_shorter_lifetime_behind_a_longer_one_is_forgotten_when_its_own_time_is_over():
+    clock = SteppedClock()
+    record = UsedOnce(10, clock)
+    assert record.use(b"long", 100) and record.use(b"short", 5)
+    clock.step(5)
+    assert not record.holds(b"short") and record.holds(b"long")
+    assert record.use(b"short", 5) is True  # used again once its time is over, and remembered anew
+    assert record.use(b"short", 5) is False
