@@ -258,8 +258,10 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
     check_request_bytes(ctx.params, registry.limits)
     stream = registry.open(ctx.request_id, ctx.principal, notifications,
                            lambda uri: ctx.permits("resource", uri), declares_tasks(ctx.session.client_capabilities))
-    # A stream whose own queue fills up also drops what the transport holds for it, and its connection.
-    stream.on_cut_off = getattr(ctx.send, "cut_off", None)
+    # A stream whose own queue fills up (logged and counted there) also drops what the transport holds for it,
+    # and its connection.
+    drop = getattr(ctx.send, "drop", None)
+    stream.on_cut_off = None if drop is None else (lambda: drop("slow consumer"))
     keepalive = getattr(ctx.send, "keepalive", None)
     try:
         keep_known_tasks(ctx, stream)

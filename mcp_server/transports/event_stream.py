@@ -154,11 +154,16 @@ class RequestStream:
         return self.replay.keep_response(response)
 
     def cut_off(self, reason: str = "slow consumer") -> None:
-        """Stop a client that does not read: drop what waits for it and close its connection (once)."""
+        """Stop a client that does not read (logged and counted once), then drop its stream."""
+        if self.reason is None:
+            log.warning("closing the stream of %s: queue full (%s)", self.name, reason)
+            instruments().queue_dropped()
+            self.drop(reason)
+
+    def drop(self, reason: str) -> None:
+        """Drop what waits for the client and close its connection (once), saying nothing: the caller has."""
         if self.reason is not None:
             return
-        log.warning("closing the stream of %s: queue full (%s)", self.name, reason)
-        instruments().queue_dropped()
         self.reason = reason
         self.ended = True
         finished = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import gevent
 import pytest
 from prometheus_client import CollectorRegistry
@@ -10,8 +12,9 @@ from mcp_server.config import Settings
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.messages import parse_body
 from mcp_server.metrics import Instruments, instruments
+from mcp_server.protocol.subscriptions import ListenRegistry, subscriptions_listen
 from mcp_server.session import Session
-from mcp_server.transports.event_stream import stream_events
+from mcp_server.transports.event_stream import RequestStream, stream_events
 
 KNOWN = {"tools/call": None, "ping": None}
 
@@ -120,3 +123,21 @@ def test_a_request_through_the_core_is_counted_once(app):
     gevent.joinall(running)
     assert errors == [] and running[0].value["result"] == {}
     assert value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="") == before + 1
+
+
+def test_a_listen_stream_cut_off_with_its_transport_counts_one_queue_drop():
+    metrics = instruments()
+    registry = ListenRegistry(2, 10_000, 5)
+    send = RequestStream("listen", max_count=100, close_connection=lambda: None)
+    ctx = SimpleNamespace(services=SimpleNamespace(listeners=registry), request_id=1, principal=None,
+                          permits=lambda kind, name: True, settings=SimpleNamespace(keepalive_s=0.05), send=send,
+                          session=SimpleNamespace(client_capabilities={}),
+                          params={"notifications": {"toolsListChanged": True}, "_meta": {}})
+    running = gevent.spawn(subscriptions_listen, ctx, {"toolsListChanged": True})
+    gevent.sleep(0.01)
+    before = value(metrics, "mcp_stream_queue_drops_total")
+    for _ in range(3):  # the listen queue holds 2: the third cuts it off, and its transport with it
+        registry.deliver({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    running.join(timeout=5)
+    assert send.reason == "slow consumer"
+    assert value(metrics, "mcp_stream_queue_drops_total") == before + 1
