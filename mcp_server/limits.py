@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp_server.config import Settings
 from mcp_server.encoding import dumps
-from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, error_response
+from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, error_response
 from mcp_server.hub import CapacityError, HubUnavailable, QuotaFull
 from mcp_server.messages import REQUEST, Body, Message
 
@@ -136,7 +136,7 @@ class CallSlots:
             try:
                 token = self.acquire(session.id)
             except HubUnavailable:
-                return None, error_response(message.id, SERVER_UNAVAILABLE, "Session store unavailable; retry shortly")
+                return None, error_response(message.id, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE)
         else:
             token = taken or None  # ALL_SLOTS_TAKEN is ""
             if token is not None:

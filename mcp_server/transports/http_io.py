@@ -126,14 +126,14 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
     session the server does not know, so the client starts a new one. For a body that is one tools/call (call),
     the hub may take the call's slot in the same step (limits.CallSlots.session_for_call).
     """
-    if not session_id or not SESSION_ID_SYNTAX.fullmatch(session_id):
-        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
-                          f"Malformed session id: a session id is 1 to {SESSION_ID_MAX_CHARS} visible ASCII "
-                          "characters; send the one the server gave you", request_id=request_id)
     # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
     # before the lookup touches anything, so a foreign probe does not keep the session alive.
-    if not SESSION_ID_PATTERN.fullmatch(session_id):
-        session = None  # not an id new_session_id makes: no store holds it
+    if session_id is None or not SESSION_ID_PATTERN.fullmatch(session_id):  # our own ids take this one match
+        if not session_id or not SESSION_ID_SYNTAX.fullmatch(session_id):
+            raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                              f"Malformed session id: a session id is 1 to {SESSION_ID_MAX_CHARS} visible ASCII "
+                              "characters; send the one the server gave you", request_id=request_id)
+        session = None  # well formed, but not an id new_session_id makes: no store holds it
     elif call is None:
         session = core.hub.get_own_session(session_id, transport, principal)
     else:

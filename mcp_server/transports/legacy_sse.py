@@ -42,9 +42,8 @@ def legacy_get(core: Dispatcher, environ: Mapping[str, Any], principal: str | No
         raise server_busy(full) from None
 
 
-def legacy_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
-    """Accept a legacy message for the session named by ?session_id=; the answer goes to the session's stream."""
-    session_id = session_id_from(environ, header=False)
+def legacy_post(core: Dispatcher, session_id: str | None, principal: str | None, body: Body) -> Response:
+    """Accept a legacy message for the session its ?session_id= names; the answer goes to the session's stream."""
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",

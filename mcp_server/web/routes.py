@@ -46,14 +46,14 @@ def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | N
     body = read_messages(core, environ)
     # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
     # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
-    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or (
-        core.settings.legacy and session_id_from(environ, header=False) is not None)
+    session_id = session_id_from(environ, header=False) if core.settings.legacy else None
+    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
     if not legacy_message and is_modern(environ, body):
         return stateless_post(core, environ, principal, body)
     if not core.settings.legacy:
         return legacy_refused(environ, body)
     if legacy_message:
-        return legacy_post(core, environ, principal, body)
+        return legacy_post(core, session_id, principal, body)
     return streamable_post(core, environ, principal, body)
 
 
