@@ -12,9 +12,15 @@ from typing import Any
 
 import orjson
 
-__all__ = ["KEEPALIVE_FRAME", "JsonObject", "dumps", "dumps_line", "format_sse_event", "loads", "loads_exact"]
+__all__ = ["KEEPALIVE_FRAME", "JsonObject", "dumps", "dumps_line", "format_sse_event", "loads", "loads_exact",
+           "utf8_size"]
 
 KEEPALIVE_FRAME = b": ping\n\n"
+
+
+def utf8_size(text: str) -> int:
+    """How many bytes a decoded JSON string takes in UTF-8 (its length when ASCII, which Python knows at once)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def dumps(value: Any) -> bytes:

@@ -26,7 +26,6 @@ __all__ = [
     "TaskRecord",
     "TaskStore",
     "now_ms",
-    "text_bytes",
 ]
 
 WORKING = "working"
@@ -35,11 +34,6 @@ COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
-
-
-def text_bytes(text: str) -> int:
-    """The UTF-8 size of a JSON text a task keeps (its length when ASCII, which Python knows at once)."""
-    return len(text) if text.isascii() else len(text.encode())
 
 
 def now_ms() -> int:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_server.config import Settings
-from mcp_server.encoding import dumps
+from mcp_server.encoding import dumps, utf8_size
 from mcp_server.errors import INVALID_PARAMS, RpcError
 from mcp_server.protocol.task_shapes import missing_extension
 
@@ -48,11 +48,6 @@ class ListenLimits:
                    settings.listen_max_task_ids)
 
 
-def utf8_length(text: str) -> int:
-    """How many bytes text takes in UTF-8 (a lone surrogate counted as JSON escapes it, roughly)."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
 def check_request_bytes(params: Any, limits: ListenLimits) -> None:
     """Refuse (-32602) a listen request whose params, as JSON, pass MCP_LISTEN_MAX_BYTES."""
     size = len(dumps(params))
@@ -72,7 +67,7 @@ def check_strings(member: str, values: object, what: str) -> list[str]:
 def check_lengths(member: str, values: list[str], limit: int, setting: str) -> None:
     """Refuse (-32602) a member with a string longer than limit bytes, naming the setting."""
     for value in values:
-        if len(value) > limit or utf8_length(value) > limit:
+        if utf8_size(value) > limit:
             raise RpcError(INVALID_PARAMS, f"Invalid params: an entry of notifications.{member} is longer than "
                            f"{limit} bytes ({setting})")
 

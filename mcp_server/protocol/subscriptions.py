@@ -22,6 +22,7 @@ from mcp_server.errors import SERVER_UNAVAILABLE, RpcError
 from mcp_server.hub import HubUnavailable, StreamClosed
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.hub.subscription import QueuedSubscription
+from mcp_server.hub.tasks import TERMINAL
 from mcp_server.metrics import instruments
 from mcp_server.protocol.listen_filter import (
     FLAGS,
@@ -53,8 +54,6 @@ log = logging.getLogger("mcp.listen")
 LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 RESOURCE_UPDATED = "notifications/resources/updated"
-ENDED = frozenset({"completed", "failed", "cancelled"})
-LIVE = frozenset({"working", "input_required"})
 # The reason a stream ends with when the server stops: the one ending that gets a final result.
 SHUTTING_DOWN = "server shutting down"
 
@@ -106,7 +105,7 @@ class ListenStream(QueuedSubscription):
             params = message.get("params") or {}
             if params.get("taskId") not in self.task_ids or message.get("principal") != self.principal:
                 return False
-            if params.get("status") in ENDED:
+            if params.get("status") in TERMINAL:
                 self.ended_tasks.add(params["taskId"])
             return True
         return method in self.methods
@@ -229,8 +228,8 @@ def keep_known_tasks(ctx: Any, stream: ListenStream) -> None:
     if not stream.task_ids:
         return
     runner = getattr(ctx.services, "tasks", None)
-    statuses = runner.look_at(stream.principal, list(stream.honoured[TASK_IDS])) if runner is not None else {}
-    stream.keep_tasks({task_id for task_id, status in statuses.items() if status in LIVE})
+    live = runner.look_at(stream.principal, list(stream.honoured[TASK_IDS])) if runner is not None else set()
+    stream.keep_tasks(live)
 
 
 def look_at_tasks(ctx: Any, stream: ListenStream) -> None:
@@ -240,12 +239,12 @@ def look_at_tasks(ctx: Any, stream: ListenStream) -> None:
     if runner is None or not waiting:
         return
     try:
-        statuses = runner.look_at(stream.principal, sorted(waiting))
+        live = runner.look_at(stream.principal, sorted(waiting))
     except HubUnavailable:
         log.info("could not look at the tasks of %s: Redis unreachable", stream.session_id)
         return
     # Gone (its TTL ran out) or ended: nothing more will come of it, so it is not read again.
-    stream.ended_tasks.update(task_id for task_id in waiting if statuses.get(task_id, "gone") not in LIVE)
+    stream.ended_tasks.update(waiting - live)
 
 
 def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> Any:

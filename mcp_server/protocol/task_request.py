@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.encoding import dumps
+from mcp_server.encoding import dumps, utf8_size
 from mcp_server.errors import INVALID_PARAMS, RpcError
-from mcp_server.hub.tasks import text_bytes
 
 __all__ = ["check_answer_bytes", "kept_capabilities", "task_request"]
 
@@ -38,7 +37,7 @@ def task_request(name: str, arguments: Any, capabilities: object, version: str |
 
 def check_answer_bytes(answers: dict[str, str], limit: int) -> None:
     """-32602 when the answers a task would keep (JSON texts) take more than limit bytes."""
-    kept = sum(text_bytes(answer) for answer in answers.values())
+    kept = sum(utf8_size(answer) for answer in answers.values())
     if kept > limit:
         raise RpcError(INVALID_PARAMS, f"Invalid params: the task's answers would take {kept} bytes; a task keeps "
                        f"at most {limit} (MCP_TASK_MAX_RESULT_BYTES)")

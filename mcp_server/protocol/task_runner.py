@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from mcp_server.encoding import dumps, loads
+from mcp_server.encoding import dumps, loads, utf8_size
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError, new_correlation_id
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.tasks import COMPLETED, FAILED, WORKING, TaskRecord, TaskStore, text_bytes
+from mcp_server.hub.tasks import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord, TaskStore
 from mcp_server.protocol.input_rounds import InputRequired, Rounds
 from mcp_server.protocol.request_context import MODERN, TASK_RUNNING, RequestContext
 from mcp_server.protocol.task_request import check_answer_bytes, task_request
@@ -56,7 +56,11 @@ def kept_error(exc: RpcError, limit: int) -> tuple[str, str]:
     message = exc.message[:MAX_MESSAGE_CHARS]
     error = dumps(exc.to_dict())
     if len(error) > limit:
-        error = dumps({"code": exc.code, "message": message})
+        error = rpc_error(exc.code, message).encode()
+    if len(error) > limit:
+        # Wide characters: each takes at most 6 bytes of JSON (a \u escape), the code and the braces under 64.
+        message = message[:max(0, (limit - 64) // 6)]
+        error = rpc_error(exc.code, message).encode()
     return error.decode(), message
 
 
@@ -187,7 +191,7 @@ class TaskRunner:
 
     def park(self, record: TaskRecord, asks: dict[str, str]) -> None:
         """Make the task wait for these questions (JSON), unless they are too big to keep."""
-        if self.fail_past_limit(record, "questions", sum(text_bytes(ask) for ask in asks.values())):
+        if self.fail_past_limit(record, "questions", sum(utf8_size(ask) for ask in asks.values())):
             return
         if self.store.park(record.principal, record.task_id, self.worker, asks, self.store.now()):
             self.notify(record)
@@ -223,20 +227,19 @@ class TaskRunner:
         self.tell(notification(record, self.settings.task_poll_interval_ms,
                                self.settings.task_max_notification_bytes))
 
-    def look_at(self, principal: str | None, task_ids: list[str]) -> dict[str, str]:
-        """Read these tasks (a listen stream waits on them); return the status of each one found.
+    def look_at(self, principal: str | None, task_ids: list[str]) -> set[str]:
+        """Read these tasks (a listen stream waits on them); return those of the principal not yet ended.
 
-        A lapsed one fails on the read and is announced. Unknown ids and another principal's are left out;
-        HubUnavailable is the caller's to handle.
+        A lapsed one fails on the read and is announced. HubUnavailable is the caller's to handle.
         """
-        statuses: dict[str, str] = {}
+        live: set[str] = set()
         for task_id in task_ids:
             record, failed_now = self.store.get(principal, task_id, self.store.now(), lapsed())
-            if record is not None:
-                statuses[task_id] = record.status
-                if failed_now:
-                    self.announce(record)
-        return statuses
+            if record is not None and record.status not in TERMINAL:
+                live.add(task_id)
+            elif record is not None and failed_now:
+                self.announce(record)
+        return live
 
     def stop_here(self, principal: str | None, task_id: str) -> None:
         """Kill the task's greenlet if it runs on this worker (it was cancelled)."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_server.encoding import dumps, loads
+from mcp_server.encoding import dumps, loads, utf8_size
 from mcp_server.errors import INTERNAL_ERROR, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
-from mcp_server.hub.tasks import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, text_bytes
+from mcp_server.hub.tasks import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
 
 __all__ = ["NOTIFICATION", "RESULT_TYPE", "TASKS_EXTENSION", "created_result", "declares_tasks", "detailed",
            "lapsed", "missing_extension", "notification", "payload_bytes"]
@@ -81,11 +81,11 @@ def detailed(record: TaskRecord, poll_interval_ms: int) -> dict[str, Any]:
 def payload_bytes(record: TaskRecord) -> int:
     """The bytes of what the DetailedTask inlines for the task's status: inputRequests, result or error."""
     if record.status == INPUT_REQUIRED:
-        return sum(text_bytes(ask) for ask in record.open_asks().values())
+        return sum(utf8_size(ask) for ask in record.open_asks().values())
     if record.status == COMPLETED:
-        return text_bytes(record.result)
+        return utf8_size(record.result)
     if record.status == FAILED:
-        return text_bytes(record.error)
+        return utf8_size(record.error)
     return 0
 
 

@@ -55,3 +55,13 @@ def test_answers_are_counted_in_utf8_bytes():
         check_answer_bytes({"a": '"' + "é" * 1000 + '"'}, limit=1024)  # 1,000 characters, 2,002 bytes
     assert refused.value.code == -32602
     assert "MCP_TASK_MAX_RESULT_BYTES" in refused.value.message
+
+
+def test_an_error_too_big_to_keep_is_cut_to_fit_the_bound_even_when_every_character_is_escaped():
+    from mcp_server.errors import RpcError
+    from mcp_server.protocol.task_runner import kept_error
+
+    for text in ("é" * 5000, "\x01" * 5000):  # 2 bytes of UTF-8 each; 6 bytes of JSON each (\u0001)
+        error, status_message = kept_error(RpcError(-32603, text, {"pad": "x" * 5000}), 1024)
+        assert len(error.encode()) <= 1024
+        assert status_message and text.startswith(status_message)
