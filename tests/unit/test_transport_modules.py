@@ -42,10 +42,14 @@ def test_streamable_http_does_not_import_the_legacy_transport():
     (legacy_sse, ("legacy_get", "legacy_post")),
     (streamable_http, ("streamable_get", "streamable_post", "streamable_delete")),
 ])
-def test_each_http_transport_answers_every_method_from_the_environ(module, functions):
+def test_each_http_transport_method_takes_the_dispatcher_and_the_principal_from_its_caller(module, functions):
+    # What the request says arrives as arguments (the environ, or what the route already read from it, like a
+    # legacy POST's ?session_id=): never through Flask's globals (the test above).
     for name in functions:
         parameters = list(inspect.signature(getattr(module, name)).parameters)
-        assert parameters[:3] == ["core", "environ", "principal"], name
+        assert parameters[0] == "core", name
+        assert parameters[2] == "principal", name
+        assert parameters[1] in {"environ", "session_id"}, name
 
 
 def test_the_session_header_is_read_in_one_place():
