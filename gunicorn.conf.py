@@ -111,7 +111,7 @@ def post_worker_init(worker):
     """Load the fleet's run-time registry changes; on SIGTERM close open streams at once and drain the calls."""
     mcp = mcp_extension(worker)
     if mcp is not None:
-        mcp.core.hub.prepare()  # before this worker accepts a connection
+        mcp.dispatcher.hub.prepare()  # before this worker accepts a connection
 
     def wind_down_on_exit():
         while worker.alive:

@@ -27,7 +27,7 @@ __all__ = ["WIRES", "open_client"]
 
 WIRES = ("legacy", "streamable", "2026-07-28", "stdio")
 SESSION_VERSION = "2025-11-25"
-MODERN_VERSION = "2026-07-28"
+STATELESS_VERSION = "2026-07-28"
 BOTH = "application/json, text/event-stream"
 ANSWER_TIMEOUT_S = 10.0
 CLIENT_INFO = {"name": "bench-call-path", "version": "0"}
@@ -105,7 +105,7 @@ def stop_app(app: Flask) -> None:
     """Close the app's streams, then stop its hub's greenlets and connections (the Redis hub has some)."""
     extension = app.extensions["mcp"]
     extension.shutdown()
-    getattr(extension.core.hub, "stop", lambda: None)()
+    getattr(extension.dispatcher.hub, "stop", lambda: None)()
 
 
 def answer_of(headers: dict[str, str], data: bytes) -> dict[str, Any]:
@@ -159,7 +159,7 @@ class StreamableClient(Client):
         stop_app(self.app)
 
 
-class ModernClient(Client):
+class StatelessClient(Client):
     """2026-07-28: no handshake; every call carries its version in a header and in _meta."""
 
     def __init__(self, app: Flask) -> None:
@@ -170,9 +170,9 @@ class ModernClient(Client):
     def call(self) -> dict[str, Any]:
         """POST one stateless call and read its answer from the response."""
         message = self.echo()
-        message["params"]["_meta"] = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        message["params"]["_meta"] = {"io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
                                       "io.modelcontextprotocol/clientCapabilities": {}}
-        headers = {"Accept": BOTH, "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call",
+        headers = {"Accept": BOTH, "MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": "tools/call",
                    "Mcp-Name": "echo"}
         _, response_headers, data = self.server.send("POST", "/mcp", headers, message)
         return answer_of(response_headers, data)
@@ -240,11 +240,11 @@ class StdioClient(Client):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         # As transports/stdio.run_stdio builds it: stdio always serves from an in-memory hub.
-        self.core = Dispatcher(settings, hub=MemoryHub(settings))
+        self.dispatcher = Dispatcher(settings, hub=MemoryHub(settings))
         self.lines: Queue = Queue()
         self.out: Queue = Queue()
         # This client is the server's stdout: it has the two methods the server calls (write, flush).
-        self.server = StdioServer(self.core, iter(self.lines.get, None), cast(BinaryIO, self))
+        self.server = StdioServer(self.dispatcher, iter(self.lines.get, None), cast(BinaryIO, self))
         self.serving = gevent.spawn(self.server.serve)
         self.send(initialize(0))
         self.answer(0)
@@ -278,7 +278,7 @@ class StdioClient(Client):
         """End stdin, let the server wind down, stop the dispatcher."""
         self.lines.put(None)
         self.serving.join(timeout=ANSWER_TIMEOUT_S)
-        self.core.shutdown()
+        self.dispatcher.shutdown()
 
 
 def open_client(wire: str, redis_url: str | None = None) -> Client:
@@ -288,6 +288,6 @@ def open_client(wire: str, redis_url: str | None = None) -> Client:
         return StdioClient(settings)
     app = create_app(settings)
     # As gunicorn.conf.py's post_worker_init does before a worker accepts a connection.
-    app.extensions["mcp"].core.hub.prepare()
-    client = {"legacy": LegacyClient, "streamable": StreamableClient, "2026-07-28": ModernClient}[wire]
+    app.extensions["mcp"].dispatcher.hub.prepare()
+    client = {"legacy": LegacyClient, "streamable": StreamableClient, "2026-07-28": StatelessClient}[wire]
     return client(app)

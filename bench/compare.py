@@ -30,14 +30,14 @@ TARGETS = (
     ("sse_p99_vs_sdk", "<=", 0.5),
     ("sse_cpu_per_call_vs_sdk", "<=", 0.5),
     ("streamable_throughput_vs_sdk", ">=", 3.0),
-    ("modern_throughput_vs_sdk", ">=", 3.0),
-    ("modern_cpu_per_call_vs_sdk", "<=", 0.333),
-    ("modern_throughput_vs_ours_streamable", ">=", 1.0),
+    ("stateless_throughput_vs_sdk", ">=", 3.0),
+    ("stateless_cpu_per_call_vs_sdk", "<=", 0.333),
+    ("stateless_throughput_vs_ours_streamable", ">=", 1.0),
     # Issue 14: one Redis worker against the in-memory hub, over each legacy wire.
     ("sse_redis_1w_vs_memory", ">=", 0.8),
     ("streamable_redis_1w_vs_memory", ">=", 0.9),
 )
-TRANSPORTS = ("sse", "streamable", "modern")
+TRANSPORTS = ("sse", "streamable", "stateless")
 # The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare. The WSGI floor (wsgi) is
 # only that: a plain WSGI function answering 2026-07-28 calls under the same gunicorn + gevent worker.
 FLOOR_TRANSPORTS = ("sse", "streamable")
@@ -66,7 +66,7 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
             if transport in FLOOR_TRANSPORTS:
                 yield "floor", floor_server
         elif name == "wsgi":
-            if transport == "modern":
+            if transport == "stateless":
                 yield "wsgi", wsgi_floor_server
         else:
             raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor, wsgi")
@@ -127,7 +127,7 @@ def ratio(ours: float | None, theirs: float | None) -> float | None:
 
 
 def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
-    """Ours against the SDK and the floor, per transport; our modern wire against our legacy Streamable HTTP."""
+    """Ours against the SDK and the floor, per transport; our stateless wire against our legacy Streamable HTTP."""
     ratios: dict[str, float | None] = {}
     for transport in TRANSPORTS:
         ours = summary.get(f"ours/{transport}")
@@ -140,14 +140,15 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             ratios[f"{transport}_throughput_vs_{peer}"] = ratio(ours["req_per_s"], theirs["req_per_s"])
             ratios[f"{transport}_p99_vs_{peer}"] = ratio(ours["p99_ms"], theirs["p99_ms"])
             ratios[f"{transport}_cpu_per_call_vs_{peer}"] = ratio(ours["cpu_us_per_call"], theirs["cpu_us_per_call"])
-    stack, sdk = summary.get("wsgi/modern"), summary.get("sdk/modern")
+    stack, sdk = summary.get("wsgi/stateless"), summary.get("sdk/stateless")
     if stack and sdk:
         # gunicorn + gevent alone, against the SDK: how much of a third of its CPU the stack leaves for the rest.
         ratios["wsgi_floor_cpu_per_call_vs_sdk"] = ratio(stack["cpu_us_per_call"], sdk["cpu_us_per_call"])
-    modern, legacy = summary.get("ours/modern"), summary.get("ours/streamable")
-    if modern and legacy:
-        ratios["modern_throughput_vs_ours_streamable"] = ratio(modern["req_per_s"], legacy["req_per_s"])
-        ratios["modern_cpu_per_call_vs_ours_streamable"] = ratio(modern["cpu_us_per_call"], legacy["cpu_us_per_call"])
+    stateless, legacy = summary.get("ours/stateless"), summary.get("ours/streamable")
+    if stateless and legacy:
+        ratios["stateless_throughput_vs_ours_streamable"] = ratio(stateless["req_per_s"], legacy["req_per_s"])
+        ratios["stateless_cpu_per_call_vs_ours_streamable"] = ratio(stateless["cpu_us_per_call"],
+                                                                   legacy["cpu_us_per_call"])
     ratios.update(topology_ratios(summary))
     for transport in ("sse", "streamable"):
         one, two = summary.get(f"ours-redis-1w/{transport}"), summary.get(f"ours-redis-2w/{transport}")

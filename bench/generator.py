@@ -18,7 +18,7 @@ from bench.sessions import CallFailed, SseSession, StreamableSession, open_sessi
 
 __all__ = ["http_client", "open_sessions", "percentile", "run_load", "summarize"]
 
-DEFAULT_PATHS = {"sse": "/sse", "streamable": "/mcp", "modern": "/mcp"}
+DEFAULT_PATHS = {"sse": "/sse", "streamable": "/mcp", "stateless": "/mcp"}
 ECHO_TEXT = "hello"
 # A failure after which the session cannot carry another call.
 FATAL_KINDS = frozenset({"stream_closed", "disconnected"})

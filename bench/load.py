@@ -2,8 +2,8 @@
 
     python -m bench.load --url http://127.0.0.1:8000/mcp --transport sse -c 32 -d 10
     python -m bench.load --compare --duration 10 --concurrency 32     # ours vs the SDK vs the floor
-    python -m bench.load --compare --servers ours,sdk --transports streamable,modern   # the 2026-07-28 row
-    python -m bench.load --compare --servers ours,sdk,wsgi --transports modern       # ... and the stack alone
+    python -m bench.load --compare --servers ours,sdk --transports streamable,stateless   # the 2026-07-28 row
+    python -m bench.load --compare --servers ours,sdk,wsgi --transports stateless       # ... and the stack alone
     python -m bench.load --compare --servers ours --redis-topology single,sentinel,cluster   # Redis HA vs memory
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
 
@@ -50,8 +50,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode.add_argument("--compare", action="store_true", help="start each server in turn and compare them")
     mode.add_argument("--idle", type=int, metavar="N", help="measure server memory per idle SSE session over N")
     parser.add_argument("--url", help="server to load (plain mode), e.g. http://127.0.0.1:8000/mcp")
-    parser.add_argument("--transport", choices=("sse", "streamable", "modern"), default="sse",
-                        help="modern: stateless 2026-07-28 POSTs (headers and _meta on every call, no session)")
+    parser.add_argument("--transport", choices=("sse", "streamable", "stateless"), default="sse",
+                        help="stateless: stateless 2026-07-28 POSTs (headers and _meta on every call, no session)")
     parser.add_argument("-c", "--concurrency", type=int, default=32, help="sessions, each with one call in flight")
     parser.add_argument("-d", "--duration", type=float, default=10.0, help="measured seconds per run")
     parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds before each run")
@@ -60,9 +60,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="plain mode: PIDs whose CPU time to charge per call (children included)")
     parser.add_argument("--servers", default="ours,sdk,floor",
                         help="compare/idle: which servers, comma-separated (ours, sdk, floor; "
-                             "wsgi: gunicorn + gevent alone, modern only)")
+                             "wsgi: gunicorn + gevent alone, stateless only)")
     parser.add_argument("--transports", default="sse,streamable",
-                        help="compare: which transports (sse, streamable, modern)")
+                        help="compare: which transports (sse, streamable, stateless)")
     parser.add_argument("--rounds", type=int, default=1, help="compare: repeat and report medians")
     parser.add_argument("--redis", action="store_true",
                         help="compare: add ours on the Redis hub with 1 and 2 workers (needs redis-server)")

@@ -33,10 +33,10 @@ from mcp_server.protocol.tools import run_tool, schema_errors
 __all__ = ["main"]
 
 ECHO = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}'
-MODERN_ECHO = (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},'
+STATELESS_ECHO = (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},'
                b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":'
                b'{"name":"micro","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}')
-MODERN_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+STATELESS_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
                   "Mcp-Method": "tools/call", "Mcp-Name": "echo"}
 INIT = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"%s",'
         b'"capabilities":{},"clientInfo":{"name":"micro","version":"1"}}}')
@@ -78,9 +78,9 @@ def wsgi_caller(app: Flask, method: str, path: str, body: bytes, headers: dict[s
 
 def legacy_session(app: Flask) -> tuple[str, object]:
     """Open a legacy session with a live subscription, initialized, as a real client would."""
-    core = app.extensions["mcp"].core
-    session = core.open_session("sse")
-    subscription = core.hub.subscribe(session.id)
+    dispatcher = app.extensions["mcp"].dispatcher
+    session = dispatcher.open_session("sse")
+    subscription = dispatcher.hub.subscribe(session.id)
     post = wsgi_caller(app, "POST", f"/mcp?session_id={session.id}", INIT % b"2024-11-05", {})
     post()
     gevent.sleep(0)
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger("mcp").handlers:
         if isinstance(handler, logging.StreamHandler):
             handler.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
-    core = app.extensions["mcp"].core
+    dispatcher = app.extensions["mcp"].dispatcher
     calls = args.calls
 
     session_id, subscription = legacy_session(app)
@@ -121,17 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     init = wsgi_caller(app, "POST", "/mcp", INIT % b"2025-06-18",
                        {"Accept": "application/json, text/event-stream"})()
     del init
-    stream_id = next(s.session.id for s in core.hub.slots.values() if s.session.transport == "streamable")
-    core.hub.get_session(stream_id).initialized = True
+    stream_id = next(s.session.id for s in dispatcher.hub.slots.values() if s.session.transport == "streamable")
+    dispatcher.hub.get_session(stream_id).initialized = True
     streamable = wsgi_caller(app, "POST", "/mcp", ECHO, {"Accept": "application/json, text/event-stream",
                                                          "Mcp-Session-Id": stream_id,
                                                          "MCP-Protocol-Version": "2025-06-18"})
     assert b'"hello"' in streamable()[1], streamable()
 
-    modern = wsgi_caller(app, "POST", "/mcp", MODERN_ECHO, MODERN_HEADERS)
-    assert b'"resultType":"complete"' in modern()[1], modern()
+    stateless = wsgi_caller(app, "POST", "/mcp", STATELESS_ECHO, STATELESS_HEADERS)
+    assert b'"resultType":"complete"' in stateless()[1], stateless()
 
-    session = core.hub.get_session(session_id)
+    session = dispatcher.hub.get_session(session_id)
     body = parse_body(ECHO)
     message = body.messages[0]
 
@@ -140,30 +140,33 @@ def main(argv: list[str] | None = None) -> int:
     flask_floor = wsgi_caller(trivial, "POST", "/mcp?session_id=x", ECHO, {})
     log = logging.getLogger("mcp.rpc")
 
-    ctx = RequestContext(core.services, session, lambda m: None, 7, "tools/call", {})
-    tool = core.registry.tools["echo"]
+    ctx = RequestContext(dispatcher.services, session, lambda m: None, 7, "tools/call", {})
+    tool = dispatcher.registry.tools["echo"]
     tools_call_handler = METHODS["tools/call"]
 
     def publish_and_drain() -> None:
         """Publish one response to the legacy session and take it off its stream."""
-        core.hub.publish(session_id, {"id": 7})
+        dispatcher.hub.publish(session_id, {"id": 7})
         drain(subscription)
 
     stages = [
-        ("legacy POST, whole (Flask + core + hub + SSE frame)", legacy_round_trip),
-        ("streamable POST, whole (Flask + core, JSON answer)", streamable),
-        ("2026-07-28 POST, whole (core, JSON answer)", modern),
+        ("legacy POST, whole (Flask + dispatcher + hub + SSE frame)", legacy_round_trip),
+        ("streamable POST, whole (Flask + dispatcher, JSON answer)", streamable),
+        ("2026-07-28 POST, whole (dispatcher, JSON answer)", stateless),
         ("  bare Flask route answering 202 (floor)", flask_floor),
         ("  parse_body", lambda: parse_body(ECHO)),
-        ("  core.handle_request (dispatch + tool + log line)", lambda: core.handle_request(session, message, None)),
+        ("  dispatcher.handle_request (dispatch + tool + log line)",
+         lambda: dispatcher.handle_request(session, message, None)),
         ("    jsonrpcserver dispatch (jsonrpc_dispatch)", lambda: jsonrpc_dispatch(METHODS, ctx, message)),
         ("      inspect.signature(tools/call handler)", lambda: inspect.signature(tools_call_handler)),
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),
         ("        input_validator.is_valid(echo)", lambda: tool.input_validator.is_valid({"text": "hello"})),
-        ("  log_call (log line and metrics)", lambda: core.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
+        ("  log_call (log line and metrics)",
+         lambda: dispatcher.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
         ("  logger.info disabled-level check", lambda: log.debug("x %s", 1)),
-        ("  start_request + join (greenlet)", lambda: core.start_request(session, message, lambda m: None).join()),
+        ("  start_request + join (greenlet)",
+         lambda: dispatcher.start_request(session, message, lambda m: None).join()),
         ("  hub.publish + drain + SSE frame", publish_and_drain),
         ("  dumps(response)", lambda: dumps({"jsonrpc": "2.0", "id": 7, "result": {
             "content": [{"type": "text", "text": "hello"}], "isError": False}})),

@@ -169,16 +169,16 @@ def our_server(workers: int = 1, env: Mapping[str, str] | None = None) -> Server
     port = free_port()
     argv = [str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "-w", str(workers),
             "wsgi:app"]
-    return ServerUnderTest(f"ours-{workers}w", argv, port, {"sse": "/mcp", "streamable": "/mcp", "modern": "/mcp"},
+    return ServerUnderTest(f"ours-{workers}w", argv, port, {"sse": "/mcp", "streamable": "/mcp", "stateless": "/mcp"},
                            {"MCP_WORKERS": str(workers), **(env or {})}, ready_path="/healthz")
 
 
 def sdk_server(transport: str) -> ServerUnderTest:
-    """The official SDK's MCPServer on uvicorn, serving one transport (modern: its Streamable HTTP app)."""
+    """The official SDK's MCPServer on uvicorn, serving one transport (stateless: its Streamable HTTP app)."""
     port = free_port()
-    app = "streamable" if transport == "modern" else transport
+    app = "streamable" if transport == "stateless" else transport
     argv = [sys.executable, "-m", "bench.peers.sdk_server", "--transport", app, "--port", str(port)]
-    return ServerUnderTest(f"sdk-{transport}", argv, port, {"sse": "/sse", "streamable": "/mcp", "modern": "/mcp"})
+    return ServerUnderTest(f"sdk-{transport}", argv, port, {"sse": "/sse", "streamable": "/mcp", "stateless": "/mcp"})
 
 
 def floor_server() -> ServerUnderTest:
@@ -196,7 +196,7 @@ def wsgi_floor_server() -> ServerUnderTest:
     argv = [str(BIN / "gunicorn"), "-k", "gevent", "--bind", f"127.0.0.1:{port}", "-w", "1",
             "--worker-connections", "12000", "--no-control-socket", "--graceful-timeout", "2",
             "bench.peers.wsgi_floor:app"]
-    return ServerUnderTest("wsgi", argv, port, {"modern": "/mcp"}, ready_path="/mcp")
+    return ServerUnderTest("wsgi", argv, port, {"stateless": "/mcp"}, ready_path="/mcp")
 
 
 class RedisProcess:

@@ -1,7 +1,7 @@
 """Client sessions for the load generator: legacy HTTP+SSE, Streamable HTTP and the 2026-07-28 wire, on aiohttp.
 
 Each legacy session completes the MCP handshake, then `call()` sends one request and
-waits for the response with the same id. A modern session has no handshake and no
+waits for the response with the same id. A stateless session has no handshake and no
 session: one `server/discover` checks the server speaks 2026-07-28, then every call
 is a stateless POST carrying the version in its headers and `_meta`. Failures raise `CallFailed` with a short
 kind ("timeout", "http_404", "rpc_-32602", ...) that the generator counts.
@@ -17,14 +17,14 @@ from urllib.parse import urljoin
 import aiohttp
 import orjson
 
-__all__ = ["CallFailed", "ModernSession", "SseSession", "StreamableSession", "modern_request", "open_session"]
+__all__ = ["CallFailed", "StatelessSession", "SseSession", "StreamableSession", "stateless_request", "open_session"]
 
 SSE_VERSION = "2024-11-05"
 STREAMABLE_VERSION = "2025-06-18"
 CLIENT_INFO = {"name": "bench-load", "version": "1.0.0"}
-MODERN_VERSION = "2026-07-28"
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+STATELESS_VERSION = "2026-07-28"
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
     "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
@@ -228,30 +228,30 @@ class StreamableSession:
             pass
 
 
-def modern_request(request_id: int, method: str, params: dict[str, Any]) -> tuple[dict[str, str], bytes]:
+def stateless_request(request_id: int, method: str, params: dict[str, Any]) -> tuple[dict[str, str], bytes]:
     """The routing headers and body of one 2026-07-28 request: version, method and name in both."""
-    headers = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
+    headers = {"MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": method}
     name = params.get("uri") if method == "resources/read" else params.get("name")
     if method in ("tools/call", "prompts/get", "resources/read") and name is not None:
         headers["Mcp-Name"] = name
     body = {"jsonrpc": "2.0", "id": request_id, "method": method,
-            "params": {**params, "_meta": {**MODERN_META, **params.get("_meta", {})}}}
+            "params": {**params, "_meta": {**STATELESS_META, **params.get("_meta", {})}}}
     return headers, orjson.dumps(body)
 
 
-class ModernSession(StreamableSession):
+class StatelessSession(StreamableSession):
     """The 2026-07-28 wire: no handshake, no session id; each call a POST that stands alone."""
 
     async def open(self) -> None:
         """Discover once: the server must list 2026-07-28 (a legacy server fails with its error here)."""
         result = await self.call("server/discover", {})
-        if MODERN_VERSION not in result.get("supportedVersions", ()):
-            raise CallFailed("not_modern")
+        if STATELESS_VERSION not in result.get("supportedVersions", ()):
+            raise CallFailed("not_stateless")
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one request; return its result, which must say it is complete."""
         request_id = next(self.ids)
-        headers, body = modern_request(request_id, method, params)
+        headers, body = stateless_request(request_id, method, params)
         result = check_response(await self.exchange(request_id, body, headers))
         if "Mcp-Session-Id" in self.headers:
             raise CallFailed("session_id_minted")
@@ -268,8 +268,8 @@ async def open_session(http: aiohttp.ClientSession, transport: str, base_url: st
     """Open and initialize one session of the given transport."""
     if transport == "sse":
         session: SseSession | StreamableSession = SseSession(http, base_url, paths["sse"], timeout)
-    elif transport == "modern":
-        session = ModernSession(http, base_url + paths["modern"], timeout)
+    elif transport == "stateless":
+        session = StatelessSession(http, base_url + paths["stateless"], timeout)
     else:
         session = StreamableSession(http, base_url + paths["streamable"], timeout)
     try:

@@ -89,7 +89,7 @@ class Settings:
     files_root: str = ""
     completion_scan_max: int = 10000
     console: bool = True
-    # The handshake-era transports (legacy HTTP+SSE, Streamable HTTP sessions); 0 serves MCP 2026-07-28 only.
+    # The session-era transports (legacy HTTP+SSE, Streamable HTTP sessions); 0 serves MCP 2026-07-28 only.
     legacy: bool = True
     # security: authentication, limits, headers (see SECURITY.md)
     api_keys_file: str = ""

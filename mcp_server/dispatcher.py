@@ -32,21 +32,21 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
-from mcp_server.protocol.methods import METHODS, MODERN_METHODS, server_info
+from mcp_server.protocol.methods import METHODS, STATELESS_METHODS, server_info
 from mcp_server.protocol.request_context import (
-    LEGACY,
     LOG_LEVELS,
-    MODERN,
+    SESSION_ERA,
+    STATELESS_ERA,
     RequestContext,
     RequestServices,
     principal_may,
 )
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
-from mcp_server.protocol.subscriptions import SHUTTING_DOWN, ListenLimits, ListenRegistry
+from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import Session, allows_batches
 from mcp_server.stateless.request_state import SharedCodec
-from mcp_server.stateless.results import cache_hint, decorate, modern_error
+from mcp_server.stateless.results import cache_hint, decorate, stateless_error
 from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
 from mcp_server.toolkit.registry import Registry
 
@@ -83,7 +83,7 @@ class Dispatcher:
     def __init__(self, settings: Settings, registry: Registry | None = None, hub: Hub | None = None,
                  authorizer: Authorizer | None = None) -> None:
         self.settings = settings
-        label_methods({**METHODS, **MODERN_METHODS})
+        label_methods({**METHODS, **STATELESS_METHODS})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         check_header_annotations(self.registry)
         self.hub = hub if hub is not None else create_hub(settings)
@@ -226,15 +226,15 @@ class Dispatcher:
         """Dispatch one request through jsonrpcserver and return its response (answer_*: see run_request, accept)."""
         started = time.perf_counter()
         slot = refusal = None
-        modern = session.stateless
+        stateless = session.stateless
         if not session.negotiated and message.method not in ALLOWED_BEFORE_INIT:
             refusal = error_response(
                 message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
             )
-        elif modern and session.log_level is not None and session.log_level not in LOG_LEVELS:
+        elif stateless and session.log_level is not None and session.log_level not in LOG_LEVELS:
             refusal = error_response(message.id, INVALID_PARAMS,
                                      f"Invalid params: _meta logLevel must be one of {', '.join(LOG_LEVELS)}")
-        elif message.method == "tools/call" and not modern:
+        elif message.method == "tools/call" and not stateless:
             # The limit is per session: a stateless request has none to count against.
             slot, refusal = self.call_slots.claim(session, message)
         self.call_slots.give_back_unclaimed(session, message)
@@ -242,9 +242,9 @@ class Dispatcher:
             response: dict[str, Any] | None = refusal
         else:
             ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta,
-                                 era=MODERN if modern else LEGACY, params=message.params)
+                                 era=STATELESS_ERA if stateless else SESSION_ERA, params=message.params)
             try:
-                response = jsonrpc_dispatch(MODERN_METHODS if modern else METHODS, ctx, message)
+                response = jsonrpc_dispatch(STATELESS_METHODS if stateless else METHODS, ctx, message)
             except CallStopped:
                 # Stopped by a shutdown: answered, on the request's own way back (its POST, its stream).
                 response = error_response(message.id, SERVER_UNAVAILABLE, CALL_STOPPED_MESSAGE)
@@ -256,8 +256,8 @@ class Dispatcher:
                 if slot is not None:
                     self.call_slots.release(session.id, slot, answer_follows, answer_waits)
             response = self.polish(response, message.method)
-        if modern and isinstance(response, dict):
-            response = self.decorate_modern(message, response)
+        if stateless and isinstance(response, dict):
+            response = self.decorate_stateless(message, response)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
 
@@ -293,10 +293,10 @@ class Dispatcher:
                 error.pop("data", None)
         return response
 
-    def decorate_modern(self, message: Message, response: dict[str, Any]) -> dict[str, Any]:
+    def decorate_stateless(self, message: Message, response: dict[str, Any]) -> dict[str, Any]:
         """The one place a 2026-07-28 response is dressed: resultType, serverInfo, cache hints; this wire's codes."""
         if "error" in response:
-            return {**response, "error": modern_error(response["error"])}
+            return {**response, "error": stateless_error(response["error"])}
         retried = "inputResponses" in message.params or "requestState" in message.params
         hint = cache_hint(self.authorizer is not None, retried=retried)
         result = response.get("result")

@@ -1,9 +1,10 @@
-"""JSON-RPC and MCP error codes, and the error values built from them.
+"""JSON-RPC and MCP error codes, `RpcError`, and the error bodies built from them.
 
-Errors are values at the protocol layer: handlers raise `RpcError`, which
-jsonrpcserver turns into an error response, and transports build bodies with
-`error_response`. Messages say what went wrong and how to fix it; `data` never
-carries exception text, paths or versions.
+A method handler raises `RpcError` (code, message, data) and jsonrpcserver turns it into the error response;
+a transport that refuses a request before any handler runs builds the body with `error_response`. Other
+layers raise their own exceptions (CapacityError, HubUnavailable, HttpProblem, ...) and the layer above turns
+each into one of these codes. Messages say what went wrong and how to fix it; `data` never carries exception
+text, paths or versions.
 """
 
 from __future__ import annotations

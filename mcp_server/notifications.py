@@ -2,7 +2,7 @@
 
 Each one goes to every live session that wants it, on every worker: the hub names the sessions,
 and its replay log keeps the notification for a session whose stream is not attached right now.
-It also goes, once, to every worker's open subscriptions/listen streams (mcp_server/protocol/subscriptions.py).
+It also goes, once, to every worker's open subscriptions/listen streams (mcp_server/protocol/listen.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ STDIO = "stdio"
 STATELESS = "stateless"
 
 
-# Protocol versions of the handshake era: which we speak, how to negotiate, and what changed between them.
+# Protocol versions of the session era: which we speak, how to negotiate, and what changed between them.
 SUPPORTED = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST = SUPPORTED[-1]
 

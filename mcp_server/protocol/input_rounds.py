@@ -1,6 +1,6 @@
 """Multi round-trip requests (MCP 2026-07-28): asking the client by answering input_required, then the retry.
 
-On the modern wire tools/call, prompts/get and resources/read run their work through `run_rounds`. Each ask
+On the stateless wire tools/call, prompts/get and resources/read run their work through `run_rounds`. Each ask
 (ctx.elicit, ctx.sample, ctx.list_roots, ctx.ask_all) looks for its answer among those already given: sealed in
 the verified requestState, then this round's inputResponses. An ask without one stops the work (InputRequired),
 and the handler answers input_required with the open questions and a new requestState that seals every answer
@@ -32,7 +32,7 @@ from mcp_server.stateless.results import INPUT_REQUIRED_METHODS, input_required
 from mcp_server.toolkit.context import InputRequest, ToolError
 
 __all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "StartTask",
-           "StateAlreadyUsed", "answer_problem", "ask_modern", "consume_round", "required_capabilities",
+           "StateAlreadyUsed", "answer_problem", "ask_stateless", "consume_round", "required_capabilities",
            "run_rounds"]
 
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
@@ -54,7 +54,7 @@ class RoundsContext(Protocol):
         """Who the request speaks for."""
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """True on the 2026-07-28 wire."""
 
 
@@ -85,7 +85,7 @@ class StartTask(BaseException):  # noqa: N818 - control flow, like InputRequired
 
 
 class RoundRefusal(RpcError):
-    """A protocol error raised by an ask on the modern wire; tool runners pass it on instead of a tool result."""
+    """A protocol error raised by an ask on the stateless wire; tool runners pass it on instead of a tool result."""
 
 
 class StateAlreadyUsed(RoundRefusal):
@@ -224,7 +224,7 @@ def run_rounds(ctx: RoundsContext, work: Callable[[], dict[str, Any]]) -> dict[s
         ctx.rounds = None
 
 
-def ask_modern(ctx: RoundsContext, requests: list[InputRequest]) -> list[Any]:
+def ask_stateless(ctx: RoundsContext, requests: list[InputRequest]) -> list[Any]:
     """Answer these questions from this round's known answers, or stop the run to ask the client."""
     if ctx.rounds is None or ctx.method not in INPUT_REQUIRED_METHODS:
         raise ToolError("Asking the client is possible only within tools/call, prompts/get and resources/read")

@@ -32,24 +32,24 @@ from mcp_server.protocol.input_rounds import run_rounds
 from mcp_server.protocol.instructions import server_instructions
 from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
-from mcp_server.protocol.request_context import LOG_LEVELS, MODERN, RequestContext
+from mcp_server.protocol.request_context import LOG_LEVELS, STATELESS_ERA, RequestContext
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
-from mcp_server.protocol.subscriptions import subscriptions_listen
+from mcp_server.protocol.listen import subscriptions_listen
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.protocol.tasks import call_task_tool, tasks_cancel, tasks_get, tasks_update
+from mcp_server.protocol.task_methods import call_task_tool, tasks_cancel, tasks_get, tasks_update
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange, at_least, negotiate
 from mcp_server.stateless.metadata import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 
-__all__ = ["ANY_PARAMS", "METHODS", "MODERN_METHODS", "MODERN_METHOD_NAMES", "SERVER_VERSION", "guarded",
+__all__ = ["ANY_PARAMS", "METHODS", "STATELESS_METHODS", "STATELESS_METHOD_NAMES", "SERVER_VERSION", "guarded",
            "server_capabilities", "server_info", "tool_definition"]
 
 log = logging.getLogger("mcp.protocol")
 SERVER_VERSION = "1.0.0"
 MAX_SUBSCRIPTIONS = 1000
 # The revision whose server/discover announces extensions (the tasks extension).
-MODERN_SINCE = "2026-07-28"
+STATELESS_SINCE = "2026-07-28"
 
 
 # What jsonrpcserver binds params against: anything goes, so that guarded checks them and says what is wrong.
@@ -118,7 +118,7 @@ def server_capabilities(version: str | None = None) -> dict[str, Any]:
     }
     if at_least(version, "2025-03-26"):
         implemented["completions"] = {}
-    if at_least(version, MODERN_SINCE):
+    if at_least(version, STATELESS_SINCE):
         implemented["extensions"] = {TASKS_EXTENSION: {}}
     return implemented
 
@@ -195,7 +195,7 @@ def ping(ctx: RequestContext, **_: Any) -> Any:
 def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
     """List the tools this session's principal may call, one page at a time."""
     tools = ctx.visible("tool", ctx.registry.tools)
-    if ctx.era == MODERN:
+    if ctx.era == STATELESS_ERA:
         tools.sort(key=lambda tool: tool.name)  # 2026-07-28: a deterministic order, whatever registered first
     version = ctx.session.protocol_version
     return list_page(ctx, tools, cursor, "tools", lambda t: tool_definition(t, version))
@@ -211,8 +211,8 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
     if tool is None:
         raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
     arguments = {} if arguments is None else arguments
-    if not ctx.modern:
-        return Success(run_tool(ctx, tool, arguments))  # a handshake-era call: it has neither input rounds nor tasks
+    if not ctx.stateless:
+        return Success(run_tool(ctx, tool, arguments))  # a session-era call: it has neither input rounds nor tasks
     if tool.task is not None:
         return Success(call_task_tool(ctx, tool, arguments))  # the tasks extension: a task, or at once
     return Success(run_rounds(ctx, lambda: run_tool(ctx, tool, arguments)))
@@ -220,7 +220,7 @@ def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) 
 
 def in_rounds(ctx: RequestContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run a handler's work, through the input rounds on the 2026-07-28 wire (the one that has them)."""
-    return run_rounds(ctx, work) if ctx.modern else work()
+    return run_rounds(ctx, work) if ctx.stateless else work()
 
 
 def list_page(ctx: RequestContext, items: list[Any], cursor: Any, key: str, describe: Callable[[Any], Any]) -> Any:
@@ -352,20 +352,20 @@ METHODS: dict[str, Callable[..., Any]] = {
 }
 
 # The 2026-07-28 wire's table: no handshake, ping, setLevel or per-session subscriptions; server/discover instead,
-# and subscriptions/listen (mcp_server.protocol.subscriptions) in place of resources/subscribe and the GET stream.
+# and subscriptions/listen (mcp_server.protocol.listen) in place of resources/subscribe and the GET stream.
 REMOVED_IN_2026 = frozenset({
     "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
     "resources/unsubscribe", "notifications/roots/list_changed",
 })
-MODERN_METHODS: dict[str, Callable[..., Any]] = {
+STATELESS_METHODS: dict[str, Callable[..., Any]] = {
     **{name: handler for name, handler in METHODS.items() if name not in REMOVED_IN_2026},
     "server/discover": server_discover,
     "subscriptions/listen": subscriptions_listen,
-    # The tasks extension (mcp_server.protocol.tasks).
+    # The tasks extension (mcp_server.protocol.task_methods).
     "tasks/get": guarded(tasks_get),
     "tasks/update": guarded(tasks_update),
     "tasks/cancel": guarded(tasks_cancel),
 }
 
 # The 2026-07-28 wire's method names, which its transports check a request against before dispatch.
-MODERN_METHOD_NAMES = frozenset(MODERN_METHODS)
+STATELESS_METHOD_NAMES = frozenset(STATELESS_METHODS)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
-from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_modern, consume_round
+from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
 from mcp_server.session import Session, SessionChange, SessionUpdate
 from mcp_server.toolkit.context import InputRequest, ToolError
 from mcp_server.toolkit.registry import Registry
@@ -26,15 +26,16 @@ if TYPE_CHECKING:
     from mcp_server.hub.base import PendingRequests
     from mcp_server.stateless.request_state import RequestStateCodec
 
-__all__ = ["LEGACY", "LOG_LEVELS", "MODERN", "TASK_BEFORE", "TASK_RUNNING", "RequestContext", "RequestServices",
+__all__ = ["LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING", "RequestContext",
+           "RequestServices",
            "level_allows", "principal_may"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 DEFAULT_CLIENT_LOG_LEVEL = "debug"
-# RequestContext.era: the handshake era's sessions, or the 2026-07-28 stateless wire (an ephemeral session each).
-LEGACY = "legacy"
-MODERN = "modern"
+# RequestContext.era: the session era's sessions, or the 2026-07-28 stateless wire (an ephemeral session each).
+SESSION_ERA = "session"
+STATELESS_ERA = "stateless"
 # RequestContext.task_phase: a tool declared ask_before_task, before its ctx.start_task(); a task's own run.
 TASK_BEFORE = "before"
 TASK_RUNNING = "running"
@@ -72,7 +73,7 @@ class RequestServices:
     # The hub's record of consumed multi-round requests (Hub.use_once, Hub.is_used): ctx.consume_answers() writes it.
     use_once: Callable[[bytes, float], bool] | None = None
     is_used: Callable[[bytes], bool] | None = None
-    # This worker's subscriptions/listen streams (mcp_server.protocol.subscriptions.ListenRegistry).
+    # This worker's subscriptions/listen streams (mcp_server.protocol.listen.ListenRegistry).
     listeners: Any = None
     # The tasks extension: this worker's task runner (mcp_server.protocol.task_runner.TaskRunner).
     tasks: Any = None
@@ -89,8 +90,8 @@ class RequestContext:
     request_id: Any = None
     method: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    # "modern" on the 2026-07-28 wire, where the session is built from this request's _meta and never stored.
-    era: str = LEGACY
+    # "stateless" on the 2026-07-28 wire, where the session is built from this request's _meta and never stored.
+    era: str = SESSION_ERA
     # The request's params as sent, _meta aside (multi round-trip requests read inputResponses, requestState here).
     params: dict[str, Any] = field(default_factory=dict)
     # completion/complete: the arguments the client already resolved (context.arguments).
@@ -98,9 +99,10 @@ class RequestContext:
     _last_progress: float | None = None
     # Set when the session store's outage stopped the handler (a notification has no response to say so).
     store_unavailable: bool = False
-    # The tool's own state between rounds (modern wire: sealed in requestState); see mcp_server.toolkit.context.Context.
+    # The tool's own state between rounds (stateless wire: sealed in requestState);
+    # see mcp_server.toolkit.context.Context.
     round_state: Any = None
-    # This run's answers on the modern wire, while a tools/call, prompts/get or resources/read runs.
+    # This run's answers on the stateless wire, while a tools/call, prompts/get or resources/read runs.
     rounds: Rounds | None = None
     # The tasks extension: TASK_BEFORE or TASK_RUNNING while a task-capable tool runs as (or towards) a task.
     task_phase: str | None = None
@@ -121,9 +123,9 @@ class RequestContext:
         return self.services.registry
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether this request came over the 2026-07-28 wire."""
-        return self.era == MODERN
+        return self.era == STATELESS_ERA
 
     @property
     def principal(self) -> str | None:
@@ -184,7 +186,7 @@ class RequestContext:
         """Send notifications/message when the session's level lets it through."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        if self.era == MODERN and self.session.log_level is None:
+        if self.era == STATELESS_ERA and self.session.log_level is None:
             return  # 2026-07-28: no notifications/message for a request without _meta logLevel
         if not level_allows(self.session.log_level, level):
             return
@@ -207,9 +209,9 @@ class RequestContext:
         return self.ask_all([InputRequest.roots(key)])[0]
 
     def ask_all(self, requests: Sequence[InputRequest]) -> list[Any]:
-        """Ask several questions: one round on the modern wire, one request after another in a session."""
-        if self.modern:
-            answers = ask_modern(self, list(requests))
+        """Ask several questions: one round on the stateless wire, one request after another in a session."""
+        if self.stateless:
+            answers = ask_stateless(self, list(requests))
         else:
             answers = []
             for request in requests:
@@ -219,7 +221,7 @@ class RequestContext:
                 for request, answer in zip(requests, answers, strict=True)]
 
     def client_supports(self, capability: str) -> bool:
-        """Whether the client declared a capability (for the session, or on the modern wire for this request)."""
+        """Whether the client declared a capability (for the session, or on the stateless wire for this request)."""
         return isinstance((self.session.client_capabilities or {}).get(capability), dict)
 
     def start_task(self) -> None:
@@ -229,7 +231,7 @@ class RequestContext:
 
     def consume_answers(self) -> None:
         """Make this run's answers single-use before an effect (2026-07-28 wire; a no-op elsewhere and in a task)."""
-        if self.modern and self.task_phase != TASK_RUNNING:
+        if self.stateless and self.task_phase != TASK_RUNNING:
             consume_round(self)
 
     def close_stream(self) -> None:

@@ -23,7 +23,7 @@ from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE
 from mcp_server.hub import HubUnavailable
 from mcp_server.hub.tasks import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord, TaskStore
 from mcp_server.protocol.input_rounds import InputRequired, Rounds
-from mcp_server.protocol.request_context import MODERN, TASK_RUNNING, RequestContext
+from mcp_server.protocol.request_context import STATELESS_ERA, TASK_RUNNING, RequestContext
 from mcp_server.protocol.task_request import check_answer_bytes, task_request
 from mcp_server.protocol.task_shapes import lapsed, notification
 from mcp_server.protocol.tools import run_tool
@@ -144,7 +144,7 @@ class TaskRunner:
         """The context a task's run gets: the creating request's capabilities, every answer so far, no stream."""
         session = Session(transport=STATELESS, principal=record.principal, protocol_version=request.get("version"),
                           client_capabilities=request.get("capabilities") or {}, initialized=True)
-        ctx = RequestContext(self.services, session, discard, None, "tools/call", era=MODERN,
+        ctx = RequestContext(self.services, session, discard, None, "tools/call", era=STATELESS_ERA,
                              params={"name": request.get("name"), "arguments": request.get("arguments")})
         ctx.rounds = Rounds(known={key: loads(value) for key, value in record.answers.items()})
         ctx.round_state = request.get("state")

@@ -91,7 +91,7 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
     try:
         value = tool.fn(**kwargs)
     except RoundRefusal:
-        raise  # -32021 or a malformed answer on the modern wire: a protocol error, not the tool's failure
+        raise  # -32021 or a malformed answer on the stateless wire: a protocol error, not the tool's failure
     except ProtocolError as exc:
         code = exc.code if type(exc.code) is int else INTERNAL_ERROR
         raise RpcError(code, str(exc) or f"Tool '{tool.name}' failed", exc.data) from None

@@ -26,7 +26,7 @@ __all__ = [
     "MCP_METHOD",
     "MCP_NAME",
     "MCP_PARAM_PREFIX",
-    "MODERN_VERSIONS",
+    "STATELESS_VERSIONS",
     "PROTOCOL_VERSION",
     "PROTOCOL_VERSION_HEADER",
     "PROTOCOL_VERSION_KEY",
@@ -41,8 +41,8 @@ __all__ = [
     "ephemeral_session",
     "get_header",
     "http_era",
-    "is_modern_version",
-    "names_modern_version",
+    "is_stateless_version",
+    "names_stateless_version",
     "plain_value",
     "request_meta",
     "supported_versions",
@@ -147,32 +147,32 @@ def encode_value(value: str) -> str:
 
 
 # The era
-MODERN_VERSIONS = ("2026-07-28",)
+STATELESS_VERSIONS = ("2026-07-28",)
 # One list for server/discover's supportedVersions and -32022's data.supported (the conformance suite wants the
 # second to be a subset of the first). It names the handshake versions too, newest first: they are true, and a
-# dual-era client whose modern versions we lack then falls back to initialize instead of giving up.
-SUPPORTED_VERSIONS = MODERN_VERSIONS + tuple(reversed(HANDSHAKE_VERSIONS))
+# dual-era client whose stateless versions we lack then falls back to initialize instead of giving up.
+SUPPORTED_VERSIONS = STATELESS_VERSIONS + tuple(reversed(HANDSHAKE_VERSIONS))
 DISCOVER = "server/discover"
 
 
 def supported_versions(legacy: bool) -> tuple[str, ...]:
     """The versions server/discover and -32022 name: the handshake ones only while the legacy wire is on."""
-    return SUPPORTED_VERSIONS if legacy else MODERN_VERSIONS
+    return SUPPORTED_VERSIONS if legacy else STATELESS_VERSIONS
 
 
 class Era(enum.Enum):
     """The two ways a message is served."""
 
-    LEGACY = "legacy"
-    MODERN = "modern"
+    SESSION = "session"
+    STATELESS = "stateless"
 
 
-def is_modern_version(version: object) -> bool:
+def is_stateless_version(version: object) -> bool:
     """True for a version the stateless wire serves."""
-    return isinstance(version, str) and version in MODERN_VERSIONS
+    return isinstance(version, str) and version in STATELESS_VERSIONS
 
 
-def names_modern_version(value: object) -> bool:
+def names_stateless_version(value: object) -> bool:
     """True when a version header or _meta value is present and not a handshake version (unknown ones count)."""
     if value is None or value == "":
         return False
@@ -186,13 +186,13 @@ def body_version(message: object) -> object:
 
 
 def http_era(http_method: str, request_headers: Mapping[str, str], message: object) -> Era:
-    """Decide one HTTP request's era: a POST naming a non-handshake version in its header (else body) is modern."""
+    """Decide one HTTP request's era: a POST naming a non-handshake version in its header (else body) is stateless."""
     if http_method.upper() != "POST":
-        return Era.LEGACY
+        return Era.SESSION
     header = get_header(request_headers, PROTOCOL_VERSION_HEADER)
     if header is not None and header.strip(OWS) != "":
-        return Era.MODERN if names_modern_version(header.strip(OWS)) else Era.LEGACY
-    return Era.MODERN if names_modern_version(body_version(message)) else Era.LEGACY
+        return Era.STATELESS if names_stateless_version(header.strip(OWS)) else Era.SESSION
+    return Era.STATELESS if names_stateless_version(body_version(message)) else Era.SESSION
 
 
 class StdioEra:
@@ -205,15 +205,15 @@ class StdioEra:
     def classify(self, message: object) -> Era:
         """Return the era to serve message in, fixing the connection's era on its first deciding request.
 
-        server/discover is answered on the modern path in either era and decides nothing, so a dual-era
+        server/discover is answered on the stateless path in either era and decides nothing, so a dual-era
         client's probe never locks out a later initialize. Until a request decides, notifications and
-        batches are legacy (only the handshake era has them before a request).
+        batches are legacy (only the session era has them before a request).
         """
         if isinstance(message, dict) and message.get("method") == DISCOVER and "id" in message:
-            return Era.MODERN
+            return Era.STATELESS
         if self.era is not None:
             return self.era
         if not (isinstance(message, dict) and "method" in message and "id" in message):
-            return Era.LEGACY
-        self.era = Era.MODERN if names_modern_version(body_version(message)) else Era.LEGACY
+            return Era.SESSION
+        self.era = Era.STATELESS if names_stateless_version(body_version(message)) else Era.SESSION
         return self.era

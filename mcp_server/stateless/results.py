@@ -1,7 +1,7 @@
 """Results on the 2026-07-28 wire: `resultType`, server identity in `_meta`, cache hints, and server/discover.
 
 Handlers build the same result bodies for both eras; the stateless wire passes each through `decorate` (and
-each error through `modern_error`) on its way out, so the legacy wire stays byte-for-byte what it was.
+each error through `stateless_error`) on its way out, so the legacy wire stays byte-for-byte what it was.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ __all__ = [
     "decorate",
     "discover_result",
     "input_required",
-    "modern_capabilities",
-    "modern_error",
+    "stateless_capabilities",
+    "stateless_error",
 ]
 
 COMPLETE = "complete"
@@ -94,7 +94,7 @@ def input_required(input_requests: dict[str, Any] | None = None, request_state: 
     return result
 
 
-def modern_capabilities(capabilities: dict[str, Any]) -> dict[str, Any]:
+def stateless_capabilities(capabilities: dict[str, Any]) -> dict[str, Any]:
     """Keep only the ServerCapabilities members 2026-07-28 has (tasks moved to an extension)."""
     return {key: capabilities[key] for key in CAPABILITY_KEYS if key in capabilities}
 
@@ -106,13 +106,13 @@ def discover_result(capabilities: dict[str, Any], server_info: dict[str, Any], i
     result: dict[str, Any] = {
         "resultType": COMPLETE,
         "supportedVersions": list(versions),
-        "capabilities": modern_capabilities(capabilities),
+        "capabilities": stateless_capabilities(capabilities),
     }
     if instructions:
         result["instructions"] = instructions
     return decorate("server/discover", result, server_info, hint)
 
 
-def modern_error(error: dict[str, Any]) -> dict[str, Any]:
+def stateless_error(error: dict[str, Any]) -> dict[str, Any]:
     """Translate a JSON-RPC error object to this wire: resource not found is -32602 with data.uri, not -32002."""
     return {**error, "code": INVALID_PARAMS} if error.get("code") == RESOURCE_NOT_FOUND else error

@@ -28,10 +28,10 @@ from mcp_server.errors import (
     error_response,
 )
 from mcp_server.stateless import metadata
-from mcp_server.stateless.metadata import SUPPORTED_VERSIONS, is_modern_version
+from mcp_server.stateless.metadata import SUPPORTED_VERSIONS, is_stateless_version
 
 __all__ = [
-    "MODERN_METHODS",
+    "STATELESS_METHODS",
     "REMOVED_METHODS",
     "HeaderParam",
     "InvalidHeaderAnnotation",
@@ -48,7 +48,7 @@ __all__ = [
     "validate_request",
 ]
 
-MODERN_METHODS = frozenset({
+STATELESS_METHODS = frozenset({
     "server/discover", "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list",
     "resources/read", "resources/templates/list", "completion/complete", "subscriptions/listen",
     "tasks/get", "tasks/update", "tasks/cancel",
@@ -135,7 +135,7 @@ def quote(value: object) -> str:
 
 
 def validate_request(message: object, request_headers: Mapping[str, str] | None = None,
-                     methods: frozenset[str] = MODERN_METHODS,
+                     methods: frozenset[str] = STATELESS_METHODS,
                      supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> Rejection | None:
     """Run every pre-dispatch check in order; None when the request may be dispatched.
 
@@ -222,13 +222,13 @@ def check_standard_headers(message: dict, request_headers: Mapping[str, str]) ->
 def check_version(message: dict, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> Rejection | None:
     """Refuse a protocol version this wire does not serve (-32022 with the versions it does)."""
     requested = message["params"]["_meta"][metadata.PROTOCOL_VERSION]
-    if is_modern_version(requested):
+    if is_stateless_version(requested):
         return None
     return reject(message, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                   {"supported": list(supported), "requested": requested})
 
 
-def check_method(message: dict, methods: frozenset[str] = MODERN_METHODS) -> Rejection | None:
+def check_method(message: dict, methods: frozenset[str] = STATELESS_METHODS) -> Rejection | None:
     """Refuse a method the wire does not serve (-32601, HTTP 404), saying what replaced a removed one."""
     method = message["method"]
     if method in methods:

@@ -117,7 +117,7 @@ def server_busy(full: CapacityError) -> HttpProblem:
                        headers={"Retry-After": "5"})
 
 
-def lookup_session(core: Dispatcher, session_id: str | None, transport: str, principal: str | None,
+def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: str, principal: str | None,
                    request_id: Any = None, call: Message | None = None) -> Session:
     """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id).
 
@@ -135,9 +135,9 @@ def lookup_session(core: Dispatcher, session_id: str | None, transport: str, pri
                               "characters; send the one the server gave you", request_id=request_id)
         session = None  # well formed, but not an id new_session_id makes: no store holds it
     elif call is None:
-        session = core.hub.get_own_session(session_id, transport, principal)
+        session = dispatcher.hub.get_own_session(session_id, transport, principal)
     else:
-        session = core.call_slots.session_for_call(session_id, transport, principal, call)
+        session = dispatcher.call_slots.session_for_call(session_id, transport, principal, call)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",
@@ -149,7 +149,7 @@ class BodyTimedOut(Exception):
     """The request body did not arrive within MCP_BODY_TIMEOUT_S."""
 
 
-def read_body(core: Dispatcher, environ: Mapping[str, Any]) -> Body:
+def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
     """Check Content-Type and size, then read within MCP_BODY_TIMEOUT_S and parse; 415, 413, 408 or 400."""
     mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
     if mimetype != "application/json" and not mimetype.endswith("+json"):
@@ -157,17 +157,17 @@ def read_body(core: Dispatcher, environ: Mapping[str, Any]) -> Body:
             HTTPStatus.UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST,
             "Unsupported Content-Type: send JSON with -H 'Content-Type: application/json'",
         )
-    limit = core.settings.max_body_bytes
+    limit = dispatcher.settings.max_body_bytes
     declared = environ.get("CONTENT_LENGTH")
     if declared and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
     # The whole body, not each read: a client sending a byte a second would otherwise hold its connection forever.
     try:
-        with gevent.Timeout(core.settings.body_timeout_s, BodyTimedOut):
+        with gevent.Timeout(dispatcher.settings.body_timeout_s, BodyTimedOut):
             data = environ["wsgi.input"].read(limit + 1)
     except BodyTimedOut:
         raise HttpProblem(HTTPStatus.REQUEST_TIMEOUT, INVALID_REQUEST,
-                          f"Request body not received within {core.settings.body_timeout_s:g} s "
+                          f"Request body not received within {dispatcher.settings.body_timeout_s:g} s "
                           "(MCP_BODY_TIMEOUT_S): send the whole body at once") from None
     except (ParseException, NoMoreData):
         # gunicorn raises these from the read when a chunked body is malformed or ends early.
@@ -182,17 +182,17 @@ def read_body(core: Dispatcher, environ: Mapping[str, Any]) -> Body:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, failure.response["error"]["code"],
                           failure.response["error"]["message"]) from None
     try:
-        check_body(body, data, core.settings)
+        check_body(body, data, dispatcher.settings)
     except BodyLimitExceeded as exceeded:
         raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
     return body
 
 
-def read_messages(core: Dispatcher, environ: Mapping[str, Any]) -> Body:
+def read_messages(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
     """Read the body, then charge a batch to the rate limit by its messages (the request counted as one)."""
-    body = read_body(core, environ)
-    if body.is_batch and len(body.messages) > 1 and core.charge_batch is not None:
-        core.charge_batch(len(body.messages))
+    body = read_body(dispatcher, environ)
+    if body.is_batch and len(body.messages) > 1 and dispatcher.charge_batch is not None:
+        dispatcher.charge_batch(len(body.messages))
     return body
 
 

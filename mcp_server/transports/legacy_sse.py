@@ -31,43 +31,43 @@ __all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
 log = logging.getLogger("mcp.sse")
 
 
-def legacy_get(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, endpoint: str) -> Response:
+def legacy_get(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, endpoint: str) -> Response:
     """Open a new legacy stream, or resume one named by ?session_id=; its messages go to endpoint."""
     session_id = session_id_from(environ, header=False)
-    resume = lookup_session(core, session_id, SSE, principal) if session_id is not None else None
+    resume = lookup_session(dispatcher, session_id, SSE, principal) if session_id is not None else None
     try:
-        return open_stream(core, environ, environ.get("SCRIPT_NAME", "").rstrip("/") + endpoint, resume,
+        return open_stream(dispatcher, environ, environ.get("SCRIPT_NAME", "").rstrip("/") + endpoint, resume,
                            principal)
     except CapacityError as full:
         raise server_busy(full) from None
 
 
-def legacy_post(core: Dispatcher, session_id: str | None, principal: str | None, body: Body) -> Response:
+def legacy_post(dispatcher: Dispatcher, session_id: str | None, principal: str | None, body: Body) -> Response:
     """Accept a legacy message for the session its ?session_id= names; the answer goes to the session's stream."""
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",
                           request_id=body.request_id)
-    session = lookup_session(core, session_id, SSE, principal, body.request_id, body.single_tool_call)
-    return post_message(core, session, body)
+    session = lookup_session(dispatcher, session_id, SSE, principal, body.request_id, body.single_tool_call)
+    return post_message(dispatcher, session, body)
 
 
-def open_stream(core: Dispatcher, environ: Mapping[str, Any], endpoint_path: str, resume: Session | None,
+def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], endpoint_path: str, resume: Session | None,
                 principal: str | None) -> Response:
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
-        session = core.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
+        session = dispatcher.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
         # Logged from the hub, on its own stack, before the loop runs anything else: logging's dozen frames on
         # top of the request's would be the deepest call of the stream's life and keep a second 4 KiB page of
         # its greenlet's frame stack resident until the stream ends (bench/RESULTS.md, idle legacy SSE session).
         gevent.get_hub().loop.run_callback(log.info, "opened legacy session %s", session.id[:8])
     else:
         session = resume
-    subscription = core.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))
+    subscription = dispatcher.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))
     subscription.on_cut_off = connection_closer(environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(
-        stream_events(subscription, core.settings.keepalive_s, (endpoint,)),
+        stream_events(subscription, dispatcher.settings.keepalive_s, (endpoint,)),
         mimetype=EVENT_STREAM,
         headers=SSE_HEADERS,
         # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping
@@ -76,37 +76,37 @@ def open_stream(core: Dispatcher, environ: Mapping[str, Any], endpoint_path: str
     )
 
 
-def post_message(core: Dispatcher, session: Session, body: Body) -> Response:
+def post_message(dispatcher: Dispatcher, session: Session, body: Body) -> Response:
     """Accept a POSTed body; every answer is published to the session's stream."""
 
     def publish(message: Any) -> None:
-        core.hub.publish(session.id, message)
+        dispatcher.hub.publish(session.id, message)
 
     def deliver(answer: Any) -> None:
         # The 202 promised this answer: it is retried through a store outage (MCP_DELIVERY_RETRY_S). Nobody here
         # needs its event id, so the hub may store it without this greenlet waiting.
-        core.hub.deliver_later(session.id, answer)
+        dispatcher.hub.deliver_later(session.id, answer)
 
-    rejected = core.batch_error(session, body)
+    rejected = dispatcher.batch_error(session, body)
     if rejected is not None:
         # Stored before the 202, so an outage gets the POST a 503 instead of an acknowledgement.
         publish(rejected)
         return empty_response(HTTPStatus.ACCEPTED)
     if body.is_batch:
-        running, errors = core.accept(session, body, publish)
+        running, errors = dispatcher.accept(session, body, publish)
         if running or errors:
-            gevent.spawn(publish_batch, core, session, running, errors)
+            gevent.spawn(publish_batch, dispatcher, session, running, errors)
     else:
         # Each request delivers its own response from its greenlet as it finishes.
-        _, errors = core.accept(session, body, publish, on_done=deliver)
+        _, errors = dispatcher.accept(session, body, publish, on_done=deliver)
         for error in errors:
             publish(error)
     return empty_response(HTTPStatus.ACCEPTED)
 
 
-def publish_batch(core: Dispatcher, session: Session, running: list, errors: list) -> None:
+def publish_batch(dispatcher: Dispatcher, session: Session, running: list, errors: list) -> None:
     """Deliver a batch's answers together, as one JSON array, once they are all done."""
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if answers:
-        core.hub.deliver_later(session.id, answers)
+        dispatcher.hub.deliver_later(session.id, answers)

@@ -18,9 +18,14 @@ from mcp_server.dispatcher import Dispatcher
 from mcp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
 from mcp_server.logs import loggable
 from mcp_server.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
-from mcp_server.protocol.methods import MODERN_METHOD_NAMES
+from mcp_server.protocol.methods import STATELESS_METHOD_NAMES
 from mcp_server.stateless import validation
-from mcp_server.stateless.metadata import MODERN_VERSIONS, PROTOCOL_VERSION_KEY, ephemeral_session, supported_versions
+from mcp_server.stateless.metadata import (
+    PROTOCOL_VERSION_KEY,
+    STATELESS_VERSIONS,
+    ephemeral_session,
+    supported_versions,
+)
 from mcp_server.stateless.validation import Rejection
 from mcp_server.transports.event_stream import DONE, RequestStream, connection_closer
 from mcp_server.transports.http_io import AcceptedTypes, empty_response, json_response
@@ -51,7 +56,7 @@ def method_not_allowed(environ: Mapping[str, Any]) -> Response:
 
 
 def legacy_refused(environ: Mapping[str, Any], body: Body) -> Response:
-    """A handshake-era POST to a server serving 2026-07-28 only (MCP_LEGACY=0): -32022 naming what it speaks."""
+    """A session-era POST to a server serving 2026-07-28 only (MCP_LEGACY=0): -32022 naming what it speaks."""
     message = None if body.is_batch else body.messages[0]
     requested = environ.get(PROTOCOL_VERSION_KEY) or ""
     if message is not None and message.method == "initialize":
@@ -61,7 +66,7 @@ def legacy_refused(environ: Mapping[str, Any], body: Body) -> Response:
         message.id if message is not None else None, UNSUPPORTED_PROTOCOL_VERSION,
         "Unsupported protocol version: this server speaks only MCP 2026-07-28 (no initialize, no sessions); send "
         "each request with _meta io.modelcontextprotocol/protocolVersion and an MCP-Protocol-Version header",
-        {"supported": list(MODERN_VERSIONS), "requested": requested})
+        {"supported": list(STATELESS_VERSIONS), "requested": requested})
     return json_response(error, HTTPStatus.BAD_REQUEST)
 
 
@@ -71,7 +76,7 @@ def refusal(message: Message | None, code: int, text: str) -> Response:
     return json_response(error_response(request_id, code, text), HTTPStatus.BAD_REQUEST)
 
 
-def stateless_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
+def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
     """Serve one 2026-07-28 POST: validate in the specification's order, dispatch, answer as JSON or SSE."""
     if body.is_batch:
         return refusal(None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not part of MCP 2026-07-28; "
@@ -86,25 +91,26 @@ def stateless_post(core: Dispatcher, environ: Mapping[str, Any], principal: str 
         # notifications/cancelled included: on HTTP a request is cancelled by closing its stream.
         return empty_response(HTTPStatus.ACCEPTED)
     request_headers = environ_headers(environ)
-    versions = supported_versions(core.settings.legacy)
-    rejection = (validation.validate_request(message.raw, request_headers, MODERN_METHOD_NAMES, versions)
-                 or check_param_headers(core, message, request_headers))
+    versions = supported_versions(dispatcher.settings.legacy)
+    rejection = (validation.validate_request(message.raw, request_headers, STATELESS_METHOD_NAMES, versions)
+                 or check_param_headers(dispatcher, message, request_headers))
     if rejection is not None:
-        return rejected(core, message, rejection)
+        return rejected(dispatcher, message, rejection)
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
     if not (accepted.json and accepted.sse):
         return json_response(error_response(message.id, INVALID_REQUEST, "Not Acceptable: the Accept header must "
                                             "allow both application/json and text/event-stream"),
                              HTTPStatus.NOT_ACCEPTABLE)
-    return answer(core, ephemeral_session(message.meta, principal), message, environ)
+    return answer(dispatcher, ephemeral_session(message.meta, principal), message, environ)
 
 
-def check_param_headers(core: Dispatcher, message: Message, request_headers: Mapping[str, str]) -> Rejection | None:
+def check_param_headers(dispatcher: Dispatcher, message: Message,
+                        request_headers: Mapping[str, str]) -> Rejection | None:
     """Check a tools/call's Mcp-Param-* headers against the tool's x-mcp-header annotations."""
     if message.method != "tools/call":
         return None
     name = message.params.get("name")
-    tool = core.registry.tools.get(name) if isinstance(name, str) else None
+    tool = dispatcher.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         return None  # tools/call itself answers an unknown tool
     params = header_params_of(tool.input_schema)
@@ -127,10 +133,10 @@ def header_params_of(schema: dict[str, Any]) -> Any:
     return params
 
 
-def rejected(core: Dispatcher, message: Message, rejection: Rejection) -> Response:
+def rejected(dispatcher: Dispatcher, message: Message, rejection: Rejection) -> Response:
     """Answer a request refused before dispatch, logged like any other request."""
     response = rejection.response()
-    core.log_call(ephemeral_session({}, None), message.method, message.id, response, 0.0)
+    dispatcher.log_call(ephemeral_session({}, None), message.method, message.id, response, 0.0)
     return json_response(response, rejection.http_status)
 
 
@@ -144,19 +150,19 @@ def has_stream(session: Any, message: Message) -> bool:
             or message.method == "subscriptions/listen")
 
 
-def answer(core: Dispatcher, session: Any, message: Message, environ: Mapping[str, Any]) -> Response:
+def answer(dispatcher: Dispatcher, session: Any, message: Message, environ: Mapping[str, Any]) -> Response:
     """Run the request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
     if not has_stream(session, message):
         # Nothing can come before the result: run it here, without a greenlet and a queue to wait on.
-        return json_answer(message, core.run_here(session, message))
+        return json_answer(message, dispatcher.run_here(session, message))
     # Only a stream may have to shut the client's socket (a client that stops reading): only a stream looks it up.
-    stream = RequestStream(f"{message.method} {loggable(message.id)}", core.settings.queue_max,
-                           core.settings.queue_max_bytes, connection_closer(environ))
-    greenlet = core.start_request(session, message, stream)
+    stream = RequestStream(f"{message.method} {loggable(message.id)}", dispatcher.settings.queue_max,
+                           dispatcher.settings.queue_max_bytes, connection_closer(environ))
+    greenlet = dispatcher.start_request(session, message, stream)
     first = stream.first_item(greenlet)
     if first is DONE:
         return json_answer(message, greenlet.value)
-    return stream.response(first, greenlet, core.settings.keepalive_s)
+    return stream.response(first, greenlet, dispatcher.settings.keepalive_s)
 
 
 def json_answer(message: Message, value: Any) -> Response:

@@ -5,9 +5,9 @@ descriptor 1 is pointed at stderr for everything else, so a stray print in a
 tool (or a C library) cannot corrupt the protocol stream.
 
 The connection's era follows its first request (stateless/metadata.StdioEra): `initialize` makes it a legacy
-session, exactly as before; a request with 2026-07-28 `_meta` makes it modern, and then each request runs
-like one on the stateless HTTP wire (its own ephemeral session, the modern table, no headers to check).
-`server/discover` is answered the modern way in either era and decides nothing.
+session, exactly as before; a request with 2026-07-28 `_meta` makes it stateless, and then each request runs
+like one on the stateless HTTP wire (its own ephemeral session, the stateless table, no headers to check).
+`server/discover` is answered the stateless way in either era and decides nothing.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from mcp_server.hub import StreamClosed
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.logs import configure_logging
 from mcp_server.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
-from mcp_server.protocol.methods import MODERN_METHOD_NAMES
-from mcp_server.protocol.subscriptions import LISTEN
+from mcp_server.protocol.methods import STATELESS_METHOD_NAMES
+from mcp_server.protocol.listen import LISTEN
 from mcp_server.session import STDIO
 from mcp_server.stateless.metadata import Era, StdioEra, ephemeral_session
 from mcp_server.stateless.validation import validate_request
@@ -53,24 +53,24 @@ def claim_stdout() -> BinaryIO:
 class StdioServer:
     """One session over a pair of byte streams."""
 
-    def __init__(self, core: Dispatcher, reader: Any, writer: BinaryIO) -> None:
-        self.core = core
+    def __init__(self, dispatcher: Dispatcher, reader: Any, writer: BinaryIO) -> None:
+        self.dispatcher = dispatcher
         self.reader = reader
         self.writer = writer
-        self.session = core.open_session(STDIO)
+        self.session = dispatcher.open_session(STDIO)
         self.running: set[gevent.Greenlet] = set()
         self.era = StdioEra()
-        # Modern requests by id, for notifications/cancelled (they run in sessions of their own, not this one).
-        self.modern: dict[Any, gevent.Greenlet] = {}
+        # Stateless-era requests by id, for notifications/cancelled (they run in sessions of their own, not this one).
+        self.stateless_requests: dict[Any, gevent.Greenlet] = {}
         self.listens: dict[Any, gevent.Greenlet] = {}
 
     def publish(self, message: Any) -> None:
         """Queue a message for stdout through the session's stream."""
-        self.core.hub.publish(self.session.id, message)
+        self.dispatcher.hub.publish(self.session.id, message)
 
     def write_forever(self) -> None:
         """Copy the session's stream to stdout, one JSON line per message."""
-        subscription = self.core.hub.subscribe(self.session.id)
+        subscription = self.dispatcher.hub.subscribe(self.session.id)
         try:
             while True:
                 try:
@@ -92,21 +92,21 @@ class StdioServer:
         except ParseFailure as failure:
             self.publish(failure.response)
             return
-        if not body.is_batch and self.era.classify(body.messages[0].raw) is Era.MODERN:
-            self.handle_modern(body.messages[0])
+        if not body.is_batch and self.era.classify(body.messages[0].raw) is Era.STATELESS:
+            self.handle_stateless(body.messages[0])
             return
-        rejected = self.core.batch_error(self.session, body)
+        rejected = self.dispatcher.batch_error(self.session, body)
         if rejected is not None:
             self.publish(rejected)
             return
-        running, errors = self.core.accept(self.session, body, self.publish, on_done=self.publish)
+        running, errors = self.dispatcher.accept(self.session, body, self.publish, on_done=self.publish)
         for error in errors:
             self.publish(error)
         for greenlet in running:
             self.running.add(greenlet)
             greenlet.rawlink(self.running.discard)
 
-    def handle_modern(self, message: Message) -> None:
+    def handle_stateless(self, message: Message) -> None:
         """Serve one 2026-07-28 message: validate and start a request, or act on notifications/cancelled."""
         if message.kind == INVALID:
             self.publish(message.error)
@@ -114,18 +114,18 @@ class StdioServer:
             if message.method == "notifications/cancelled":
                 self.cancel(message.params.get("requestId"))
         elif message.kind == REQUEST:
-            rejection = validate_request(message.raw, None, MODERN_METHOD_NAMES)
+            rejection = validate_request(message.raw, None, STATELESS_METHOD_NAMES)
             if rejection is not None:
                 self.publish(rejection.response())
                 return
             session = ephemeral_session(message.meta, None)
-            greenlet = self.core.start_request(session, message, self.publish, on_done=self.publish)
+            greenlet = self.dispatcher.start_request(session, message, self.publish, on_done=self.publish)
             self.track(message, greenlet)
         # A client response has nothing to answer here: this wire sends no requests.
 
     def track(self, message: Message, greenlet: gevent.Greenlet) -> None:
-        """Remember a running modern request until it ends, for cancellation, EOF and SIGTERM."""
-        table = self.listens if message.method == LISTEN else self.modern
+        """Remember a running stateless request until it ends, for cancellation, EOF and SIGTERM."""
+        table = self.listens if message.method == LISTEN else self.stateless_requests
         table[message.id] = greenlet
         self.running.add(greenlet)
 
@@ -137,8 +137,8 @@ class StdioServer:
         greenlet.rawlink(done)
 
     def cancel(self, request_id: Any) -> None:
-        """Stop a running modern request or end a listen; it sends nothing more (unknown ids are ignored)."""
-        greenlet = self.modern.get(request_id) or self.listens.get(request_id)
+        """Stop a running stateless request or end a listen; it sends nothing more (unknown ids are ignored)."""
+        greenlet = self.stateless_requests.get(request_id) or self.listens.get(request_id)
         if greenlet is not None:
             greenlet.kill(block=False)
 
@@ -148,7 +148,7 @@ class StdioServer:
             return
         ids = list(self.listens)
         if graceful:
-            self.core.listeners.shutdown()
+            self.dispatcher.listeners.shutdown()
             gevent.joinall(list(self.listens.values()), timeout=LISTEN_CLOSE_TIMEOUT_S)
             for listen_id in ids:
                 self.publish({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -170,7 +170,7 @@ class StdioServer:
         finally:
             self.end_listens(graceful)
             # Closing first lets the writer flush what is queued, and drops answers of calls killed below.
-            self.core.hub.close_session(self.session.id)
+            self.dispatcher.hub.close_session(self.session.id)
             # After SIGTERM (the client gave up waiting) or the drain timeout, calls in flight are cancelled.
             gevent.killall(list(self.running), timeout=1.0)
             writer.join(timeout=2.0)
@@ -180,8 +180,8 @@ def run_stdio(settings: Settings) -> int:
     """Serve one client on stdin/stdout until EOF or SIGTERM."""
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
-    core = Dispatcher(settings, hub=MemoryHub(settings))
-    server = StdioServer(core, FileObject(sys.stdin.buffer, "rb"), protocol_out)
+    dispatcher = Dispatcher(settings, hub=MemoryHub(settings))
+    server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))
     log.info("serving MCP on stdio")

@@ -83,21 +83,21 @@ def is_initialize(body: Body) -> bool:
 class SessionReplay:
     """A request stream's part of its session's replay log, under a key of its own, so Last-Event-ID resumes it."""
 
-    def __init__(self, core: Dispatcher, session: Session) -> None:
-        self.core = core
+    def __init__(self, dispatcher: Dispatcher, session: Session) -> None:
+        self.dispatcher = dispatcher
         self.session = session
         self.key = secrets.token_hex(6)
 
     def keep(self, message: dict[str, Any]) -> str | None:
         """Publish a message the request sends; its event id."""
-        return self.core.hub.publish(self.session.id, message, stream=self.key)
+        return self.dispatcher.hub.publish(self.session.id, message, stream=self.key)
 
     def keep_response(self, response: dict[str, Any]) -> str | None:
         """Store the request's response (retried through an outage); its event id."""
-        return self.core.hub.deliver(self.session.id, response, stream=self.key)
+        return self.dispatcher.hub.deliver(self.session.id, response, stream=self.key)
 
 
-def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
+def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
     """Handle a Streamable HTTP POST (its body already read): initialize opens a session, the rest need one."""
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
     if not (accepted.json or accepted.sse):
@@ -106,87 +106,90 @@ def streamable_post(core: Dispatcher, environ: Mapping[str, Any], principal: str
                           request_id=body.request_id)
     session_id = session_id_from(environ, query=False)
     if is_initialize(body) and session_id is None:
-        return initialize_session(core, environ, principal, body, accepted)
+        return initialize_session(dispatcher, environ, principal, body, accepted)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
     call = body.single_tool_call
-    session = lookup_session(core, session_id, STREAMABLE, principal, body.request_id, call)
+    session = lookup_session(dispatcher, session_id, STREAMABLE, principal, body.request_id, call)
     try:
         check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     except HttpProblem:
-        core.call_slots.give_back_unclaimed(session, call)
+        dispatcher.call_slots.give_back_unclaimed(session, call)
         raise
-    return post_messages(core, session, body, accepted, new_session=False, close_connection=connection_closer(environ))
+    return post_messages(dispatcher, session, body, accepted, new_session=False,
+                         close_connection=connection_closer(environ))
 
 
-def initialize_session(core: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body,
+def initialize_session(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body,
                        accepted: AcceptedTypes) -> Response:
     """Open a session for an initialize request; if the initialize fails, close it again and name no session."""
     try:
-        session = core.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
+        session = dispatcher.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
     except CapacityError as full:
         raise server_busy(full) from None
     except HubUnavailable:
         raise store_unavailable(body.messages[0].id) from None
-    response = post_messages(core, session, body, accepted, new_session=True,
+    response = post_messages(dispatcher, session, body, accepted, new_session=True,
                              close_connection=connection_closer(environ))
     if response.status_code >= HTTPStatus.BAD_REQUEST:
-        discard_session(core, session)
+        discard_session(dispatcher, session)
         response.headers.pop(SESSION_HEADER, None)
     return response
 
 
-def discard_session(core: Dispatcher, session: Session) -> None:
+def discard_session(dispatcher: Dispatcher, session: Session) -> None:
     """Close a session whose initialize failed; if the store is down too, its idle TTL ends it."""
     try:
-        core.hub.close_session(session.id)
+        dispatcher.hub.close_session(session.id)
     except HubUnavailable:
         pass
 
 
-def streamable_get(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def streamable_get(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
     """Open a session's standalone stream."""
     if not AcceptedTypes(environ.get("HTTP_ACCEPT")).sse:
         raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the stream needs 'Accept: text/event-stream'")
-    session = lookup_session(core, session_id_from(environ, query=False), STREAMABLE, principal)
+    session = lookup_session(dispatcher, session_id_from(environ, query=False), STREAMABLE, principal)
     check_protocol_header(environ.get(PROTOCOL_VERSION_KEY))
-    return open_stream(core, environ, session)
+    return open_stream(dispatcher, environ, session)
 
 
-def streamable_delete(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def streamable_delete(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
     """End a Streamable HTTP session."""
     session_id = session_id_from(environ, query=False)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
-    return close_session(core, lookup_session(core, session_id, STREAMABLE, principal))
+    return close_session(dispatcher, lookup_session(dispatcher, session_id, STREAMABLE, principal))
 
 
-def post_messages(core: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
+def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
                   new_session: bool, close_connection: Callable[[], None] | None = None) -> Response:
     """Handle a POST on an existing (or just created) session."""
     headers = {SESSION_HEADER: session.id} if new_session else {}
-    rejected = core.batch_error(session, body)
+    rejected = dispatcher.batch_error(session, body)
     if rejected is not None:
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = core.accept(session, body, lambda m: core.hub.publish(session.id, m), answer_waits=True)
-        return answer_as_json(core, body, running, errors, headers)
-    replay = SessionReplay(core, session)
+        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.hub.publish(session.id, m),
+                                            answer_waits=True)
+        return answer_as_json(dispatcher, body, running, errors, headers)
+    replay = SessionReplay(dispatcher, session)
     # Bounded like every stream: a client that does not read is cut off (close_connection fails the blocked write),
     # and what it missed stays in the replay for it to resume with Last-Event-ID.
-    stream = RequestStream(f"session {session.id[:8]}", core.settings.queue_max, core.settings.queue_max_bytes,
+    stream = RequestStream(f"session {session.id[:8]}", dispatcher.settings.queue_max,
+                           dispatcher.settings.queue_max_bytes,
                            close_connection, replay)
-    running, errors = core.accept(session, body, stream, answer_waits=True)
+    running, errors = dispatcher.accept(session, body, stream, answer_waits=True)
     if not running:
-        return answer_as_json(core, body, running, errors, headers)
+        return answer_as_json(dispatcher, body, running, errors, headers)
     greenlet = running[0]
     first = stream.first_item(greenlet)
     if first is DONE:
-        core.call_slots.wait_released(greenlet)  # the call's slot is free before its answer can be seen
+        dispatcher.call_slots.wait_released(greenlet)  # the call's slot is free before its answer can be seen
     if first is DONE and is_store_unavailable(greenlet.value):
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
@@ -200,13 +203,14 @@ def post_messages(core: Dispatcher, session: Session, body: Body, accepted: Acce
     return stream.response(first, greenlet, None, headers, priming)
 
 
-def answer_as_json(core: Dispatcher, body: Body, running: list, errors: list, headers: dict[str, str]) -> Response:
+def answer_as_json(dispatcher: Dispatcher, body: Body, running: list, errors: list,
+                   headers: dict[str, str]) -> Response:
     """Wait for the requests and answer with their responses as one JSON body."""
     if not running and not errors:
         return empty_response(HTTPStatus.ACCEPTED, headers)
     gevent.joinall(running)
     for greenlet in running:
-        core.call_slots.wait_released(greenlet)
+        dispatcher.call_slots.wait_released(greenlet)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
         return empty_response(HTTPStatus.ACCEPTED, headers)
@@ -228,13 +232,13 @@ def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) 
     return json_response(answer, HTTPStatus.SERVICE_UNAVAILABLE, {**headers, "Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
-def open_stream(core: Dispatcher, environ: Mapping[str, Any], session: Session) -> Response:
+def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], session: Session) -> Response:
     """Open the session's standalone stream; a second one at the same time gets 409 unless it resumes."""
     # A client resuming with Last-Event-ID has lost its stream, though the server learns that only at its next
     # write to it (up to two keepalives later): the resuming stream replaces the old one instead of a 409.
     try:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
-        subscription = core.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
+        subscription = dispatcher.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
     except StreamConflict:
         raise HttpProblem(
             HTTPStatus.CONFLICT,
@@ -243,12 +247,12 @@ def open_stream(core: Dispatcher, environ: Mapping[str, Any], session: Session) 
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
     subscription.on_cut_off = connection_closer(environ)
-    return Response(stream_events(subscription, core.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
+    return Response(stream_events(subscription, dispatcher.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
                     mimetype=EVENT_STREAM, headers=SSE_HEADERS)
 
 
-def close_session(core: Dispatcher, session: Session) -> Response:
+def close_session(dispatcher: Dispatcher, session: Session) -> Response:
     """End the session; later use of its id gets 404."""
-    core.hub.close_session(session.id)
+    dispatcher.hub.close_session(session.id)
     log.info("closed session %s at the client's request", session.id[:8])
     return empty_response(HTTPStatus.NO_CONTENT)

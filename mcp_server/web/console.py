@@ -13,7 +13,7 @@ from pathlib import Path
 from flask import Blueprint, Flask, Response, request, send_from_directory
 
 from mcp_server.stateless.metadata import supported_versions
-from mcp_server.web.mcp_app import current_core
+from mcp_server.web.mcp_app import current_dispatcher
 from mcp_server.web.pipeline import check_host
 
 __all__ = ["CONSOLE_CSP", "blueprint", "init_app"]
@@ -33,7 +33,7 @@ blueprint = Blueprint("console", __name__)
 @blueprint.before_request
 def screen_console_request() -> None:
     """Refuse a Host that does not name this server (DNS rebinding), as the MCP routes do."""
-    check_host(request.environ, current_core().settings)
+    check_host(request.environ, current_dispatcher().settings)
 
 
 @blueprint.route("/", methods=["GET"])
@@ -41,7 +41,7 @@ def screen_console_request() -> None:
 def index() -> Response:
     """The console page, naming the protocol versions this server speaks."""
     html = (STATIC_DIR / INDEX).read_text(encoding="utf-8")
-    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_core().settings.legacy)))
+    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_dispatcher().settings.legacy)))
     return Response(html, content_type="text/html; charset=utf-8")
 
 

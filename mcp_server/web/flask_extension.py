@@ -1,4 +1,4 @@
-"""The Flask extension: `McpExtension(app)` wires the core, the routes and the error pages."""
+"""The Flask extension: `McpExtension(app)` wires the dispatcher, the routes and the error pages."""
 
 from __future__ import annotations
 
@@ -21,17 +21,17 @@ class McpExtension:
     """Owns one Dispatcher per app and answers every error as JSON, never as HTML."""
 
     def __init__(self, app: Flask | None = None, settings: Settings | None = None,
-                 core: Dispatcher | None = None) -> None:
+                 dispatcher: Dispatcher | None = None) -> None:
         self.settings = settings
-        self.core = core
+        self.dispatcher = dispatcher
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
-        """Build the core from the app's settings and register routes and handlers."""
+        """Build the dispatcher from the app's settings and register routes and handlers."""
         settings = self.settings or app.config["MCP_SETTINGS"]
         authenticator = Authenticator.from_settings(settings)
-        self.core = self.core or Dispatcher(
+        self.dispatcher = self.dispatcher or Dispatcher(
             settings, authorizer=authenticator.authorizer if authenticator is not None else None)
         app.extensions[MCP_EXTENSION] = self
         app.register_blueprint(routes.blueprint)
@@ -39,20 +39,20 @@ class McpExtension:
         console.init_app(app, settings)
         # Before security.init_app, so the screen runs before the rate limiter counts the request.
         pipeline.install(app, pipeline.Pipeline(app))
-        security.init_app(app, self.core, authenticator)
+        security.init_app(app, self.dispatcher, authenticator)
         app.wsgi_app = HotPath(app, pipeline.pipeline_of(app), app.wsgi_app)  # type: ignore[method-assign]
         # Outermost, so a refusal costs neither Flask nor the hot path anything.
         app.wsgi_app = ConnectionLimit(app.wsgi_app, settings.max_connections_per_address)  # type: ignore[method-assign]
 
     def shutdown(self) -> None:
         """Close every stream promptly (called from gunicorn on SIGTERM)."""
-        if self.core is not None:
-            self.core.shutdown()
+        if self.dispatcher is not None:
+            self.dispatcher.shutdown()
 
     def drain(self) -> None:
         """Give calls in flight a bounded time to finish (called from gunicorn as the worker exits)."""
-        if self.core is not None:
-            self.core.drain()
+        if self.dispatcher is not None:
+            self.dispatcher.drain()
 
 
 def settings_of(config: Any) -> Settings:

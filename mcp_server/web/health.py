@@ -13,7 +13,7 @@ from flask import Blueprint, Response, request
 from mcp_server import metrics
 from mcp_server.hub import HubUnavailable
 from mcp_server.transports.http_io import json_response
-from mcp_server.web.mcp_app import current_core
+from mcp_server.web.mcp_app import current_dispatcher
 from mcp_server.web.pipeline import check_host, check_origin
 
 __all__ = ["blueprint"]
@@ -24,7 +24,7 @@ blueprint = Blueprint("ops", __name__)
 @blueprint.before_request
 def refuse_foreign_pages() -> None:
     """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
-    settings = current_core().settings
+    settings = current_dispatcher().settings
     check_origin(request.headers.get("Origin"), settings)
     check_host(request.environ, settings)
 
@@ -38,10 +38,10 @@ def healthz() -> Response:
 @blueprint.route("/readyz", methods=["GET"])
 def readyz() -> Response:
     """Ready: the hub's backing store answers."""
-    core = current_core()
+    dispatcher = current_dispatcher()
     try:
-        if core.hub.ready():
-            return json_response({"status": "ready", "sessions": core.hub.session_count()})
+        if dispatcher.hub.ready():
+            return json_response({"status": "ready", "sessions": dispatcher.hub.session_count()})
     except HubUnavailable:
         pass  # Redis went away between the two calls
     return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
@@ -50,9 +50,9 @@ def readyz() -> Response:
 @blueprint.route("/metrics", methods=["GET"])
 def prometheus_metrics() -> Response:
     """Every worker's counters, gauges and histograms in Prometheus text format."""
-    core = current_core()
+    dispatcher = current_dispatcher()
     try:
-        session_count = core.hub.session_count()
+        session_count = dispatcher.hub.session_count()
     except HubUnavailable:
         session_count = None
     body, content_type = metrics.render(request.headers.get("Accept"), session_count)

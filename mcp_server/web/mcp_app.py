@@ -6,7 +6,7 @@ from flask import Flask, current_app
 
 from mcp_server.dispatcher import Dispatcher
 
-__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "core_of", "current_core"]
+__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "dispatcher_of", "current_dispatcher"]
 
 # The McpExtension's key in app.extensions.
 MCP_EXTENSION = "mcp"
@@ -14,11 +14,11 @@ MCP_EXTENSION = "mcp"
 MCP_BLUEPRINT = "mcp"
 
 
-def core_of(app: Flask) -> Dispatcher:
+def dispatcher_of(app: Flask) -> Dispatcher:
     """The Dispatcher of an app that has the MCP extension."""
-    return app.extensions[MCP_EXTENSION].core
+    return app.extensions[MCP_EXTENSION].dispatcher
 
 
-def current_core() -> Dispatcher:
+def current_dispatcher() -> Dispatcher:
     """The Dispatcher of the app handling this request."""
-    return core_of(current_app)
+    return dispatcher_of(current_app)

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, current_app
 from mcp_server.auth import metadata_document
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.transports.http_io import HttpProblem, json_response
-from mcp_server.web.mcp_app import core_of
+from mcp_server.web.mcp_app import dispatcher_of
 
 __all__ = ["metadata_blueprint"]
 
@@ -21,7 +21,7 @@ metadata_blueprint = Blueprint("oauth_metadata", __name__)
 @metadata_blueprint.route("/.well-known/oauth-protected-resource/<path:resource_path>", methods=["GET"])
 def protected_resource_metadata(resource_path: str = "") -> Response:
     """Name this resource's authorization servers, so clients know where to get a token."""
-    settings = core_of(current_app).settings
+    settings = dispatcher_of(current_app).settings
     if resource_path and "/" + resource_path.strip("/") != urlsplit(settings.oauth_audience).path.rstrip("/"):
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           f"No such resource; this server's is {settings.oauth_audience}")

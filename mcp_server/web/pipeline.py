@@ -37,7 +37,7 @@ from mcp_server.transports.http_io import (
     store_unavailable,
     unexpected_error_response,
 )
-from mcp_server.web.mcp_app import MCP_BLUEPRINT, core_of
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, dispatcher_of
 from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
 from mcp_server.web.routes import LEGACY_ONLY_PATHS, handle_post
 from mcp_server.web.security import AUTH_EXTENSION_KEY
@@ -175,7 +175,7 @@ class Pipeline:
 
     def __init__(self, app: Flask) -> None:
         self.app = app
-        self.settings = core_of(app).settings
+        self.settings = dispatcher_of(app).settings
 
     def screen(self, environ: Mapping[str, Any]) -> str | None:
         """Check Origin, Host and credentials (403, 421, 401, 503); return the principal (None: auth off)."""
@@ -284,8 +284,8 @@ class HotPath:
     def __init__(self, app: Flask, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]]) -> None:
         self.flask_wsgi = flask_wsgi
         self.pipeline = pipeline
-        self.core = core_of(app)
-        settings = self.core.settings
+        self.dispatcher = dispatcher_of(app)
+        settings = self.dispatcher.settings
         # flask-limiter and the CORS headers are Flask hooks: with either configured, Flask serves every request.
         self.enabled = not settings.rate_limit and not settings.cors_origins
 
@@ -300,7 +300,7 @@ class HotPath:
         """The response to one POST; refusals and failures become their JSON-RPC error bodies."""
         try:
             principal = self.pipeline.screen(environ)
-            return handle_post(self.core, environ, principal)
+            return handle_post(self.dispatcher, environ, principal)
         except Exception as exc:
             return self.pipeline.render_failure(exc, environ)
 

@@ -25,7 +25,7 @@ from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.logs import loggable
 from mcp_server.transports.http_io import HttpProblem, problem_response
-from mcp_server.web.mcp_app import MCP_BLUEPRINT, core_of
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, dispatcher_of
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 
@@ -62,7 +62,7 @@ def init_rate_limit(app: Flask, settings: Settings) -> Limiter | None:
         limiter.init_app(app)
     app.extensions[EXTENSION_KEY] = limiter
     app.register_error_handler(RateLimitExceeded, render_rate_limited)
-    core_of(app).charge_batch = charge_batch
+    dispatcher_of(app).charge_batch = charge_batch
     return limiter
 
 
@@ -106,7 +106,7 @@ def seconds_to_retry(reset_at: float, window_s: int) -> int:
 
 def rate_limited(retry_after: int, over: str = "the limit is") -> HttpProblem:
     """The 429 with Retry-After and a JSON-RPC error body; over says what went over the limit."""
-    rate = core_of(current_app).settings.rate_limit
+    rate = dispatcher_of(current_app).settings.rate_limit
     return HttpProblem(HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
                        f"Too many requests: {over} {rate} (MCP_RATE_LIMIT); retry in {retry_after} s",
                        data={"retryAfter": retry_after}, headers={"Retry-After": str(retry_after)})

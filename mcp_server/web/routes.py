@@ -26,7 +26,7 @@ from mcp_server.transports.http_io import read_messages
 from mcp_server.transports.legacy_sse import legacy_get, legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
-from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_core
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
 
 __all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
 
@@ -35,7 +35,7 @@ blueprint = Blueprint(MCP_BLUEPRINT, __name__)
 LEGACY_ONLY_PATHS = ("/messages", "/messages/")
 
 
-def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
     """Answer a POST: read the body, then serve it on its era's wire.
 
     A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
@@ -43,21 +43,21 @@ def handle_post(core: Dispatcher, environ: Mapping[str, Any], principal: str | N
     that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
     """
     # The body first, so that every refusal after it (session, version header) carries the request's id.
-    body = read_messages(core, environ)
+    body = read_messages(dispatcher, environ)
     # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
     # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
-    session_id = session_id_from(environ, header=False) if core.settings.legacy else None
+    session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
     legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
-    if not legacy_message and is_modern(environ, body):
-        return stateless_post(core, environ, principal, body)
-    if not core.settings.legacy:
+    if not legacy_message and is_stateless(environ, body):
+        return stateless_post(dispatcher, environ, principal, body)
+    if not dispatcher.settings.legacy:
         return legacy_refused(environ, body)
     if legacy_message:
-        return legacy_post(core, session_id, principal, body)
-    return streamable_post(core, environ, principal, body)
+        return legacy_post(dispatcher, session_id, principal, body)
+    return streamable_post(dispatcher, environ, principal, body)
 
 
-def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
+def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
     """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
 
     A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
@@ -68,32 +68,32 @@ def is_modern(environ: Mapping[str, Any], body: Body) -> bool:
         return False  # what http_era decides too, for what a session's client sends with every request after the first
     request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
     first = None if body.is_batch else body.messages[0].raw
-    if metadata.http_era("POST", request_headers, first) is not metadata.Era.MODERN:
+    if metadata.http_era("POST", request_headers, first) is not metadata.Era.STATELESS:
         return False
-    return SESSION_HEADER_KEY not in environ or metadata.is_modern_version((header or "").strip(" \t")) or (
-        metadata.is_modern_version(metadata.body_version(first)))
+    return SESSION_HEADER_KEY not in environ or metadata.is_stateless_version((header or "").strip(" \t")) or (
+        metadata.is_stateless_version(metadata.body_version(first)))
 
 
-def names_modern_wire(environ: Mapping[str, Any]) -> bool:
+def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
     """Whether a GET or DELETE names a 2026-07-28 version in its header: that wire answers it with 405."""
     header = environ.get(PROTOCOL_VERSION_KEY)
-    return header is not None and metadata.names_modern_version(header.strip(" \t"))
+    return header is not None and metadata.names_stateless_version(header.strip(" \t"))
 
 
 @blueprint.route("/mcp", methods=["GET", "POST", "DELETE"])
 def mcp_endpoint() -> Response:
     """Serve /mcp for both transports."""
-    if request.method in ("GET", "DELETE") and (not current_core().settings.legacy
-                                                or names_modern_wire(request.environ)):
+    if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.legacy
+                                                or names_stateless_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
         if SESSION_HEADER_KEY in request.environ:
-            return streamable_get(current_core(), request.environ, g.principal)
-        return legacy_get(current_core(), request.environ, g.principal, "/mcp")
+            return streamable_get(current_dispatcher(), request.environ, g.principal)
+        return legacy_get(current_dispatcher(), request.environ, g.principal, "/mcp")
     if request.method == "POST":
-        return handle_post(current_core(), request.environ, g.principal)
+        return handle_post(current_dispatcher(), request.environ, g.principal)
     if request.method == "DELETE":
-        return streamable_delete(current_core(), request.environ, g.principal)
+        return streamable_delete(current_dispatcher(), request.environ, g.principal)
     # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
     raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
 
@@ -101,13 +101,13 @@ def mcp_endpoint() -> Response:
 @blueprint.route("/sse", methods=["GET"])
 def sse_alias() -> Response:
     """The official SDKs' default legacy stream path."""
-    if not current_core().settings.legacy:
+    if not current_dispatcher().settings.legacy:
         return method_not_allowed(request.environ)
-    return legacy_get(current_core(), request.environ, g.principal, "/messages")
+    return legacy_get(current_dispatcher(), request.environ, g.principal, "/messages")
 
 
 @blueprint.route("/messages", methods=["POST"])
 @blueprint.route("/messages/", methods=["POST"])
 def messages_alias() -> Response:
     """The official SDKs' default legacy message path."""
-    return handle_post(current_core(), request.environ, g.principal)
+    return handle_post(current_dispatcher(), request.environ, g.principal)

@@ -20,12 +20,12 @@ __all__ = ["AUTH_EXTENSION_KEY", "init_app"]
 AUTH_EXTENSION_KEY = "mcp_auth"
 
 
-def init_app(app: Flask, core: Dispatcher, authenticator: Authenticator | None) -> None:
+def init_app(app: Flask, dispatcher: Dispatcher, authenticator: Authenticator | None) -> None:
     """Install authentication, the rate limit, CORS and the security headers on app (the order matters).
 
     The authenticator was built first, so that its authorizer went into the Dispatcher's constructor.
     """
-    settings = core.settings
+    settings = dispatcher.settings
     app.extensions[AUTH_EXTENSION_KEY] = authenticator
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)

@@ -1,6 +1,6 @@
 """The fixtures of conformance 0.2.0-alpha.12's tasks-* scenarios (the tasks extension), as a plugin.
 
-greet runs at once; the others declare task support. Each is an ordinary tool: a handshake-era session, or a
+greet runs at once; the others declare task support. Each is an ordinary tool: a session-era session, or a
 2026-07-28 request without the extension, runs it as a plain call (the required ones get -32021 there).
 """
 

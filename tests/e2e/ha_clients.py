@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from tests.e2e.raw_clients import LegacyStream, StreamableSession, call_tool, client
-from tests.e2e.stateless_client import modern_request, post
+from tests.e2e.stateless_client import post, stateless_request
 
 
 def tool_text(answer: dict[str, Any]) -> str:
@@ -29,7 +29,7 @@ def every_wire_adds(base_url: str, a: int, b: int) -> list[str]:
         streamable = StreamableSession(http, base_url + "/mcp")
         over_streamable = tool_text(streamable.call(call_tool("add", {"a": a, "b": b})))
         assert streamable.delete().status_code in (200, 204)
-        stateless = post(http, base_url + "/mcp", modern_request("tools/call", {"name": "add",
+        stateless = post(http, base_url + "/mcp", stateless_request("tools/call", {"name": "add",
                                                                                "arguments": {"a": a, "b": b}}))
         assert stateless.status_code == 200, (stateless.status_code, stateless.text)
         over_stateless = tool_text(stateless.json())

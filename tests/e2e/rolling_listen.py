@@ -13,7 +13,7 @@ from tests.e2e.rolling_balancer import http_client
 from tests.e2e.rolling_streams import ENDED, ListenStream, read_events
 from tests.e2e.rolling_work import JOIN_S, LONG_MS, SHORT_MS, InFlight, OpenWork
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import modern_headers, modern_meta, modern_request
+from tests.e2e.stateless_client import stateless_headers, stateless_meta, stateless_request
 
 __all__ = ["ListenWork"]
 
@@ -54,11 +54,11 @@ class ListenWork(OpenWork):
         """Open the listen (its host first), and wait for the acknowledgment."""
         listen.generation += 1
         listen_id = f"listen-{listen.number}-{listen.generation}"
-        body = modern_request("subscriptions/listen", {"notifications": {"resourceSubscriptions": URIS}},
+        body = stateless_request("subscriptions/listen", {"notifications": {"resourceSubscriptions": URIS}},
                               request_id=listen_id)
         http = http_client()
         response = self.balancer.send(http, "POST", "/mcp", pin=listen.pin, json=body,
-                                      headers=modern_headers(body), stream=True)
+                                      headers=stateless_headers(body), stream=True)
         assert response.status_code == 200, (response.status_code, response.read())
         assert response.headers["content-type"].startswith("text/event-stream"), response.read()
         listen.stream = ListenStream(response, http)
@@ -68,8 +68,8 @@ class ListenWork(OpenWork):
 
     def pump(self, tick: int) -> None:
         uri = URIS[tick]
-        body = modern_request("tools/call", {"name": "touch_resource", "arguments": {"uri": uri}})
-        answer = self.balancer.send(self.http, "POST", "/mcp", json=body, headers=modern_headers(body))
+        body = stateless_request("tools/call", {"name": "touch_resource", "arguments": {"uri": uri}})
+        answer = self.balancer.send(self.http, "POST", "/mcp", json=body, headers=stateless_headers(body))
         assert answer.status_code == 200 and "result" in answer.json(), (answer.status_code, answer.text)
         for listen in self.listens:
             if listen.stream is None:
@@ -95,21 +95,21 @@ class ListenWork(OpenWork):
 
     def before_stop(self, host: ServerProcess) -> None:
         for ms in (SHORT_MS, LONG_MS):
-            call = InFlight(f"modern-{ms}-{len(self.in_flight)}", ms, self.modern_call(host, ms))
+            call = InFlight(f"stateless-{ms}-{len(self.in_flight)}", ms, self.stateless_call(host, ms))
             assert call.started.wait(JOIN_S), f"{call.name} did not start"
             self.in_flight.append(call)
 
-    def modern_call(self, host: ServerProcess, ms: int):
+    def stateless_call(self, host: ServerProcess, ms: int):
         """A 2026-07-28 call that logs first, so its answer is an SSE stream on its own POST."""
         def run(call: InFlight) -> None:
-            meta = modern_meta(**{"io.modelcontextprotocol/logLevel": "info"})
-            body = modern_request("tools/call", {"name": "sleep_ms", "arguments": {"ms": ms, "announce": True}},
+            meta = stateless_meta(**{"io.modelcontextprotocol/logLevel": "info"})
+            body = stateless_request("tools/call", {"name": "sleep_ms", "arguments": {"ms": ms, "announce": True}},
                                   meta=meta)
             with http_client() as http:
                 read(call, http, body)
 
         def read(call: InFlight, http, body: dict[str, Any]) -> None:
-            response = self.balancer.send(http, "POST", "/mcp", pin=host, json=body, headers=modern_headers(body),
+            response = self.balancer.send(http, "POST", "/mcp", pin=host, json=body, headers=stateless_headers(body),
                                           stream=True)
             try:
                 assert response.status_code == 200, (response.status_code, response.read())

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.e2e.rolling_work import JOIN_S, OpenWork
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import modern_headers, modern_meta, modern_request
+from tests.e2e.stateless_client import stateless_headers, stateless_meta, stateless_request
 
 __all__ = ["TaskWork"]
 
@@ -44,9 +44,9 @@ class TaskWork(OpenWork):
 
     def create(self, arguments: dict[str, Any], pin: ServerProcess | None = None) -> str:
         """Start count_down as a task (on pin, or where the balancer sends it); its task id."""
-        meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS_EXTENSION})
-        body = modern_request("tools/call", {"name": "count_down", "arguments": arguments}, meta=meta)
-        response = self.balancer.send(self.http, "POST", "/mcp", pin=pin, json=body, headers=modern_headers(body))
+        meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS_EXTENSION})
+        body = stateless_request("tools/call", {"name": "count_down", "arguments": arguments}, meta=meta)
+        response = self.balancer.send(self.http, "POST", "/mcp", pin=pin, json=body, headers=stateless_headers(body))
         assert response.status_code == 200, (response.status_code, response.text)
         result = response.json()["result"]
         assert result["resultType"] == "task" and result["status"] == "working", result
@@ -54,9 +54,9 @@ class TaskWork(OpenWork):
 
     def poll(self, task: StartedTask) -> dict[str, Any]:
         """tasks/get for task through the balancer (any host may answer); its result."""
-        meta = modern_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS_EXTENSION})
-        body = modern_request("tasks/get", {"taskId": task.task_id}, meta=meta)
-        headers = modern_headers(body, **{"Mcp-Name": task.task_id})
+        meta = stateless_meta(**{"io.modelcontextprotocol/clientCapabilities": TASKS_EXTENSION})
+        body = stateless_request("tasks/get", {"taskId": task.task_id}, meta=meta)
+        headers = stateless_headers(body, **{"Mcp-Name": task.task_id})
         response = self.balancer.send(self.http, "POST", "/mcp", json=body, headers=headers)
         assert response.status_code == 200, (response.status_code, response.text)
         task.state = response.json()["result"]

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.e2e.raw_clients import LegacyStream, client
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import modern_headers, modern_request
+from tests.e2e.stateless_client import stateless_headers, stateless_request
 from tests.support.waiting import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -39,7 +39,7 @@ INSPECTOR = NODE_MODULES / ".bin" / "mcp-inspector"
 MCP_REMOTE = NODE_MODULES / ".bin" / "mcp-remote"
 # What a fallback settles on: the newest handshake version, the one the server prefers.
 HANDSHAKE_VERSION = "2025-11-25"
-MODERN = "2026-07-28"
+STATELESS_ERA = "2026-07-28"
 RUN_TIMEOUT_S = 60
 CALL_TIMEOUT_S = 20.0
 EXPECTED_TOOLS = {"add", "echo", "get_time"}
@@ -111,9 +111,9 @@ def last_json_line(stdout: str, stderr: str) -> dict[str, Any]:
 @pytest.mark.parametrize("method", ["server/discover", "tools/list"])
 def test_a_2026_07_28_request_naming_a_legacy_session_is_answered_on_its_stream(server, server_log, stream_path,
                                                                                   method):
-    message = modern_request(method, request_id="probe")
+    message = stateless_request(method, request_id="probe")
     with client(CALL_TIMEOUT_S) as http, LegacyStream(http, server.base_url, stream_path) as stream:
-        posted = stream.post(message, headers=modern_headers(message))
+        posted = stream.post(message, headers=stateless_headers(message))
         assert posted.status_code == 202, posted.text
         answer = stream.wait_for("probe")
     # The session has not been initialized: what a 2025 session answers any request but initialize and ping.
@@ -156,7 +156,7 @@ async def test_python_client_over_sse_settles_on_the_handshake_and_lists_and_cal
 @pytest.mark.anyio
 async def test_python_client_pinned_to_2026_07_28_over_sse_gets_a_clear_error_at_once(server, server_log):
     # The pin adopts 2026-07-28 without asking; its first request reaches a session never initialized.
-    async with Client(sse_client(server.url), mode=MODERN, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with Client(sse_client(server.url), mode=STATELESS_ERA, read_timeout_seconds=CALL_TIMEOUT_S) as client:
         with anyio.fail_after(CALL_TIMEOUT_S / 2), pytest.raises(MCPError) as refused:
             await client.list_tools()
     assert refused.value.error.code == -32600
@@ -178,7 +178,7 @@ def test_typescript_client_2_over_sse_lists_and_calls(server, server_log, mode):
 
 
 def test_typescript_client_2_pinned_to_2026_07_28_over_sse_gets_a_clear_error(server, server_log):
-    code, stdout, stderr = run_node(str(TS_DRIVER), server.url, "client", MODERN)
+    code, stdout, stderr = run_node(str(TS_DRIVER), server.url, "client", STATELESS_ERA)
     assert code == 1
     assert "did not offer pinned protocol version 2026-07-28" in last_json_line(stdout, stderr)["error"]
     assert_served_on_legacy_sse(server_log)
@@ -218,7 +218,8 @@ def test_inspector_cli_over_sse_lists_and_calls(server, server_log, era):
         assert_probe_fell_back(server_log)
 
 
-def test_inspector_cli_modern_over_sse_gets_a_clear_error(server, server_log):
+def test_inspector_cli_pinned_to_2026_07_28_over_sse_gets_a_clear_error(server, server_log):
+    # "modern" is the Inspector's own word for the 2026-07-28 era (--protocol-era).
     _, answer = inspector(server.url, "modern", "--method", "tools/list")
     assert "did not offer pinned protocol version 2026-07-28" in answer["error"]["message"]
     assert_served_on_legacy_sse(server_log)

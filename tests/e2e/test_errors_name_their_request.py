@@ -7,7 +7,7 @@ import secrets
 import pytest
 
 from tests.e2e.raw_clients import BOTH, StreamableSession, client, request
-from tests.e2e.stateless_client import MODERN, modern_headers, modern_request
+from tests.e2e.stateless_client import STATELESS_ERA, stateless_headers, stateless_request
 
 pytestmark = pytest.mark.e2e
 
@@ -73,25 +73,25 @@ def test_bad_envelope_is_400_with_the_id_on_the_legacy_wire(server, http):
     session.delete()
 
 
-def test_bad_envelope_is_400_with_the_id_on_the_modern_wire(server, http):
-    message = {**modern_request("tools/list"), "jsonrpc": "1.0", "id": 17}
-    refusal(http.post(server.url, json=message, headers=modern_headers(message)), 400, 17)
+def test_bad_envelope_is_400_with_the_id_on_the_stateless_wire(server, http):
+    message = {**stateless_request("tools/list"), "jsonrpc": "1.0", "id": 17}
+    refusal(http.post(server.url, json=message, headers=stateless_headers(message)), 400, 17)
 
 
-def test_modern_unacceptable_accept_is_406_with_the_id(server, http):
-    message = modern_request("tools/list", request_id=18)
-    refusal(http.post(server.url, json=message, headers=modern_headers(message, Accept="application/json")),
+def test_stateless_unacceptable_accept_is_406_with_the_id(server, http):
+    message = stateless_request("tools/list", request_id=18)
+    refusal(http.post(server.url, json=message, headers=stateless_headers(message, Accept="application/json")),
             406, 18)
 
 
-def test_modern_refusals_name_the_id(server, http):
-    message = modern_request("ping", request_id="p-19")
-    response = http.post(server.url, json=message, headers=modern_headers(message))
+def test_stateless_refusals_name_the_id(server, http):
+    message = stateless_request("ping", request_id="p-19")
+    response = http.post(server.url, json=message, headers=stateless_headers(message))
     assert refusal(response, 404, "p-19")["code"] == -32601
 
 
-def test_modern_version_mismatch_names_the_id(server, http):
-    message = modern_request("tools/list", request_id=20)
-    response = http.post(server.url, json=message, headers=modern_headers(message, **{"MCP-Protocol-Version": "v9"}))
+def test_stateless_version_mismatch_names_the_id(server, http):
+    message = stateless_request("tools/list", request_id=20)
+    response = http.post(server.url, json=message, headers=stateless_headers(message, **{"MCP-Protocol-Version": "v9"}))
     assert refusal(response, 400, 20)["code"] == -32020
-    assert message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+    assert message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS_ERA

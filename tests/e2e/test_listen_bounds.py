@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import modern_headers, modern_meta, modern_request
+from tests.e2e.stateless_client import stateless_headers, stateless_meta, stateless_request
 from tests.e2e.test_redis_faults import worker_rss_kib
 from tests.e2e.test_slow_consumer import read_until_closed
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
@@ -34,10 +34,11 @@ class RawListen:
 
     def __init__(self, server: ServerProcess, listen_id: Any, params: dict[str, Any],
                  capabilities: dict[str, Any] | None = None) -> None:
-        message = modern_request("subscriptions/listen", params, request_id=listen_id,
-                                 meta=modern_meta(**{"io.modelcontextprotocol/clientCapabilities": capabilities or {}}))
+        message = stateless_request("subscriptions/listen", params, request_id=listen_id,
+                                 meta=stateless_meta(
+                                     **{"io.modelcontextprotocol/clientCapabilities": capabilities or {}}))
         body = json.dumps(message).encode()
-        head = "".join(f"{name}: {value}\r\n" for name, value in modern_headers(message).items())
+        head = "".join(f"{name}: {value}\r\n" for name, value in stateless_headers(message).items())
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         self.sock.settimeout(WAIT_S)
@@ -71,9 +72,10 @@ class RawListen:
 def call(server: ServerProcess, name: str, arguments: dict[str, Any],
          capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
     """One 2026-07-28 tools/call answered as JSON; its result."""
-    body = modern_request("tools/call", {"name": name, "arguments": arguments},
-                          meta=modern_meta(**{"io.modelcontextprotocol/clientCapabilities": capabilities or {}}))
-    response = httpx.post(server.url, json=body, headers=modern_headers(body), timeout=WAIT_S)
+    body = stateless_request("tools/call", {"name": name, "arguments": arguments},
+                          meta=stateless_meta(
+                                     **{"io.modelcontextprotocol/clientCapabilities": capabilities or {}}))
+    response = httpx.post(server.url, json=body, headers=stateless_headers(body), timeout=WAIT_S)
     assert response.status_code == 200, response.text
     return response.json()["result"]
 

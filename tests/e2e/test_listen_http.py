@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.server_process import ServerProcess
 from tests.e2e.sse_client import EventParser
-from tests.e2e.stateless_client import modern_headers, modern_request
+from tests.e2e.stateless_client import stateless_headers, stateless_request
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.e2e
@@ -32,9 +32,9 @@ ENDED = object()
 
 
 def call(server: ServerProcess, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """One modern tools/call; its response (JSON, or the last event of its SSE stream)."""
-    body = modern_request("tools/call", {"name": name, "arguments": arguments})
-    response = httpx.post(server.url, json=body, headers=modern_headers(body), timeout=WAIT_S)
+    """One stateless tools/call; its response (JSON, or the last event of its SSE stream)."""
+    body = stateless_request("tools/call", {"name": name, "arguments": arguments})
+    response = httpx.post(server.url, json=body, headers=stateless_headers(body), timeout=WAIT_S)
     if response.headers["content-type"].startswith("text/event-stream"):
         return json.loads([line for line in response.text.splitlines() if line.startswith("data:")][-1][5:])
     return response.json()
@@ -52,8 +52,8 @@ class Listen:
     def __init__(self, server: ServerProcess, listen_id: Any, notifications: dict[str, Any]) -> None:
         self.items: queue.Queue[Any] = queue.Queue()
         self.client = httpx.Client(timeout=httpx.Timeout(WAIT_S, connect=5.0))
-        body = modern_request("subscriptions/listen", {"notifications": notifications}, request_id=listen_id)
-        request = self.client.build_request("POST", server.url, json=body, headers=modern_headers(body))
+        body = stateless_request("subscriptions/listen", {"notifications": notifications}, request_id=listen_id)
+        request = self.client.build_request("POST", server.url, json=body, headers=stateless_headers(body))
         self.response = self.client.send(request, stream=True)
         assert self.response.status_code == 200
         assert self.response.headers["content-type"].startswith("text/event-stream")

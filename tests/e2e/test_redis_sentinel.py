@@ -24,7 +24,7 @@ from tests.e2e.ha_clients import LegacyAnswers, every_wire_adds, tool_text
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, client, initialize, notification
 from tests.e2e.raw_clients import request as rpc_request
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import modern_request, post
+from tests.e2e.stateless_client import post, stateless_request
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.support.waiting import wait_until
 
@@ -108,7 +108,7 @@ def test_a_killed_master_is_followed_to_the_promoted_replica_losing_only_what_th
     streamable_ok = [0]
     stateless_ok = [0]
     url = server.base_url + "/mcp"
-    with client() as http, client() as legacy_http, client() as calls_http, client() as modern_http:
+    with client() as http, client() as legacy_http, client() as calls_http, client() as stateless_http:
         legacy = LegacyStream(legacy_http, server.base_url)
         legacy.open()
         answers = LegacyAnswers(legacy)
@@ -141,8 +141,8 @@ def test_a_killed_master_is_followed_to_the_promoted_replica_losing_only_what_th
 
         def stateless_call() -> None:
             started = time.monotonic()
-            message = modern_request("tools/call", {"name": "add", "arguments": {"a": 3, "b": 3}})
-            answer = post(modern_http, url, message)
+            message = stateless_request("tools/call", {"name": "add", "arguments": {"a": 3, "b": 3}})
+            answer = post(stateless_http, url, message)
             stateless_ok[0] += outcomes.record("stateless", started, answer, (200,))
 
         threads = [run_until(stop, step) for step in (open_session, legacy_call, streamable_call, stateless_call)]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import modern_meta, modern_request, post
+from tests.e2e.stateless_client import post, stateless_meta, stateless_request
 from tests.e2e.test_redis_faults import worker_rss_kib
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
@@ -32,8 +32,8 @@ MAX_BYTES_PER_ID = 400
 
 def charge(server: ServerProcess, request_id: int, **params: Any) -> httpx.Response:
     """POST one 2026-07-28 tools/call of the charging tool (5 cents) on a new connection."""
-    message = modern_request("tools/call", {"name": TOOL, "arguments": {"amount": 5}, **params}, request_id,
-                             meta=modern_meta(**CAPABILITIES))
+    message = stateless_request("tools/call", {"name": TOOL, "arguments": {"amount": 5}, **params}, request_id,
+                             meta=stateless_meta(**CAPABILITIES))
     with httpx.Client(timeout=TIMEOUT_S) as http:
         return post(http, server.url, message)
 
@@ -110,7 +110,7 @@ def test_answers_without_a_request_state_are_asked_again_on_every_worker_and_cha
 
 def fill(server: ServerProcess, count: int, request_id: int) -> dict[str, int]:
     """Have the worker record count new consumed request ids (replay_tools.used_rounds_fill)."""
-    message = modern_request("tools/call", {"name": "used_rounds_fill", "arguments": {"count": count}}, request_id)
+    message = stateless_request("tools/call", {"name": "used_rounds_fill", "arguments": {"count": count}}, request_id)
     with httpx.Client(timeout=60.0) as http:
         response = post(http, server.url, message)
     return response.json()["result"]["structuredContent"]

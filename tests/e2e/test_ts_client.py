@@ -14,7 +14,7 @@ from tests.e2e.server_process import ServerProcess
 HERE = Path(__file__).resolve().parent
 NODE_MODULES = HERE.parent / "conformance" / "node_modules"
 NODE = NODE_MODULES / ".bin" / "node"
-SCRIPT = HERE / "ts_client" / "modern_client.mjs"
+SCRIPT = HERE / "ts_client" / "stateless_client.mjs"
 TIMEOUT_S = 60
 
 pytestmark = [
@@ -39,7 +39,7 @@ def test_typescript_client_pinned_to_2026_07_28_lists_calls_reads_and_gets_a_pro
     with ServerProcess() as server:
         result = run_client(server.url, "config://server")
     assert "error" not in result, result["error"]
-    assert result["era"] == "modern"
+    assert result["era"] == "modern"  # the TS client's word for the 2026-07-28 era
     assert result["protocolVersion"] == "2026-07-28"
     assert {"add", "echo", "get_time", "count_down"} <= set(result["tools"])
     assert result["add"] == ["5"]

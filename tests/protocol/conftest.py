@@ -1,8 +1,8 @@
-"""Protocol-layer fixtures: JSON text in, the JSON messages the core answers with out, no HTTP.
+"""Protocol-layer fixtures: JSON text in, the JSON messages the dispatcher answers with out, no HTTP.
 
 `rpc(text)` plays a transport: it parses the body, hands it to `Dispatcher.accept`, waits
 for every request's greenlet and returns the responses (immediate errors first, then
-each request's answer in order). Whatever the core sent through `send` (notifications,
+each request's answer in order). Whatever the dispatcher sent through `send` (notifications,
 server-to-client requests) is kept in `rpc.sent`.
 """
 
@@ -27,10 +27,10 @@ JOIN_TIMEOUT_S = 10.0
 
 
 class Rpc:
-    """Send JSON text to one session of a core and collect what comes back."""
+    """Send JSON text to one session of a dispatcher and collect what comes back."""
 
-    def __init__(self, core: Dispatcher, session: Session) -> None:
-        self.core = core
+    def __init__(self, dispatcher: Dispatcher, session: Session) -> None:
+        self.dispatcher = dispatcher
         self.session = session
         self.sent: list[dict[str, Any]] = []
 
@@ -41,7 +41,7 @@ class Rpc:
             body = parse_body(data)
         except ParseFailure as failure:
             return [failure.response]
-        greenlets, errors = self.core.accept(self.session, body, self.sent.append)
+        greenlets, errors = self.dispatcher.accept(self.session, body, self.sent.append)
         finished = gevent.joinall(greenlets, timeout=JOIN_TIMEOUT_S)
         assert len(finished) == len(greenlets), "a request did not finish in time"
         for greenlet in greenlets:
@@ -81,45 +81,45 @@ class Rpc:
 
 @pytest.fixture
 def registry() -> Registry | None:
-    """The registry the core uses; None means discover mcp_tools. Override to test other tools."""
+    """The registry the dispatcher uses; None means discover mcp_tools. Override to test other tools."""
     return None
 
 
 @pytest.fixture
-def make_core():
-    """Build cores from an environ mapping (optionally a registry and an authorizer); shut them all down afterwards."""
-    cores: list[Dispatcher] = []
+def make_dispatcher():
+    """Build dispatchers from an environ mapping (optionally a registry and an authorizer); shut them all down after."""
+    dispatchers: list[Dispatcher] = []
 
     def make(environ: dict[str, str] | None = None, registry: Registry | None = None,
              authorizer: Authorizer | None = None) -> Dispatcher:
         instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry, authorizer=authorizer)
-        cores.append(instance)
+        dispatchers.append(instance)
         return instance
 
     yield make
-    for instance in cores:
+    for instance in dispatchers:
         # Also stops the memory hub's reaper greenlet.
         instance.shutdown()
 
 
 @pytest.fixture
-def core(make_core, registry) -> Dispatcher:
-    """A core on the in-memory hub with default settings."""
-    return make_core(registry=registry)
+def dispatcher(make_dispatcher, registry) -> Dispatcher:
+    """A dispatcher on the in-memory hub with default settings."""
+    return make_dispatcher(registry=registry)
 
 
 @pytest.fixture
-def rpc(core) -> Rpc:
-    """A fresh, uninitialized session of core."""
-    return Rpc(core, core.open_session("sse"))
+def rpc(dispatcher) -> Rpc:
+    """A fresh, uninitialized session of dispatcher."""
+    return Rpc(dispatcher, dispatcher.open_session("sse"))
 
 
 @pytest.fixture
-def make_rpc(core):
+def make_rpc(dispatcher):
     """Open sessions: make_rpc(version) returns one initialized at version (None: uninitialized)."""
 
     def make(version: str | None = None, on: Dispatcher | None = None) -> Rpc:
-        target = on if on is not None else core
+        target = on if on is not None else dispatcher
         client = Rpc(target, target.open_session("sse"))
         if version is not None:
             client.initialize(version)

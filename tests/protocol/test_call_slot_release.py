@@ -12,17 +12,17 @@ from tests.support.waiting import wait_until
 
 
 @pytest.fixture
-def rpc(make_core, redis_server) -> Rpc:  # noqa: F811
-    """An initialized legacy session of a core on the Redis hub whose only tool blocks."""
+def rpc(make_dispatcher, redis_server) -> Rpc:  # noqa: F811
+    """An initialized legacy session of a dispatcher on the Redis hub whose only tool blocks."""
     redis_server.client().flushdb()
-    client = blocking_rpc(make_core, {"MCP_REDIS_URL": redis_server.url})
+    client = blocking_rpc(make_dispatcher, {"MCP_REDIS_URL": redis_server.url})
     yield client
     RELEASE.set()
 
 
 def store_as_legacy_posts_do(rpc: Rpc, answers: list):
     """The on_done a legacy POST gives its call: the answer is stored (posted) from the call's greenlet."""
-    return lambda answer: answers.append(answer) or rpc.core.hub.deliver_later(rpc.session.id, answer)
+    return lambda answer: answers.append(answer) or rpc.dispatcher.hub.deliver_later(rpc.session.id, answer)
 
 
 def running_calls(rpc: Rpc, redis_server) -> int:  # noqa: F811
@@ -37,7 +37,7 @@ def test_a_legacy_call_frees_its_slot_with_its_answer(rpc, redis_server):  # noq
     assert wait_until(lambda: running_calls(rpc, redis_server) == 1)
     RELEASE.set()
     call.join(5)
-    rpc.core.hub.flush(5)
+    rpc.dispatcher.hub.flush(5)
     assert answers and answers[0]["result"]["content"] == [{"type": "text", "text": "released"}]
     assert running_calls(rpc, redis_server) == 0
 
@@ -47,8 +47,8 @@ def test_a_cancelled_legacy_call_that_sends_no_answer_still_frees_its_slot(rpc, 
     answers: list = []
     call = start_call(rpc, 2, store_as_legacy_posts_do(rpc, answers))
     assert wait_until(lambda: running_calls(rpc, redis_server) == 1)
-    rpc.core.hub.cancel(rpc.session.id, 2)
+    rpc.dispatcher.hub.cancel(rpc.session.id, 2)
     call.join(5)
     assert answers == []  # a cancelled request gets no response
     assert wait_until(lambda: running_calls(rpc, redis_server) == 0)
-    assert not rpc.core.hub.link.ahead  # nothing held for a greenlet that is gone
+    assert not rpc.dispatcher.hub.link.ahead  # nothing held for a greenlet that is gone

@@ -1,6 +1,6 @@
 """Multi round-trip requests: the same tools ask by input_required on the 2026-07-28 wire, by request in a session.
 
-Modern requests are dispatched the way the stateless wire does it: a RequestContext whose era is "modern",
+Stateless requests are dispatched the way the stateless wire does it: a RequestContext whose era is "stateless",
 whose session is built from the request's clientCapabilities and never stored, and whose params are the
 request's own.
 """
@@ -15,7 +15,7 @@ import pytest
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
 from mcp_server.protocol.methods import METHODS
-from mcp_server.protocol.request_context import MODERN, RequestContext
+from mcp_server.protocol.request_context import STATELESS_ERA, RequestContext
 from mcp_server.protocol.rpc import jsonrpc_dispatch
 from mcp_server.session import Session
 from mcp_tools import InputRequest, Registry, resource, tool
@@ -32,11 +32,11 @@ def registry() -> Registry:
     return Registry.discover(plugins=FIXTURES)
 
 
-class Modern:
-    """Send 2026-07-28 requests to a core as the stateless wire does; keep what the core sent besides answers."""
+class Stateless:
+    """Send 2026-07-28 requests to a dispatcher as the stateless wire does; keep what it sent besides answers."""
 
-    def __init__(self, core, principal: str | None = None) -> None:
-        self.core = core
+    def __init__(self, dispatcher, principal: str | None = None) -> None:
+        self.dispatcher = dispatcher
         self.principal = principal
         self.sent: list[dict[str, Any]] = []
 
@@ -46,7 +46,8 @@ class Modern:
         session = Session(transport="stateless", principal=self.principal, protocol_version="2026-07-28",
                           client_capabilities=ALL_CAPABILITIES if capabilities is None else capabilities,
                           initialized=True)
-        ctx = RequestContext(self.core.services, session, self.sent.append, request_id, method, {}, era=MODERN,
+        ctx = RequestContext(self.dispatcher.services, session, self.sent.append, request_id, method, {},
+                             era=STATELESS_ERA,
                              params=params)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         message = parse_body(dumps(request)).messages[0]
@@ -60,9 +61,9 @@ class Modern:
 
 
 @pytest.fixture
-def modern(core) -> Modern:
-    """A modern client of core without authentication (principal none)."""
-    return Modern(core)
+def stateless(dispatcher) -> Stateless:
+    """A stateless client of dispatcher without authentication (principal none)."""
+    return Stateless(dispatcher)
 
 
 def accept(content: dict[str, Any]) -> dict[str, Any]:
@@ -81,28 +82,28 @@ def text_of(response: dict[str, Any]) -> str:
     return result["content"][0]["text"]
 
 
-def test_an_elicitation_answers_input_required_then_completes_on_the_retry(modern):
-    first = modern.call("test_input_required_result_elicitation")["result"]
+def test_an_elicitation_answers_input_required_then_completes_on_the_retry(stateless):
+    first = stateless.call("test_input_required_result_elicitation")["result"]
     assert first["resultType"] == "input_required"
     assert first["inputRequests"] == {"user_name": {"method": "elicitation/create", "params": {
         "message": "What is your name?",
         "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}
     assert isinstance(first["requestState"], str)
-    assert modern.sent == []  # never a server-to-client request on this wire
-    retry = modern.call("test_input_required_result_elicitation", request_id=2,
+    assert stateless.sent == []  # never a server-to-client request on this wire
+    retry = stateless.call("test_input_required_result_elicitation", request_id=2,
                         inputResponses={"user_name": accept({"name": "Alice"})}, requestState=first["requestState"])
     assert text_of(retry) == "Hello, Alice!"
 
 
-def test_sampling_and_roots_ask_by_input_required_too(modern):
-    sampling = modern.call("test_input_required_result_sampling")["result"]
+def test_sampling_and_roots_ask_by_input_required_too(stateless):
+    sampling = stateless.call("test_input_required_result_sampling")["result"]
     assert sampling["inputRequests"]["capital_question"]["method"] == "sampling/createMessage"
     assert sampling["inputRequests"]["capital_question"]["params"]["maxTokens"] == 100
-    assert text_of(modern.call("test_input_required_result_sampling", inputResponses={"capital_question": SAMPLED},
+    assert text_of(stateless.call("test_input_required_result_sampling", inputResponses={"capital_question": SAMPLED},
                                requestState=sampling["requestState"])) == "Paris."
-    roots = modern.call("test_input_required_result_list_roots")["result"]
+    roots = stateless.call("test_input_required_result_list_roots")["result"]
     assert roots["inputRequests"] == {"client_roots": {"method": "roots/list", "params": {}}}
-    assert text_of(modern.call("test_input_required_result_list_roots", inputResponses={"client_roots": ROOTS},
+    assert text_of(stateless.call("test_input_required_result_list_roots", inputResponses={"client_roots": ROOTS},
                                requestState=roots["requestState"])) == "Roots: file:///work"
 
 
@@ -111,7 +112,7 @@ def test_a_legacy_session_still_gets_a_server_to_client_request(make_rpc):
     rpc.initialize("2025-11-25", capabilities=ALL_CAPABILITIES)
     message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                "params": {"name": "test_input_required_result_elicitation", "arguments": {}}}
-    (greenlet,), _ = rpc.core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), _ = rpc.dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     with gevent.Timeout(WAIT_S, AssertionError("no elicitation/create request was sent")):
         while not (asked := [m for m in rpc.sent if m.get("method") == "elicitation/create"]):
             gevent.sleep(0.001)
@@ -122,90 +123,91 @@ def test_a_legacy_session_still_gets_a_server_to_client_request(make_rpc):
     assert "resultType" not in greenlet.value["result"]
 
 
-def test_answers_are_replayed_from_the_state_over_many_rounds(modern):
-    first = modern.call("test_input_required_result_multi_round")["result"]
+def test_answers_are_replayed_from_the_state_over_many_rounds(stateless):
+    first = stateless.call("test_input_required_result_multi_round")["result"]
     assert list(first["inputRequests"]) == ["step1"]
-    second = modern.call("test_input_required_result_multi_round", inputResponses={"step1": accept({"name": "Al"})},
+    second = stateless.call("test_input_required_result_multi_round", inputResponses={"step1": accept({"name": "Al"})},
                          requestState=first["requestState"])["result"]
     assert list(second["inputRequests"]) == ["step2"]
     assert second["requestState"] != first["requestState"]
     # Round 3 sends only step2: step1's answer comes back out of the sealed state.
-    third = modern.call("test_input_required_result_multi_round", inputResponses={"step2": accept({"color": "blue"})},
+    third = stateless.call("test_input_required_result_multi_round",
+                           inputResponses={"step2": accept({"color": "blue"})},
                         requestState=second["requestState"])
     assert text_of(third) == "Al likes blue"
 
 
-def test_several_questions_go_out_in_one_round_and_only_the_open_ones_again(modern):
-    first = modern.call("test_input_required_result_multiple_inputs")["result"]
+def test_several_questions_go_out_in_one_round_and_only_the_open_ones_again(stateless):
+    first = stateless.call("test_input_required_result_multiple_inputs")["result"]
     assert sorted(first["inputRequests"]) == ["client_roots", "greeting", "user_name"]
-    partial = modern.call("test_input_required_result_multiple_inputs",
+    partial = stateless.call("test_input_required_result_multiple_inputs",
                           inputResponses={"user_name": accept({"name": "Al"})},
                           requestState=first["requestState"])["result"]
     assert sorted(partial["inputRequests"]) == ["client_roots", "greeting"]
-    done = modern.call("test_input_required_result_multiple_inputs",
+    done = stateless.call("test_input_required_result_multiple_inputs",
                        inputResponses={"greeting": {**SAMPLED, "content": {"type": "text", "text": "Hi"}},
                                        "client_roots": ROOTS}, requestState=partial["requestState"])
     assert text_of(done) == "Hi Al (1 roots)"
 
 
-def test_the_tools_round_state_travels_in_the_request_state(modern):
-    first = modern.call("test_input_required_result_request_state")["result"]
-    retry = modern.call("test_input_required_result_request_state", inputResponses={"confirm": accept({"ok": True})},
+def test_the_tools_round_state_travels_in_the_request_state(stateless):
+    first = stateless.call("test_input_required_result_request_state")["result"]
+    retry = stateless.call("test_input_required_result_request_state", inputResponses={"confirm": accept({"ok": True})},
                         requestState=first["requestState"])
     assert text_of(retry) == "state-ok: confirmed=True"
 
 
-def test_a_missing_or_wrong_answer_asks_again_and_extra_answers_are_ignored(modern):
-    wrong = modern.call("test_input_required_result_elicitation", inputResponses={"wrong_key": accept({"x": 1})})
+def test_a_missing_or_wrong_answer_asks_again_and_extra_answers_are_ignored(stateless):
+    wrong = stateless.call("test_input_required_result_elicitation", inputResponses={"wrong_key": accept({"x": 1})})
     assert wrong["result"]["resultType"] == "input_required"
     assert list(wrong["result"]["inputRequests"]) == ["user_name"]
-    extra = modern.call("test_input_required_result_elicitation", inputResponses={
+    extra = stateless.call("test_input_required_result_elicitation", inputResponses={
         "user_name": accept({"name": "Alice"}), "unknown_extra_key": accept({"foo": "bar"})})
     assert text_of(extra) == "Hello, Alice!"
 
 
 @pytest.mark.parametrize("responses", [None, [], {"user_name": 12345}, {"user_name": {"action": "maybe"}},
                                        {"user_name": {"action": "accept", "content": "Alice"}}])
-def test_malformed_input_responses_are_invalid_params(modern, responses):
-    response = modern.call("test_input_required_result_elicitation", inputResponses=responses)
+def test_malformed_input_responses_are_invalid_params(stateless, responses):
+    response = stateless.call("test_input_required_result_elicitation", inputResponses=responses)
     assert response["error"]["code"] == -32602, response
     assert response["id"] == 1
 
 
-def test_an_undeclared_capability_is_32021_naming_it_never_an_input_request(modern):
-    response = modern.call("test_missing_capability", capabilities={"elicitation": {}})
+def test_an_undeclared_capability_is_32021_naming_it_never_an_input_request(stateless):
+    response = stateless.call("test_missing_capability", capabilities={"elicitation": {}})
     assert response["error"]["code"] == -32021
     assert response["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
 
 
-def test_url_elicitation_needs_the_url_mode_declared(core, modern):
+def test_url_elicitation_needs_the_url_mode_declared(dispatcher, stateless):
     @tool(name="visit_page", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def visit_page(ctx) -> str:
         """Send the user to a page."""
         return str(ctx.ask_all([InputRequest.elicitation_url("Sign in", "https://example.com/a", key="visit")]))
 
-    core.registry.add_function(visit_page)
-    refused = modern.call("visit_page", capabilities={"elicitation": {}})
+    dispatcher.registry.add_function(visit_page)
+    refused = stateless.call("visit_page", capabilities={"elicitation": {}})
     assert refused["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
-    asked = modern.call("visit_page", capabilities={"elicitation": {"url": {}}})["result"]
+    asked = stateless.call("visit_page", capabilities={"elicitation": {"url": {}}})["result"]
     assert asked["inputRequests"]["visit"]["params"]["mode"] == "url"
 
 
-def test_a_tool_asks_only_for_what_the_request_declared(modern):
-    result = modern.call("test_input_required_result_capabilities", capabilities={"sampling": {}})["result"]
+def test_a_tool_asks_only_for_what_the_request_declared(stateless):
+    result = stateless.call("test_input_required_result_capabilities", capabilities={"sampling": {}})["result"]
     assert [request["method"] for request in result["inputRequests"].values()] == ["sampling/createMessage"]
 
 
-def test_a_prompt_asks_by_input_required_and_renders_on_the_retry(modern):
-    first = modern("prompts/get", {"name": "test_input_required_result_prompt"})["result"]
+def test_a_prompt_asks_by_input_required_and_renders_on_the_retry(stateless):
+    first = stateless("prompts/get", {"name": "test_input_required_result_prompt"})["result"]
     assert list(first["inputRequests"]) == ["user_context"]
-    retry = modern("prompts/get", {"name": "test_input_required_result_prompt",
+    retry = stateless("prompts/get", {"name": "test_input_required_result_prompt",
                                    "inputResponses": {"user_context": accept({"context": "tests"})},
                                    "requestState": first["requestState"]})["result"]
     assert retry["messages"][0]["content"]["text"] == "Use this context: tests"
 
 
-def first_state(client: Modern, name: str = "test_input_required_result_request_state") -> str:
+def first_state(client: Stateless, name: str = "test_input_required_result_request_state") -> str:
     """The requestState of a tool's first round."""
     return client.call(name)["result"]["requestState"]
 
@@ -220,75 +222,75 @@ def refusal(response: dict[str, Any]) -> str:
 CONFIRMED = {"confirm": accept({"ok": True})}
 
 
-def test_a_state_replayed_by_another_principal_is_refused(core):
-    state = first_state(Modern(core, principal="alice"))
-    response = Modern(core, principal="bob").call("test_input_required_result_request_state",
+def test_a_state_replayed_by_another_principal_is_refused(dispatcher):
+    state = first_state(Stateless(dispatcher, principal="alice"))
+    response = Stateless(dispatcher, principal="bob").call("test_input_required_result_request_state",
                                                   inputResponses=CONFIRMED, requestState=state)
     assert refusal(response) == "principal"
 
 
-def test_a_state_moved_to_another_tool_is_refused(modern):
-    state = first_state(modern)
-    response = modern.call("test_input_required_result_tampered_state", inputResponses=CONFIRMED, requestState=state)
+def test_a_state_moved_to_another_tool_is_refused(stateless):
+    state = first_state(stateless)
+    response = stateless.call("test_input_required_result_tampered_state", inputResponses=CONFIRMED, requestState=state)
     assert refusal(response) == "target"
 
 
-def test_a_tampered_state_is_refused(modern):
-    state = first_state(modern, "test_input_required_result_tampered_state")
-    response = modern.call("test_input_required_result_tampered_state", inputResponses=CONFIRMED,
+def test_a_tampered_state_is_refused(stateless):
+    state = first_state(stateless, "test_input_required_result_tampered_state")
+    response = stateless.call("test_input_required_result_tampered_state", inputResponses=CONFIRMED,
                            requestState=state + "-TAMPERED")
     assert refusal(response) == "tampered"
 
 
-def test_an_expired_state_is_refused(core, modern):
-    state = first_state(modern)
-    codec = core.services.request_state()
+def test_an_expired_state_is_refused(dispatcher, stateless):
+    state = first_state(stateless)
+    codec = dispatcher.services.request_state()
     minted_clock = codec.clock
-    codec.clock = lambda: minted_clock() + core.settings.request_state_ttl_s + 1
-    response = modern.call("test_input_required_result_request_state", inputResponses=CONFIRMED, requestState=state)
+    codec.clock = lambda: minted_clock() + dispatcher.settings.request_state_ttl_s + 1
+    response = stateless.call("test_input_required_result_request_state", inputResponses=CONFIRMED, requestState=state)
     assert refusal(response) == "expired"
 
 
-def test_workers_with_the_same_key_accept_each_others_states(make_core, registry):
+def test_workers_with_the_same_key_accept_each_others_states(make_dispatcher, registry):
     environ = {"MCP_REQUEST_STATE_KEY": "ab" * 32}
-    minted_by = Modern(make_core(environ, registry=registry))
-    opened_by = Modern(make_core(environ, registry=Registry.discover(plugins=FIXTURES)))
+    minted_by = Stateless(make_dispatcher(environ, registry=registry))
+    opened_by = Stateless(make_dispatcher(environ, registry=Registry.discover(plugins=FIXTURES)))
     state = first_state(minted_by)
     assert text_of(opened_by.call("test_input_required_result_request_state", inputResponses=CONFIRMED,
                                   requestState=state)) == "state-ok: confirmed=True"
 
 
-def test_without_a_key_or_redis_each_process_mints_with_its_own_key(make_core, registry):
-    state = first_state(Modern(make_core(registry=registry)))
-    other = Modern(make_core(registry=Registry.discover(plugins=FIXTURES)))
+def test_without_a_key_or_redis_each_process_mints_with_its_own_key(make_dispatcher, registry):
+    state = first_state(Stateless(make_dispatcher(registry=registry)))
+    other = Stateless(make_dispatcher(registry=Registry.discover(plugins=FIXTURES)))
     assert refusal(other.call("test_input_required_result_request_state", inputResponses=CONFIRMED,
                               requestState=state)) == "unknown_key"
 
 
-def test_a_resource_reader_may_ask_too(core, modern):
+def test_a_resource_reader_may_ask_too(dispatcher, stateless):
     @resource("test://asking", name="asking")
     def asking(ctx) -> str:
         """Ask which part to read."""
         return ctx.elicit("Which part?", {"type": "object", "properties": {"part": {"type": "string"}}},
                           key="part")["content"]["part"]
 
-    core.registry.add_function(asking)
-    first = modern("resources/read", {"uri": "test://asking"})["result"]
+    dispatcher.registry.add_function(asking)
+    first = stateless("resources/read", {"uri": "test://asking"})["result"]
     assert list(first["inputRequests"]) == ["part"]
-    retry = modern("resources/read", {"uri": "test://asking", "inputResponses": {"part": accept({"part": "intro"})},
+    retry = stateless("resources/read", {"uri": "test://asking", "inputResponses": {"part": accept({"part": "intro"})},
                                       "requestState": first["requestState"]})["result"]
     assert retry["contents"] == [{"uri": "test://asking", "text": "intro"}]
 
 
-def test_asking_outside_the_three_methods_is_refused_without_input_required(core, modern):
+def test_asking_outside_the_three_methods_is_refused_without_input_required(dispatcher, stateless):
     @tool(name="nested", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def nested(ctx) -> str:
         """Pretend to be another method, then ask."""
         ctx.method = "completion/complete"
         return str(ctx.list_roots(key="r"))
 
-    core.registry.add_function(nested)
-    result = modern.call("nested")["result"]
+    dispatcher.registry.add_function(nested)
+    result = stateless.call("nested")["result"]
     assert result["isError"] is True
     assert "only within tools/call, prompts/get and resources/read" in result["content"][0]["text"]
 

@@ -10,7 +10,7 @@ from mcp_server.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 
-MODERN_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
+STATELESS_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
 
 
 @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
@@ -34,34 +34,34 @@ def initialize_instructions(rpc: Rpc) -> str | None:
 
 def discover_instructions(rpc: Rpc) -> str | None:
     """The instructions of a server/discover result, None when it has none."""
-    return rpc.request("server/discover", {"_meta": MODERN_META})["result"].get("instructions")
+    return rpc.request("server/discover", {"_meta": STATELESS_META})["result"].get("instructions")
 
 
-def modern_client(core, principal: str | None = None) -> Rpc:
-    """A client of core on the 2026-07-28 wire."""
-    return Rpc(core, ephemeral_session(MODERN_META, principal))
+def stateless_client(dispatcher, principal: str | None = None) -> Rpc:
+    """A client of dispatcher on the 2026-07-28 wire."""
+    return Rpc(dispatcher, ephemeral_session(STATELESS_META, principal))
 
 
-def test_initialize_and_discover_name_a_tool_added_to_the_registry(core, make_rpc):
-    for instructions in (initialize_instructions(make_rpc()), discover_instructions(modern_client(core))):
+def test_initialize_and_discover_name_a_tool_added_to_the_registry(dispatcher, make_rpc):
+    for instructions in (initialize_instructions(make_rpc()), discover_instructions(stateless_client(dispatcher))):
         assert "multiply (Multiply two numbers)" in instructions
         assert "echo (Return the text unchanged)" in instructions
 
 
-def test_mcp_instructions_replaces_the_derived_line(make_core, registry):
-    core = make_core({"MCP_INSTRUCTIONS": "Use multiply."}, registry=registry)
-    assert initialize_instructions(Rpc(core, core.open_session("sse"))) == "Use multiply."
-    assert discover_instructions(modern_client(core)) == "Use multiply."
+def test_mcp_instructions_replaces_the_derived_line(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_INSTRUCTIONS": "Use multiply."}, registry=registry)
+    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("sse"))) == "Use multiply."
+    assert discover_instructions(stateless_client(dispatcher)) == "Use multiply."
 
 
-def test_an_empty_mcp_instructions_leaves_them_out(make_core, registry):
-    core = make_core({"MCP_INSTRUCTIONS": ""}, registry=registry)
-    assert initialize_instructions(Rpc(core, core.open_session("sse"))) is None
-    assert discover_instructions(modern_client(core)) is None
+def test_an_empty_mcp_instructions_leaves_them_out(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_INSTRUCTIONS": ""}, registry=registry)
+    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("sse"))) is None
+    assert discover_instructions(stateless_client(dispatcher)) is None
 
 
-def test_a_principal_is_told_only_of_the_tools_it_may_call(make_core, registry):
-    core = make_core(registry=registry, authorizer=Authorizer({"alice": Grants(tools=("echo",))}))
+def test_a_principal_is_told_only_of_the_tools_it_may_call(make_dispatcher, registry):
+    dispatcher = make_dispatcher(registry=registry, authorizer=Authorizer({"alice": Grants(tools=("echo",))}))
     expected = "Tools: echo (Return the text unchanged)."
-    assert initialize_instructions(Rpc(core, core.open_session("streamable", "alice"))) == expected
-    assert discover_instructions(modern_client(core, "alice")) == expected
+    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("streamable", "alice"))) == expected
+    assert discover_instructions(stateless_client(dispatcher, "alice")) == expected

@@ -32,23 +32,24 @@ def registry() -> Registry:
     return found
 
 
-def listen(core, principal: str, params: dict) -> tuple[gevent.Greenlet, list[dict]]:
+def listen(dispatcher, principal: str, params: dict) -> tuple[gevent.Greenlet, list[dict]]:
     """Start a subscriptions/listen of principal with these params; its greenlet and what it sent."""
     body = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
         **params, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                             "io.modelcontextprotocol/clientCapabilities": WITH_TASKS}}}
     message = parse_body(dumps(body)).messages[0]
     sent: list[dict] = []
-    return gevent.spawn(core.handle_request, ephemeral_session(message.meta, principal), message, sent.append), sent
+    session = ephemeral_session(message.meta, principal)
+    return gevent.spawn(dispatcher.handle_request, session, message, sent.append), sent
 
 
-def test_a_listen_keeps_only_its_principals_tasks_that_have_not_ended(core):
-    alice = Client(core, "alice")
+def test_a_listen_keeps_only_its_principals_tasks_that_have_not_ended(dispatcher):
+    alice = Client(dispatcher, "alice")
     running = alice.call("sleepy", seconds=30)["taskId"]
     ended = alice.call("sleepy", seconds=0)["taskId"]
     alice.until(ended)
-    mallorys = Client(core, "mallory").call("sleepy", seconds=30)["taskId"]
-    greenlet, sent = listen(core, "alice", {"notifications": {"taskIds": ["nope", mallorys, ended, running]}})
+    mallorys = Client(dispatcher, "mallory").call("sleepy", seconds=30)["taskId"]
+    greenlet, sent = listen(dispatcher, "alice", {"notifications": {"taskIds": ["nope", mallorys, ended, running]}})
     try:
         wait_until(lambda: sent, timeout=WAIT_S, what="the acknowledgment")
         assert sent[0]["params"]["notifications"] == {"taskIds": [running]}
@@ -56,11 +57,11 @@ def test_a_listen_keeps_only_its_principals_tasks_that_have_not_ended(core):
         greenlet.kill()
 
 
-def test_a_listen_request_past_the_byte_bound_is_invalid_params_with_its_id(make_core, registry):
-    core = make_core({"MCP_LISTEN_MAX_BYTES": "2048"}, registry=registry)
-    greenlet, sent = listen(core, "alice", {"notifications": {"toolsListChanged": True}, "padding": "x" * 2048})
+def test_a_listen_request_past_the_byte_bound_is_invalid_params_with_its_id(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_LISTEN_MAX_BYTES": "2048"}, registry=registry)
+    greenlet, sent = listen(dispatcher, "alice", {"notifications": {"toolsListChanged": True}, "padding": "x" * 2048})
     response = greenlet.get(timeout=WAIT_S)
     assert sent == []
     assert response["id"] == "L" and code_of(response) == -32602
     assert "MCP_LISTEN_MAX_BYTES" in response["error"]["message"]
-    assert len(core.listeners) == 0
+    assert len(dispatcher.listeners) == 0

@@ -55,9 +55,9 @@ def root(tmp_path):
 
 
 @pytest.fixture
-def core(make_core, registry, root):
-    """A core serving the files root, with the three principals' grants."""
-    return make_core({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry,
+def dispatcher(make_dispatcher, registry, root):
+    """A dispatcher serving the files root, with the three principals' grants."""
+    return make_dispatcher({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry,
                      authorizer=Authorizer({
                          "reader": Grants(resources=(FILES, f"file://{root}/public/*", "mem://{id}", "mem://alpha",
                                                      "mem://gamma", "mem://endless/*")),
@@ -66,9 +66,9 @@ def core(make_core, registry, root):
                      }))
 
 
-def session_of(core, principal: str) -> Rpc:
+def session_of(dispatcher, principal: str) -> Rpc:
     """An initialized session of principal."""
-    rpc = Rpc(core, core.open_session("streamable", principal))
+    rpc = Rpc(dispatcher, dispatcher.open_session("streamable", principal))
     rpc.initialize()
     return rpc
 
@@ -80,56 +80,56 @@ def complete(rpc: Rpc, ref_uri: str, name: str, value: str) -> dict:
 
 
 # completion
-def test_a_principal_who_may_not_see_the_template_gets_no_file_names(core, root):
-    answer = complete(session_of(core, "outsider"), FILES, "path", f"{root}/")
+def test_a_principal_who_may_not_see_the_template_gets_no_file_names(dispatcher, root):
+    answer = complete(session_of(dispatcher, "outsider"), FILES, "path", f"{root}/")
     assert answer["error"]["code"] == PERMISSION_DENIED
     assert answer["id"] == "c"
     assert "secret" not in json.dumps(answer) and "readme" not in json.dumps(answer)
 
 
-def test_completion_suggests_only_files_the_principal_may_read_through_links_too(core, root):
-    completion = complete(session_of(core, "reader"), FILES, "path", f"{root}/")["result"]["completion"]
+def test_completion_suggests_only_files_the_principal_may_read_through_links_too(dispatcher, root):
+    completion = complete(session_of(dispatcher, "reader"), FILES, "path", f"{root}/")["result"]["completion"]
     # private/secret.txt is outside the grant; public/link.txt is inside it but names private/secret.txt.
     assert completion == {"values": [f"{root}/public/readme.txt"], "hasMore": False, "total": 1}
 
 
-def test_the_allowed_principal_still_gets_every_file(core, root):
-    values = complete(session_of(core, "admin"), FILES, "path", f"{root}/")["result"]["completion"]["values"]
+def test_the_allowed_principal_still_gets_every_file(dispatcher, root):
+    values = complete(session_of(dispatcher, "admin"), FILES, "path", f"{root}/")["result"]["completion"]["values"]
     assert values == [f"{root}/private/secret.txt", f"{root}/public/link.txt", f"{root}/public/readme.txt"]
 
 
-def test_any_template_s_values_are_filtered_by_the_uri_they_make(core):
-    completion = complete(session_of(core, "reader"), "mem://{id}", "id", "")["result"]["completion"]
+def test_any_template_s_values_are_filtered_by_the_uri_they_make(dispatcher):
+    completion = complete(session_of(dispatcher, "reader"), "mem://{id}", "id", "")["result"]["completion"]
     assert completion == {"values": ["alpha", "gamma"], "hasMore": False, "total": 2}
 
 
-def test_filtering_an_endless_completer_stops_at_the_scan_bound(core):
+def test_filtering_an_endless_completer_stops_at_the_scan_bound(dispatcher):
     # None of the first MCP_COMPLETION_SCAN_MAX values is refused here, so the 100-value cap is never reached...
-    capped = complete(session_of(core, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
+    capped = complete(session_of(dispatcher, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
     assert (len(capped["values"]), capped["hasMore"]) == (50, True)
     # ...and a principal refused every value gets none, without looking forever.
-    core.authorizer.fixed["reader"] = Grants(resources=("mem://endless/{id}",))
-    refused = complete(session_of(core, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
+    dispatcher.authorizer.fixed["reader"] = Grants(resources=("mem://endless/{id}",))
+    refused = complete(session_of(dispatcher, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
     assert refused == {"values": [], "hasMore": True}
 
 
 # reads and subscriptions through links
 @pytest.mark.parametrize("path", ["public/link.txt", "public/linkdir/secret.txt"], ids=["file-link", "directory-link"])
 @pytest.mark.parametrize("method", ["resources/read", "resources/subscribe"])
-def test_a_link_to_a_file_outside_the_grant_is_refused_naming_the_link(core, root, method, path):
+def test_a_link_to_a_file_outside_the_grant_is_refused_naming_the_link(dispatcher, root, method, path):
     uri = f"file://{root}/{path}"
-    answer = session_of(core, "reader").request(method, {"uri": uri}, request_id="r")
+    answer = session_of(dispatcher, "reader").request(method, {"uri": uri}, request_id="r")
     assert answer["error"] == {"code": PERMISSION_DENIED, "data": {"resource": uri},
                                "message": f"Permission denied: you may not use resource '{uri}'"}
     assert answer["id"] == "r"
 
 
 @pytest.mark.parametrize("method", ["resources/read", "resources/subscribe"])
-def test_files_inside_the_grant_are_still_read_and_subscribed(core, root, method):
-    answer = session_of(core, "reader").request(method, {"uri": f"file://{root}/public/readme.txt"})
+def test_files_inside_the_grant_are_still_read_and_subscribed(dispatcher, root, method):
+    answer = session_of(dispatcher, "reader").request(method, {"uri": f"file://{root}/public/readme.txt"})
     assert "result" in answer, answer
 
 
-def test_the_allowed_principal_reads_through_the_link(core, root):
-    answer = session_of(core, "admin").request("resources/read", {"uri": f"file://{root}/public/link.txt"})
+def test_the_allowed_principal_reads_through_the_link(dispatcher, root):
+    answer = session_of(dispatcher, "admin").request("resources/read", {"uri": f"file://{root}/public/link.txt"})
     assert answer["result"]["contents"][0]["text"] == "secret words"

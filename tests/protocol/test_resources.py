@@ -63,9 +63,9 @@ def drain(subscription) -> list[dict]:
 
 
 # listing
-def test_resources_list_describes_each_fixed_resource(make_rpc, core):
+def test_resources_list_describes_each_fixed_resource(make_rpc, dispatcher):
     result = make_rpc("2025-06-18").request("resources/list")["result"]
-    assert [r["uri"] for r in result["resources"]] == list(core.registry.resources)
+    assert [r["uri"] for r in result["resources"]] == list(dispatcher.registry.resources)
     assert "nextCursor" not in result
     by_uri = {r["uri"]: r for r in result["resources"]}
     assert by_uri["test://static-binary"] == {
@@ -198,38 +198,38 @@ def test_subscribe_and_unsubscribe_need_a_string_uri(make_rpc, method, uri):
     assert make_rpc("2025-06-18").request(method, {"uri": uri})["error"]["code"] == -32602
 
 
-def test_resource_updated_reaches_only_subscribed_sessions(core, make_rpc):
+def test_resource_updated_reaches_only_subscribed_sessions(dispatcher, make_rpc):
     watcher, bystander = make_rpc("2025-06-18"), make_rpc("2025-06-18")
     watcher.request("resources/subscribe", {"uri": "test://watched-resource"})
     bystander.request("resources/subscribe", {"uri": "test://static-text"})
-    watching = core.hub.subscribe(watcher.session.id)
-    bystanding = core.hub.subscribe(bystander.session.id)
-    notifications.resource_updated(core.hub, "test://watched-resource")
+    watching = dispatcher.hub.subscribe(watcher.session.id)
+    bystanding = dispatcher.hub.subscribe(bystander.session.id)
+    notifications.resource_updated(dispatcher.hub, "test://watched-resource")
     assert drain(watching) == [{"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                 "params": {"uri": "test://watched-resource"}}]
     assert drain(bystanding) == []
 
 
-def test_no_update_arrives_after_unsubscribe(core, make_rpc):
+def test_no_update_arrives_after_unsubscribe(dispatcher, make_rpc):
     rpc = make_rpc("2025-06-18")
     rpc.request("resources/subscribe", {"uri": "test://watched-resource"})
     rpc.request("resources/unsubscribe", {"uri": "test://watched-resource"})
-    stream = core.hub.subscribe(rpc.session.id)
-    notifications.resource_updated(core.hub, "test://watched-resource")
+    stream = dispatcher.hub.subscribe(rpc.session.id)
+    notifications.resource_updated(dispatcher.hub, "test://watched-resource")
     assert drain(stream) == []
 
 
-def test_resource_list_changes_reach_every_initialized_session_but_not_uninitialized_ones(core, make_rpc):
+def test_resource_list_changes_reach_every_initialized_session_but_not_uninitialized_ones(dispatcher, make_rpc):
     ready, fresh = make_rpc("2025-06-18"), make_rpc()
-    ready_stream, fresh_stream = core.hub.subscribe(ready.session.id), core.hub.subscribe(fresh.session.id)
+    ready_stream, fresh_stream = dispatcher.hub.subscribe(ready.session.id), dispatcher.hub.subscribe(fresh.session.id)
 
     @resource("test://later")
     def later() -> str:
         """Added while the server runs."""
         return "later"
 
-    core.registry.add_function(later)
-    core.registry.remove("resource template", "test://rows/{row}")
+    dispatcher.registry.add_function(later)
+    dispatcher.registry.remove("resource template", "test://rows/{row}")
     assert drain(ready_stream) == [{"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}] * 2
     assert drain(fresh_stream) == []
     assert read(ready, "test://later")["result"]["contents"][0]["text"] == "later"

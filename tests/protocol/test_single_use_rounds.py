@@ -1,7 +1,7 @@
 """ctx.consume_answers(): a tool's last input round works once, replayed or not, and answers need a state to pass it.
 
 The tool is tests/e2e/plugins/stateless_tools.py's charge_after_confirmation, which appends one line per charge to
-the file MCP_TEST_CHARGE_LOG names; requests are dispatched as the 2026-07-28 wire does (test_input_rounds.Modern).
+the file MCP_TEST_CHARGE_LOG names; requests are dispatched as the 2026-07-28 wire does (test_input_rounds.Stateless).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from mcp_server.encoding import dumps
 from mcp_server.messages import parse_body
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
-from tests.protocol.test_input_rounds import WAIT_S, Modern, accept
+from tests.protocol.test_input_rounds import WAIT_S, Stateless, accept
 from tests.support.tasks_client import Client
 
 TOOL = "charge_after_confirmation"
@@ -32,10 +32,10 @@ def charges(tmp_path) -> Path:
 
 
 @pytest.fixture
-def modern(make_core, charges) -> Modern:
-    """A modern client of a core with the charging tool."""
+def stateless(make_dispatcher, charges) -> Stateless:
+    """A stateless client of a dispatcher with the charging tool."""
     environ = {"MCP_TEST_CHARGE_LOG": str(charges)}
-    return Modern(make_core(environ, registry=Registry.discover(plugins=PLUGINS)))
+    return Stateless(make_dispatcher(environ, registry=Registry.discover(plugins=PLUGINS)))
 
 
 def charged(charges: Path) -> int:
@@ -43,7 +43,7 @@ def charged(charges: Path) -> int:
     return len(charges.read_text().splitlines()) if charges.exists() else 0
 
 
-def charge(client: Modern, request_id: int = 1, **params: Any) -> dict[str, Any]:
+def charge(client: Stateless, request_id: int = 1, **params: Any) -> dict[str, Any]:
     """tools/call the charging tool for 5 cents, with extra params (inputResponses, requestState)."""
     return client("tools/call", {"name": TOOL, "arguments": {"amount": 5}, **params}, request_id=request_id)
 
@@ -54,42 +54,42 @@ def used(response: dict[str, Any]) -> bool:
     return error.get("code") == -32602 and (error.get("data") or {}).get("reason") == "used"
 
 
-def test_a_replayed_last_round_charges_once_and_each_replay_is_refused_as_used(modern, charges):
-    state = charge(modern)["result"]["requestState"]
-    assert charge(modern, 2, inputResponses=CONFIRMED, requestState=state)["result"]["content"][0]["text"] \
+def test_a_replayed_last_round_charges_once_and_each_replay_is_refused_as_used(stateless, charges):
+    state = charge(stateless)["result"]["requestState"]
+    assert charge(stateless, 2, inputResponses=CONFIRMED, requestState=state)["result"]["content"][0]["text"] \
         == "charged 5"
     for request_id in range(3, 3 + REPLAYS):
-        replay = charge(modern, request_id, inputResponses=CONFIRMED, requestState=state)
+        replay = charge(stateless, request_id, inputResponses=CONFIRMED, requestState=state)
         assert used(replay), replay
         assert replay["id"] == request_id
         assert replay["error"]["message"].startswith("Invalid requestState: it was already used")
     assert charged(charges) == 1
 
 
-def test_a_state_the_client_re_encoded_does_not_charge_again(modern, charges):
-    state = charge(modern)["result"]["requestState"]
-    charge(modern, 2, inputResponses=CONFIRMED, requestState=state)
+def test_a_state_the_client_re_encoded_does_not_charge_again(stateless, charges):
+    state = charge(stateless)["result"]["requestState"]
+    charge(stateless, 2, inputResponses=CONFIRMED, requestState=state)
     # Base64 decoders skip what is not base64: the same sealed bytes under another spelling are the same state.
     head, tail = state[:-8], state[-8:]
     for variant in (head + "!" + tail, state + "=", head + "\n" + tail):
-        response = charge(modern, 3, inputResponses=CONFIRMED, requestState=variant)
+        response = charge(stateless, 3, inputResponses=CONFIRMED, requestState=variant)
         assert "error" in response, response
     assert charged(charges) == 1
 
 
-def test_answers_sent_without_a_request_state_are_asked_again_and_charge_only_on_the_retry(modern, charges):
+def test_answers_sent_without_a_request_state_are_asked_again_and_charge_only_on_the_retry(stateless, charges):
     for request_id in range(1, 1 + REPLAYS):
-        asked = charge(modern, request_id, inputResponses=CONFIRMED)["result"]
+        asked = charge(stateless, request_id, inputResponses=CONFIRMED)["result"]
         assert asked["resultType"] == "input_required", asked
         assert list(asked["inputRequests"]) == ["confirm"]
     assert charged(charges) == 0
-    done = charge(modern, 9, inputResponses=CONFIRMED, requestState=asked["requestState"])
+    done = charge(stateless, 9, inputResponses=CONFIRMED, requestState=asked["requestState"])
     assert done["result"]["content"][0]["text"] == "charged 5"
-    assert used(charge(modern, 10, inputResponses=CONFIRMED, requestState=asked["requestState"]))
+    assert used(charge(stateless, 10, inputResponses=CONFIRMED, requestState=asked["requestState"]))
     assert charged(charges) == 1
 
 
-def test_an_earlier_rounds_state_with_every_answer_is_refused_once_the_request_was_consumed(modern):
+def test_an_earlier_rounds_state_with_every_answer_is_refused_once_the_request_was_consumed(stateless):
     made: list[str] = []
 
     @tool(name="ship_order", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
@@ -101,21 +101,21 @@ def test_an_earlier_rounds_state_with_every_answer_is_refused_once_the_request_w
         made.append(where)
         return f"shipped to {where}"
 
-    modern.core.registry.add_function(ship_order)
-    first = modern.call("ship_order")["result"]
+    stateless.dispatcher.registry.add_function(ship_order)
+    first = stateless.call("ship_order")["result"]
     address = {"address": accept({"city": "Oslo"})}
-    second = modern.call("ship_order", 2, inputResponses=address, requestState=first["requestState"])["result"]
+    second = stateless.call("ship_order", 2, inputResponses=address, requestState=first["requestState"])["result"]
     assert list(second["inputRequests"]) == ["confirm"]
-    final = modern.call("ship_order", 3, inputResponses={"confirm": accept({})}, requestState=second["requestState"])
+    final = stateless.call("ship_order", 3, inputResponses={"confirm": accept({})}, requestState=second["requestState"])
     assert final["result"]["content"][0]["text"] == "shipped to Oslo"
     # The first round's state, with both answers at once, is the same request: refused before the tool runs.
     every_answer = {**address, "confirm": accept({})}
-    assert used(modern.call("ship_order", 4, inputResponses=every_answer, requestState=first["requestState"]))
-    assert used(modern.call("ship_order", 5, inputResponses=address, requestState=first["requestState"]))
+    assert used(stateless.call("ship_order", 4, inputResponses=every_answer, requestState=first["requestState"]))
+    assert used(stateless.call("ship_order", 5, inputResponses=address, requestState=first["requestState"]))
     assert made == ["Oslo"]
 
 
-def test_a_tool_that_asks_after_consume_answers_fails_instead_of_minting_a_state(modern):
+def test_a_tool_that_asks_after_consume_answers_fails_instead_of_minting_a_state(stateless):
     @tool(name="ask_late", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def ask_late(ctx) -> str:
         """Confirm, consume, then ask again: a state minted now would let the effect run once more."""
@@ -124,14 +124,14 @@ def test_a_tool_that_asks_after_consume_answers_fails_instead_of_minting_a_state
         ctx.elicit("Receipt?", {"type": "object"}, key="second")
         return "done"
 
-    modern.core.registry.add_function(ask_late)
-    state = modern.call("ask_late")["result"]["requestState"]
-    result = modern.call("ask_late", 2, inputResponses={"first": accept({})}, requestState=state)["result"]
+    stateless.dispatcher.registry.add_function(ask_late)
+    state = stateless.call("ask_late")["result"]["requestState"]
+    result = stateless.call("ask_late", 2, inputResponses={"first": accept({})}, requestState=state)["result"]
     assert result["isError"] is True
     assert "resultType" not in result or result["resultType"] == "complete"
 
 
-def test_consuming_twice_in_one_run_is_one_use(modern):
+def test_consuming_twice_in_one_run_is_one_use(stateless):
     @tool(name="two_effects", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def two_effects(ctx) -> str:
         """Consume before each of two effects."""
@@ -140,15 +140,15 @@ def test_consuming_twice_in_one_run_is_one_use(modern):
         ctx.consume_answers()
         return "both"
 
-    modern.core.registry.add_function(two_effects)
-    state = modern.call("two_effects")["result"]["requestState"]
-    done = modern.call("two_effects", 2, inputResponses={"ok": accept({})}, requestState=state)
+    stateless.dispatcher.registry.add_function(two_effects)
+    state = stateless.call("two_effects")["result"]["requestState"]
+    done = stateless.call("two_effects", 2, inputResponses={"ok": accept({})}, requestState=state)
     assert done["result"]["content"][0]["text"] == "both"
 
 
-def test_a_full_record_refuses_with_32004_and_charges_nothing(make_core, charges):
+def test_a_full_record_refuses_with_32004_and_charges_nothing(make_dispatcher, charges):
     environ = {"MCP_TEST_CHARGE_LOG": str(charges), "MCP_REQUEST_STATE_USED_MAX": "1"}
-    client = Modern(make_core(environ, registry=Registry.discover(plugins=PLUGINS)))
+    client = Stateless(make_dispatcher(environ, registry=Registry.discover(plugins=PLUGINS)))
     for request_id in (1, 3):
         state = charge(client, request_id)["result"]["requestState"]
         last = charge(client, request_id + 1, inputResponses=CONFIRMED, requestState=state)
@@ -157,12 +157,12 @@ def test_a_full_record_refuses_with_32004_and_charges_nothing(make_core, charges
     assert charged(charges) == 1
 
 
-def test_in_a_2025_session_consume_answers_is_a_no_op(make_core, charges):
-    core = make_core({"MCP_TEST_CHARGE_LOG": str(charges)}, registry=Registry.discover(plugins=PLUGINS))
-    rpc = Rpc(core, core.open_session("sse"))
+def test_in_a_2025_session_consume_answers_is_a_no_op(make_dispatcher, charges):
+    dispatcher = make_dispatcher({"MCP_TEST_CHARGE_LOG": str(charges)}, registry=Registry.discover(plugins=PLUGINS))
+    rpc = Rpc(dispatcher, dispatcher.open_session("sse"))
     rpc.initialize("2025-11-25", capabilities={"elicitation": {}})
     message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": TOOL, "arguments": {"amount": 5}}}
-    (greenlet,), _ = core.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), _ = dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     with gevent.Timeout(WAIT_S, AssertionError("no elicitation/create request was sent")):
         while not (asked := [m for m in rpc.sent if m.get("method") == "elicitation/create"]):
             gevent.sleep(0.001)
@@ -172,7 +172,7 @@ def test_in_a_2025_session_consume_answers_is_a_no_op(make_core, charges):
     assert charged(charges) == 1
 
 
-def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_consumes_nothing(core):
+def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_consumes_nothing(dispatcher):
     shipped: list[str] = []
 
     @tool(name="ship_later", input_schema={"type": "object", "properties": {}, "additionalProperties": False},
@@ -185,8 +185,8 @@ def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_c
         shipped.append("box")
         return "shipped"
 
-    core.registry.add_function(ship_later)
-    alice = Client(core, "alice")
+    dispatcher.registry.add_function(ship_later)
+    alice = Client(dispatcher, "alice")
     state = alice.call("ship_later")["requestState"]
     task_id = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
                     requestState=state)["result"]["taskId"]
@@ -194,5 +194,5 @@ def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_c
     replay = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
                    requestState=state)
     assert used(replay), replay
-    assert len(core.hub.tasks.tasks) == 1
+    assert len(dispatcher.hub.tasks.tasks) == 1
     assert shipped == ["box"]

@@ -21,21 +21,21 @@ def stall_updates(hub, monkeypatch) -> None:
 
 
 def test_initialize_caught_by_the_outage_answers_store_unavailable(rpc, monkeypatch):
-    stall_updates(rpc.core.hub, monkeypatch)
+    stall_updates(rpc.dispatcher.hub, monkeypatch)
     response = rpc.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}, request_id="init")
     assert response == {"jsonrpc": "2.0", "id": "init", "error": STORE_UNAVAILABLE}
 
 
 def test_set_level_caught_by_the_outage_answers_store_unavailable(make_rpc, monkeypatch):
     rpc = make_rpc("2025-06-18")
-    stall_updates(rpc.core.hub, monkeypatch)
+    stall_updates(rpc.dispatcher.hub, monkeypatch)
     assert rpc.request("logging/setLevel", {"level": "error"})["error"] == STORE_UNAVAILABLE
 
 
 def test_a_notification_caught_by_the_outage_is_not_acknowledged(rpc, monkeypatch):
     assert rpc.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}})["result"]
-    stall_updates(rpc.core.hub, monkeypatch)
+    stall_updates(rpc.dispatcher.hub, monkeypatch)
     body = parse_body(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     # The transport answers 503 instead of 202, so the client sends it again.
     with pytest.raises(HubUnavailable):
-        rpc.core.accept(rpc.session, body, rpc.sent.append)
+        rpc.dispatcher.accept(rpc.session, body, rpc.sent.append)

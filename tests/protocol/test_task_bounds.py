@@ -56,33 +56,33 @@ def registry() -> Registry:
     return found
 
 
-def stored_request(core, task_id: str) -> dict:
+def stored_request(dispatcher, task_id: str) -> dict:
     """The request JSON the memory hub keeps for alice's task."""
-    return loads(core.hub.tasks.tasks[("alice", task_id)].request)
+    return loads(dispatcher.hub.tasks.tasks[("alice", task_id)].request)
 
 
-def test_a_task_keeps_the_names_of_its_requests_capabilities_not_their_contents(core):
+def test_a_task_keeps_the_names_of_its_requests_capabilities_not_their_contents(dispatcher):
     capabilities = {**WITH_TASKS, "elicitation": {"form": {}, "url": {"x": "y" * 5000}},
                     "experimental": {"blob": {"z": "z" * 100_000}}}
-    task_id = Client(core, "alice", capabilities).call("sized", size=1)["taskId"]
-    assert stored_request(core, task_id)["capabilities"] == {
+    task_id = Client(dispatcher, "alice", capabilities).call("sized", size=1)["taskId"]
+    assert stored_request(dispatcher, task_id)["capabilities"] == {
         "elicitation": {"form": {}, "url": {}}, "extensions": {TASKS_EXTENSION: {}}, "experimental": {"blob": {}}}
-    assert len(core.hub.tasks.tasks[("alice", task_id)].request) < 1024
+    assert len(dispatcher.hub.tasks.tasks[("alice", task_id)].request) < 1024
 
 
-def test_a_call_whose_task_would_keep_more_than_the_request_bound_is_32602_and_makes_no_task(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_REQUEST_BYTES": "2048"}, registry=registry)
-    alice = Client(core, "alice")
+def test_a_call_whose_task_would_keep_more_than_the_request_bound_is_32602_and_makes_no_task(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_REQUEST_BYTES": "2048"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     assert alice.call("sized", note="n" * 1500)["resultType"] == "task"
     refused = alice("tools/call", name="sized", arguments={"note": "n" * 2500})
     assert code_of(refused) == -32602
     assert "MCP_TASK_MAX_REQUEST_BYTES" in refused["error"]["message"]
-    assert len(core.hub.tasks.tasks) == 1
+    assert len(dispatcher.hub.tasks.tasks) == 1
 
 
-def test_a_failed_task_keeps_a_long_error_only_within_the_result_bound(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_RESULT_BYTES": "4096"}, registry=registry)
-    alice = Client(core, "alice")
+def test_a_failed_task_keeps_a_long_error_only_within_the_result_bound(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "4096"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     short = alice.until(alice.call("long_refusal", size=100)["taskId"])
     assert short["error"] == {"code": -32603, "message": "m" * 100, "data": {"echo": "d" * 100}}
     long = alice.until(alice.call("long_refusal", size=50_000)["taskId"])
@@ -91,18 +91,18 @@ def test_a_failed_task_keeps_a_long_error_only_within_the_result_bound(make_core
     assert long["statusMessage"] == "m" * 1000
 
 
-def test_questions_over_the_result_bound_fail_the_task_clearly(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_RESULT_BYTES": "4096"}, registry=registry)
-    alice = Client(core, "alice")
+def test_questions_over_the_result_bound_fail_the_task_clearly(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "4096"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     assert alice.until(alice.call("long_question", size=100)["taskId"], ("input_required",))["inputRequests"]
     failed = alice.until(alice.call("long_question", size=10_000)["taskId"])
     assert (failed["status"], failed["error"]["code"]) == ("failed", -32603)
     assert "questions" in failed["statusMessage"] and "MCP_TASK_MAX_RESULT_BYTES" in failed["statusMessage"]
 
 
-def test_answers_given_before_the_task_count_against_the_answers_bound(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
-    alice = Client(core, "alice")
+def test_answers_given_before_the_task_count_against_the_answers_bound(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     asked = alice.call("name_first")
     assert asked["resultType"] == "input_required"
     answer = {"action": "accept", "content": {"name": "n" * 2000}}
@@ -110,15 +110,15 @@ def test_answers_given_before_the_task_count_against_the_answers_bound(make_core
                     requestState=asked["requestState"])
     assert code_of(refused) == -32602
     assert "MCP_TASK_MAX_RESULT_BYTES" in refused["error"]["message"]
-    assert core.hub.tasks.tasks == {}
+    assert dispatcher.hub.tasks.tasks == {}
 
 
-def test_a_listen_stream_hears_a_large_results_status_and_tasks_get_has_the_result(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_NOTIFICATION_BYTES": "1024"}, registry=registry)
-    alice = Client(core, "alice")
+def test_a_listen_stream_hears_a_large_results_status_and_tasks_get_has_the_result(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_NOTIFICATION_BYTES": "1024"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     small = alice.call("sized", size=100, seconds=0.2)["taskId"]
     large = alice.call("sized", size=5000, seconds=0.2)["taskId"]
-    stream = core.listeners.open("L", "alice", {"taskIds": [small, large]}, lambda uri: True, tasks=True)
+    stream = dispatcher.listeners.open("L", "alice", {"taskIds": [small, large]}, lambda uri: True, tasks=True)
     try:
         notes = {note["params"]["taskId"]: note["params"] for note in (
             loads(stream.get(WAIT_S)[1]), loads(stream.get(WAIT_S)[1]))}

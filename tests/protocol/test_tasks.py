@@ -23,7 +23,7 @@ NO_ARGUMENTS = {"type": "object", "properties": {}}
 
 @tool(input_schema=NO_ARGUMENTS, task="required")
 def quick() -> str:
-    """Answer at once; only ever as a task on the modern wire."""
+    """Answer at once; only ever as a task on the stateless wire."""
     return "done"
 
 
@@ -63,9 +63,9 @@ def registry() -> Registry:
 
 
 @pytest.fixture
-def client(core) -> Client:
+def client(dispatcher) -> Client:
     """A client of principal alice that declares the extension."""
-    return Client(core, "alice")
+    return Client(dispatcher, "alice")
 
 
 def test_a_task_is_created_polled_and_completed_with_its_result_inlined(client):
@@ -89,14 +89,14 @@ def test_discover_announces_the_extension(client):
     assert "tasks" not in capabilities
 
 
-def test_a_required_task_tool_without_the_extension_is_32021_naming_it(core):
-    response = Client(core, "alice", WITHOUT_TASKS)("tools/call", name="quick", arguments={})
+def test_a_required_task_tool_without_the_extension_is_32021_naming_it(dispatcher):
+    response = Client(dispatcher, "alice", WITHOUT_TASKS)("tools/call", name="quick", arguments={})
     assert code_of(response) == -32021
     assert response["error"]["data"] == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
-def test_an_optional_task_tool_without_the_extension_runs_at_once(core):
-    result = Client(core, "alice", WITHOUT_TASKS).call("sleepy", seconds=0)
+def test_an_optional_task_tool_without_the_extension_runs_at_once(dispatcher):
+    result = Client(dispatcher, "alice", WITHOUT_TASKS).call("sleepy", seconds=0)
     assert (result["resultType"], result["content"][0]["text"]) == ("complete", "slept 0")
     assert "taskId" not in result
 
@@ -109,18 +109,18 @@ def test_a_handshake_era_session_runs_a_required_task_tool_as_a_plain_call(make_
 
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
-def test_tasks_methods_without_the_extension_are_32021(core, client, method):
+def test_tasks_methods_without_the_extension_are_32021(dispatcher, client, method):
     task_id = client.call("quick")["taskId"]
-    response = Client(core, "alice", WITHOUT_TASKS)(method, taskId=task_id, inputResponses={})
+    response = Client(dispatcher, "alice", WITHOUT_TASKS)(method, taskId=task_id, inputResponses={})
     assert code_of(response) == -32021
     assert response["error"]["data"]["requiredCapabilities"] == {"extensions": {TASKS_EXTENSION: {}}}
 
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
-def test_another_principals_task_is_as_unknown_as_a_made_up_id(core, client, method):
+def test_another_principals_task_is_as_unknown_as_a_made_up_id(dispatcher, client, method):
     task_id = client.call("sleepy", seconds=5)["taskId"]
-    foreign = Client(core, "mallory")(method, taskId=task_id, inputResponses={})
-    anonymous = Client(core, None)(method, taskId=task_id, inputResponses={})
+    foreign = Client(dispatcher, "mallory")(method, taskId=task_id, inputResponses={})
+    anonymous = Client(dispatcher, None)(method, taskId=task_id, inputResponses={})
     unknown = client(method, taskId="no-such-task", inputResponses={})
     assert code_of(foreign) == code_of(anonymous) == code_of(unknown) == -32602
     assert foreign["error"]["message"] == unknown["error"]["message"]
@@ -155,11 +155,11 @@ def test_update_refuses_malformed_input_responses_and_ignores_unasked_keys(clien
     assert sorted(client.get(task_id)["inputRequests"]) == ["name"]
 
 
-def test_cancel_stops_a_running_task_which_ends_cancelled_and_cancel_again_is_an_ack(client, core):
+def test_cancel_stops_a_running_task_which_ends_cancelled_and_cancel_again_is_an_ack(client, dispatcher):
     task_id = client.call("sleepy", seconds=30)["taskId"]
     assert client("tasks/cancel", taskId=task_id)["result"]["resultType"] == "complete"
     assert client.get(task_id)["status"] == "cancelled"
-    wait_until(lambda: not core.tasks.running, timeout=WAIT_S)
+    wait_until(lambda: not dispatcher.tasks.running, timeout=WAIT_S)
     assert "result" in client("tasks/cancel", taskId=task_id)
     assert client.get(task_id)["status"] == "cancelled"
 
@@ -171,20 +171,20 @@ def test_a_protocol_error_fails_the_task_with_that_error(client):
     assert "result" not in failed
 
 
-def test_past_the_tasks_per_principal_bound_a_call_is_32004(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_PER_PRINCIPAL": "2"}, registry=registry)
-    alice = Client(core, "alice")
+def test_past_the_tasks_per_principal_bound_a_call_is_32004(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_PER_PRINCIPAL": "2"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     alice.call("quick")
     alice.call("quick")
     refused = alice("tools/call", name="quick", arguments={})
     assert code_of(refused) == -32004
     assert "MCP_TASK_MAX_PER_PRINCIPAL" in refused["error"]["message"]
-    assert Client(core, "bob").call("quick")["resultType"] == "task"
+    assert Client(dispatcher, "bob").call("quick")["resultType"] == "task"
 
 
-def test_a_result_over_the_bytes_bound_fails_the_task_clearly(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
-    alice = Client(core, "alice")
+def test_a_result_over_the_bytes_bound_fails_the_task_clearly(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     small = alice.until(alice.call("big", size=200)["taskId"])
     large = alice.until(alice.call("big", size=2000)["taskId"])
     assert small["status"] == "completed"
@@ -192,52 +192,52 @@ def test_a_result_over_the_bytes_bound_fails_the_task_clearly(make_core, registr
     assert "MCP_TASK_MAX_RESULT_BYTES" in large["statusMessage"]
 
 
-def test_the_ttl_is_the_default_or_the_asked_one_never_past_the_max(make_core, registry):
-    core = make_core({"MCP_TASK_TTL_S": "60", "MCP_TASK_MAX_TTL_S": "120"}, registry=registry)
-    alice = Client(core, "alice")
+def test_the_ttl_is_the_default_or_the_asked_one_never_past_the_max(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_TTL_S": "60", "MCP_TASK_MAX_TTL_S": "120"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     assert alice.call("quick")["ttlMs"] == 60_000
     assert alice("tools/call", name="quick", arguments={}, task={"ttl": 90_000})["result"]["ttlMs"] == 90_000
     assert alice("tools/call", name="quick", arguments={}, task={"ttl": 10**9})["result"]["ttlMs"] == 120_000
 
 
-def test_a_task_and_its_result_are_gone_after_the_ttl(make_core, registry):
+def test_a_task_and_its_result_are_gone_after_the_ttl(make_dispatcher, registry):
     # A second to live: a loaded machine must still read the result back before it goes.
-    core = make_core({"MCP_TASK_TTL_S": "1.0"}, registry=registry)
-    alice = Client(core, "alice")
+    dispatcher = make_dispatcher({"MCP_TASK_TTL_S": "1.0"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     task_id = alice.call("quick")["taskId"]
     assert alice.until(task_id)["status"] == "completed"
     gevent.sleep(1.3)
     assert code_of(alice("tasks/get", taskId=task_id)) == -32602
 
 
-def test_a_task_whose_worker_stopped_renewing_fails_within_the_lease(make_core, registry):
-    core = make_core({"MCP_TASK_LEASE_S": "1.0"}, registry=registry)
-    alice = Client(core, "alice")
+def test_a_task_whose_worker_stopped_renewing_fails_within_the_lease(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_LEASE_S": "1.0"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     task_id = alice.call("sleepy", seconds=30)["taskId"]
     gevent.sleep(1.5)
     assert alice.get(task_id)["status"] == "working"  # renewed while it runs, past one lease
     # The worker "dies": its greenlets stop without writing anything.
-    core.tasks._renewer.kill()
-    for greenlet in list(core.tasks.running.values()):
+    dispatcher.tasks._renewer.kill()
+    for greenlet in list(dispatcher.tasks.running.values()):
         greenlet.kill()
     failed = alice.until(task_id)
     assert (failed["status"], failed["error"]["code"]) == ("failed", -32603)
     assert "lease expired" in failed["statusMessage"]
 
 
-def test_drain_lets_short_tasks_finish_and_fails_the_rest(client, core):
+def test_drain_lets_short_tasks_finish_and_fails_the_rest(client, dispatcher):
     short = client.call("sleepy", seconds=0.1)["taskId"]
     long = client.call("sleepy", seconds=30)["taskId"]
-    assert core.tasks.drain(timeout=0.5) == 1
+    assert dispatcher.tasks.drain(timeout=0.5) == 1
     assert client.get(short)["status"] == "completed"
     stopped = client.get(long)
     assert (stopped["status"], stopped["statusMessage"]) == ("failed", SHUTDOWN_MESSAGE)
 
 
-def test_task_notifications_reach_listen_streams_of_the_tasks_principal_only(client, core):
+def test_task_notifications_reach_listen_streams_of_the_tasks_principal_only(client, dispatcher):
     task_id = client.call("sleepy", seconds=0.2)["taskId"]
-    mine = core.listeners.open("L1", "alice", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
-    theirs = core.listeners.open("L2", "mallory", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
+    mine = dispatcher.listeners.open("L1", "alice", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
+    theirs = dispatcher.listeners.open("L2", "mallory", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
     try:
         event = mine.get(WAIT_S)
         note = loads(event[1])
@@ -251,9 +251,9 @@ def test_task_notifications_reach_listen_streams_of_the_tasks_principal_only(cli
         theirs.close()
 
 
-def test_listen_for_task_ids_without_the_extension_is_32021(core):
+def test_listen_for_task_ids_without_the_extension_is_32021(dispatcher):
     with pytest.raises(Exception) as refused:
-        core.listeners.open("L", "alice", {"taskIds": ["t"]}, lambda uri: True, tasks=False)
+        dispatcher.listeners.open("L", "alice", {"taskIds": ["t"]}, lambda uri: True, tasks=False)
     assert refused.value.code == -32021
 
 
@@ -264,20 +264,20 @@ def test_registration_refuses_an_unknown_task_support():
         tool(input_schema=NO_ARGUMENTS, ask_before_task=True)
 
 
-def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, core):
+def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, dispatcher):
     task_id = client.call("sleepy", seconds=30)["taskId"]
-    [greenlet] = core.tasks.running.values()
+    [greenlet] = dispatcher.tasks.running.values()
     # Another worker took the tasks/cancel: only the store knows.
-    assert core.hub.tasks.cancel("alice", task_id, "Cancelled by the client", core.hub.tasks.now()) is True
-    core.tasks.renew_once()
+    assert dispatcher.hub.tasks.cancel("alice", task_id, "Cancelled by the client", dispatcher.hub.tasks.now()) is True
+    dispatcher.tasks.renew_once()
     wait_until(lambda: greenlet.dead, timeout=WAIT_S)
-    assert core.tasks.running == {}
+    assert dispatcher.tasks.running == {}
     assert client.get(task_id)["status"] == "cancelled"
 
 
-def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_core, registry):
-    core = make_core({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
-    alice = Client(core, "alice")
+def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     task_id = alice.call("asker")["taskId"]
     alice.until(task_id, ("input_required",))
     huge = {"name": {"action": "accept", "content": {"name": "x" * 2000}}}
@@ -287,15 +287,15 @@ def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_
     assert sorted(alice.get(task_id)["inputRequests"]) == ["name"]
 
 
-def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, core):
+def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, dispatcher):
     refused = client("tools/call", name="sleepy", arguments=[1])
     assert code_of(refused) == -32602
-    assert core.hub.tasks.tasks == {}
+    assert dispatcher.hub.tasks.tasks == {}
 
 
-def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_core, registry):
-    core = make_core({"MCP_TASK_LEASE_S": "0.3", "MCP_KEEPALIVE_S": "0.2"}, registry=registry)
-    alice = Client(core, "alice")
+def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASK_LEASE_S": "0.3", "MCP_KEEPALIVE_S": "0.2"}, registry=registry)
+    alice = Client(dispatcher, "alice")
     task_id = alice.call("sleepy", seconds=30)["taskId"]
     heard: list[dict] = []
     listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
@@ -303,11 +303,11 @@ def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_core,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": WITH_TASKS}}}
     message = parse_body(dumps(listen)).messages[0]
-    listener = gevent.spawn(core.handle_request, ephemeral_session(message.meta, "alice"), message, heard.append)
+    listener = gevent.spawn(dispatcher.handle_request, ephemeral_session(message.meta, "alice"), message, heard.append)
     try:
         wait_until(lambda: heard, timeout=WAIT_S)  # the acknowledgment
-        core.tasks._renewer.kill()
-        for greenlet in list(core.tasks.running.values()):
+        dispatcher.tasks._renewer.kill()
+        for greenlet in list(dispatcher.tasks.running.values()):
             greenlet.kill()
         wait_until(lambda: any(m.get("method") == "notifications/tasks" for m in heard), timeout=WAIT_S)
         [note] = [m for m in heard if m.get("method") == "notifications/tasks"]

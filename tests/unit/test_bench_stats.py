@@ -37,18 +37,18 @@ def test_split_url_keeps_the_path_for_the_chosen_transport():
 
 
 def test_profile_summary_counts_self_and_inclusive_samples():
-    stacks = [(["main (app.py)", "work (core.py)"], 3), (["main (app.py)", "log (logs.py)"], 1)]
+    stacks = [(["main (app.py)", "work (dispatcher.py)"], 3), (["main (app.py)", "log (logs.py)"], 1)]
     total, own, inclusive = summarize_stacks(stacks)
     assert total == 4
-    assert own == Counter({"work (core.py)": 3, "log (logs.py)": 1})
+    assert own == Counter({"work (dispatcher.py)": 3, "log (logs.py)": 1})
     assert inclusive["main (app.py)"] == 4
 
 
 def test_the_wsgi_floor_is_compared_with_ours_and_with_the_sdk():
-    summary = {"ours/modern": {"req_per_s": 1500.0, "p99_ms": 40.0, "cpu_us_per_call": 600.0},
-               "sdk/modern": {"req_per_s": 700.0, "p99_ms": 100.0, "cpu_us_per_call": 1500.0},
-               "wsgi/modern": {"req_per_s": 2000.0, "p99_ms": 30.0, "cpu_us_per_call": 300.0}}
+    summary = {"ours/stateless": {"req_per_s": 1500.0, "p99_ms": 40.0, "cpu_us_per_call": 600.0},
+               "sdk/stateless": {"req_per_s": 700.0, "p99_ms": 100.0, "cpu_us_per_call": 1500.0},
+               "wsgi/stateless": {"req_per_s": 2000.0, "p99_ms": 30.0, "cpu_us_per_call": 300.0}}
     ratios = ratios_of(summary)
-    assert ratios["modern_cpu_per_call_vs_wsgi"] == 2.0
+    assert ratios["stateless_cpu_per_call_vs_wsgi"] == 2.0
     assert ratios["wsgi_floor_cpu_per_call_vs_sdk"] == 0.2
-    assert ratios["modern_cpu_per_call_vs_sdk"] == 0.4
+    assert ratios["stateless_cpu_per_call_vs_sdk"] == 0.4

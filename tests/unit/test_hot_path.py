@@ -9,7 +9,7 @@ import pytest
 from app import create_app
 from mcp_server.auth.api_keys import hash_key, new_key
 from mcp_server.hub import HubUnavailable
-from mcp_server.web.mcp_app import core_of
+from mcp_server.web.mcp_app import dispatcher_of
 from mcp_server.web.pipeline import HotPath
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
@@ -146,7 +146,7 @@ def test_with_the_store_down_both_ways_answer_the_same_503_with_retry_after(monk
         def store_down(*args, **kwargs):
             raise HubUnavailable("connection refused")
 
-        monkeypatch.setattr(core_of(app).hub, "get_session", store_down)
+        monkeypatch.setattr(dispatcher_of(app).hub, "get_session", store_down)
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         answers.append(seen_answer(client.post("/mcp", json=ping, headers={**JSON, "Mcp-Session-Id": session})))
         answers.append(seen_answer(client.post("/mcp?session_id=" + session, json=ping, headers=JSON)))
@@ -184,7 +184,7 @@ def test_hot_posts_never_reach_flask():
 def test_a_bug_on_the_hot_path_is_a_json_500_with_only_a_correlation_id(monkeypatch):
     app = create_app({})
 
-    def broken(core, environ, principal):
+    def broken(dispatcher, environ, principal):
         raise RuntimeError("secret detail at /srv/app/module.py")
 
     monkeypatch.setattr("mcp_server.web.pipeline.handle_post", broken)

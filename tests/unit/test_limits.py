@@ -109,19 +109,19 @@ def wait_for_gate() -> str:
     return "done"
 
 
-def test_the_core_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
+def test_the_dispatcher_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
     registry = Registry.discover()
     registry.add_function(wait_for_gate)
-    core = Dispatcher(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
+    dispatcher = Dispatcher(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
     GATE.clear()
     try:
-        session = core.open_session(STREAMABLE)
+        session = dispatcher.open_session(STREAMABLE)
         session.protocol_version = "2025-06-18"
 
         def call(request_id):
             body = parse_body(dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                                      "params": {"name": "wait_for_gate", "arguments": {}}}))
-            return core.accept(session, body, lambda m: None)[0][0]
+            return dispatcher.accept(session, body, lambda m: None)[0][0]
 
         running = [call(1), call(2)]
         gevent.sleep(0)  # let both start and take their slots
@@ -137,7 +137,7 @@ def test_the_core_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
         assert "result" in again.value  # the slots came back
     finally:
         GATE.set()
-        core.shutdown()
+        dispatcher.shutdown()
 
 
 def test_sessions_per_principal_are_capped_and_freed_by_closing():
@@ -175,16 +175,16 @@ def test_sessions_per_address_are_capped_for_clients_without_a_principal():
     hub.shutdown()
 
 
-def test_the_core_applies_the_session_quota():
-    core = Dispatcher(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
+def test_the_dispatcher_applies_the_session_quota():
+    dispatcher = Dispatcher(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
     try:
-        first = core.open_session(STREAMABLE, "alice")
+        first = dispatcher.open_session(STREAMABLE, "alice")
         with pytest.raises(SessionQuotaExceeded):
-            core.open_session(STREAMABLE, "alice")
-        core.hub.close_session(first.id)
-        core.open_session(STREAMABLE, "alice")
+            dispatcher.open_session(STREAMABLE, "alice")
+        dispatcher.hub.close_session(first.id)
+        dispatcher.open_session(STREAMABLE, "alice")
     finally:
-        core.shutdown()
+        dispatcher.shutdown()
 
 
 def test_the_rate_limit_counts_mcp_requests_per_client_and_answers_429_with_retry_after():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 
 from mcp_server.notifications import announce_list_changed, resource_updated
-from mcp_server.protocol.subscriptions import ListenRegistry, listen_messages
+from mcp_server.protocol.listen import ListenRegistry, listen_messages
 from tests.support.waiting import wait_until
 
 TAG = "io.modelcontextprotocol/subscriptionId"

@@ -12,7 +12,7 @@ from mcp_server.config import Settings
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.messages import parse_body
 from mcp_server.metrics import Instruments, instruments
-from mcp_server.protocol.subscriptions import ListenRegistry, subscriptions_listen
+from mcp_server.protocol.listen import ListenRegistry, subscriptions_listen
 from mcp_server.session import Session
 from mcp_server.transports.event_stream import RequestStream, stream_events
 
@@ -84,9 +84,9 @@ def test_slow_consumer_cut_off_counts_a_queue_drop():
 
 def test_opening_a_session_counts_it_by_transport(app):
     metrics = instruments()
-    core = app.extensions["mcp"].core
+    dispatcher = app.extensions["mcp"].dispatcher
     before = value(metrics, "mcp_sessions_opened_total", transport="streamable")
-    core.open_session("streamable")
+    dispatcher.open_session("streamable")
     assert value(metrics, "mcp_sessions_opened_total", transport="streamable") == before + 1
 
 
@@ -107,19 +107,20 @@ def test_metrics_route_speaks_openmetrics_when_asked(client):
 
 
 def test_metrics_route_reports_the_sessions_the_hub_holds(app, client):
-    core = app.extensions["mcp"].core
+    dispatcher = app.extensions["mcp"].dispatcher
     for _ in range(3):
-        core.open_session("streamable")
+        dispatcher.open_session("streamable")
     text = client.get("/metrics").get_data(as_text=True)
-    assert f"mcp_sessions {float(core.hub.session_count())}" in text
+    assert f"mcp_sessions {float(dispatcher.hub.session_count())}" in text
 
 
-def test_a_request_through_the_core_is_counted_once(app):
-    core = app.extensions["mcp"].core
+def test_a_request_through_the_dispatcher_is_counted_once(app):
+    dispatcher = app.extensions["mcp"].dispatcher
     metrics = instruments()
-    session = core.open_session("streamable")
+    session = dispatcher.open_session("streamable")
     before = value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="")
-    running, errors = core.accept(session, parse_body(b'{"jsonrpc":"2.0","id":1,"method":"ping"}'), lambda m: None)
+    ping = parse_body(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    running, errors = dispatcher.accept(session, ping, lambda m: None)
     gevent.joinall(running)
     assert errors == [] and running[0].value["result"] == {}
     assert value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="") == before + 1

@@ -33,12 +33,12 @@ def python_files() -> list[pathlib.Path]:
 
 @pytest.mark.parametrize("path", python_files(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_handler_or_tool_reaches_the_dispatcher_through_ctx(path):
-    assert not re.findall(r"\bctx\.core\b|\.core\.", path.read_text())
+    assert not re.findall(r"\bctx\.dispatcher\b|\.dispatcher\.", path.read_text())
 
 
 def test_the_request_context_holds_no_dispatcher():
     fields = {field.name: field.type for field in dataclasses.fields(RequestContext)}
-    assert "core" not in fields
+    assert "dispatcher" not in fields
     assert not any("Dispatcher" in str(kind) for kind in fields.values())
 
 
@@ -61,18 +61,19 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
     assert jsonrpcserver.methods.global_methods == {}
     assert set(methods.METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
                                     "prompts/get", "completion/complete", "notifications/initialized"}
-    core = Dispatcher(Settings.from_environ({}))
+    dispatcher = Dispatcher(Settings.from_environ({}))
     try:
-        # Each era finds only its own table's methods: ping is legacy-only, subscriptions/listen modern-only.
+        # Each era finds only its own table's methods: ping is legacy-only, subscriptions/listen stateless-only.
         legacy = Session(transport="streamable", protocol_version="2025-11-25", initialized=True)
-        modern = Session(transport=STATELESS, protocol_version="2026-07-28", client_capabilities={},
+        stateless = Session(transport=STATELESS, protocol_version="2026-07-28", client_capabilities={},
                          initialized=True)
-        assert core.handle_request(legacy, request("ping"), None)["result"] == {}
-        assert core.handle_request(legacy, request("subscriptions/listen"), None)["error"]["code"] == -32601
-        assert core.handle_request(modern, request("ping"), None)["error"]["code"] == -32601
-        assert core.handle_request(modern, request("server/discover"), None)["result"]["resultType"] == "complete"
+        assert dispatcher.handle_request(legacy, request("ping"), None)["result"] == {}
+        assert dispatcher.handle_request(legacy, request("subscriptions/listen"), None)["error"]["code"] == -32601
+        assert dispatcher.handle_request(stateless, request("ping"), None)["error"]["code"] == -32601
+        discovered = dispatcher.handle_request(stateless, request("server/discover"), None)
+        assert discovered["result"]["resultType"] == "complete"
     finally:
-        core.hub.shutdown()
+        dispatcher.hub.shutdown()
 
 
 def request(method: str) -> Message:
@@ -81,11 +82,11 @@ def request(method: str) -> Message:
 
 
 def test_metrics_label_exactly_the_methods_of_the_table():
-    core = Dispatcher(Settings.from_environ({}))
+    dispatcher = Dispatcher(Settings.from_environ({}))
     try:
-        assert metrics.instruments().known_methods == frozenset(methods.METHODS) | frozenset(methods.MODERN_METHODS)
+        assert metrics.instruments().known_methods == frozenset(methods.METHODS) | frozenset(methods.STATELESS_METHODS)
     finally:
-        core.shutdown()
+        dispatcher.shutdown()
 
 
 def test_capabilities_and_server_info_live_beside_initialize():
@@ -98,13 +99,13 @@ def test_capabilities_and_server_info_live_beside_initialize():
 
 def test_the_authorizer_is_given_to_the_dispatcher_when_it_is_built():
     authorizer = Authorizer({"alice": Grants(tools=("echo",))})
-    core = Dispatcher(Settings.from_environ({}), authorizer=authorizer)
+    dispatcher = Dispatcher(Settings.from_environ({}), authorizer=authorizer)
     try:
-        session = core.open_session("streamable", "alice")
-        assert core.authorizer is authorizer and core.services.authorizer is authorizer
-        assert core.permits(session, "tool", "echo") and not core.permits(session, "tool", "add")
+        session = dispatcher.open_session("streamable", "alice")
+        assert dispatcher.authorizer is authorizer and dispatcher.services.authorizer is authorizer
+        assert dispatcher.permits(session, "tool", "echo") and not dispatcher.permits(session, "tool", "add")
     finally:
-        core.shutdown()
+        dispatcher.shutdown()
 
 
 def test_the_flask_extension_builds_the_dispatcher_with_the_authenticators_authorizer():
@@ -115,6 +116,6 @@ def test_the_flask_extension_builds_the_dispatcher_with_the_authenticators_autho
     try:
         authenticator = app.extensions[AUTH_EXTENSION_KEY]
         assert authenticator is not None
-        assert app.extensions["mcp"].core.services.authorizer is authenticator.authorizer
+        assert app.extensions["mcp"].dispatcher.services.authorizer is authenticator.authorizer
     finally:
-        app.extensions["mcp"].core.shutdown()
+        app.extensions["mcp"].dispatcher.shutdown()

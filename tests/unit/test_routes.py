@@ -8,9 +8,9 @@ from mcp_server.encoding import dumps
 from mcp_server.messages import parse_body
 from mcp_server.stateless import metadata
 from mcp_server.stateless.metadata import HANDSHAKE_VERSIONS, Era, http_era
-from mcp_server.web.routes import is_modern
+from mcp_server.web.routes import is_stateless
 
-MODERN_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+STATELESS_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                "params": {"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
 
 
@@ -18,15 +18,15 @@ MODERN_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
 def test_a_post_naming_a_handshake_version_is_streamable_without_running_the_era_rules(monkeypatch, version):
     environ = {"HTTP_MCP_PROTOCOL_VERSION": version, "HTTP_MCP_SESSION_ID": "a" * 32}
     # The rules say the same (the header wins over _meta); a session's every later request skips them.
-    assert http_era("POST", {"MCP-Protocol-Version": version}, MODERN_CALL) is Era.LEGACY
+    assert http_era("POST", {"MCP-Protocol-Version": version}, STATELESS_CALL) is Era.SESSION
 
     def era_rules(*_):
         raise AssertionError("the era rules ran for a handshake version header")
 
     monkeypatch.setattr(metadata, "http_era", era_rules)
-    assert is_modern(environ, parse_body(dumps(MODERN_CALL))) is False
+    assert is_stateless(environ, parse_body(dumps(STATELESS_CALL))) is False
 
 
-def test_a_post_naming_2026_07_28_is_modern():
+def test_a_post_naming_2026_07_28_is_stateless():
     environ = {"HTTP_MCP_PROTOCOL_VERSION": "2026-07-28"}
-    assert is_modern(environ, parse_body(dumps(MODERN_CALL))) is True
+    assert is_stateless(environ, parse_body(dumps(STATELESS_CALL))) is True

@@ -29,9 +29,9 @@ class CountingHub:
 def status_of(session_id: str) -> tuple[int, int]:
     """The HTTP status lookup_session refuses session_id with, and how many times it asked the hub."""
     hub = CountingHub()
-    core = SimpleNamespace(hub=hub, call_slots=SimpleNamespace(limit=4))
+    dispatcher = SimpleNamespace(hub=hub, call_slots=SimpleNamespace(limit=4))
     with pytest.raises(HttpProblem) as refused:
-        lookup_session(core, session_id, "streamable", None, request_id=7)
+        lookup_session(dispatcher, session_id, "streamable", None, request_id=7)
     return refused.value.status, hub.lookups
 
 

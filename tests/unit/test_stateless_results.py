@@ -12,8 +12,8 @@ from mcp_server.stateless.results import (
     decorate,
     discover_result,
     input_required,
-    modern_capabilities,
-    modern_error,
+    stateless_capabilities,
+    stateless_error,
 )
 
 INFO = {"name": "flask-mcp-server", "version": "1.0.0"}
@@ -83,14 +83,14 @@ def test_discover_names_versions_capabilities_instructions_identity_and_cache_hi
     assert "instructions" not in discover_result({}, INFO)
 
 
-def test_modern_capabilities_drop_what_2026_removed():
-    assert modern_capabilities({"tasks": {"list": {}}, "completions": {}, "extensions": {"x/y": {}}}) == {
+def test_stateless_capabilities_drop_what_2026_removed():
+    assert stateless_capabilities({"tasks": {"list": {}}, "completions": {}, "extensions": {"x/y": {}}}) == {
         "completions": {}, "extensions": {"x/y": {}}}
 
 
 def test_resource_not_found_is_invalid_params_with_the_uri():
     legacy = RpcError(-32002, "Resource not found: test://nope", {"uri": "test://nope"}).to_dict()
-    assert modern_error(legacy) == {"code": -32602, "message": "Resource not found: test://nope",
+    assert stateless_error(legacy) == {"code": -32602, "message": "Resource not found: test://nope",
                                     "data": {"uri": "test://nope"}}
     other = error_response(1, -32603, "boom")["error"]
-    assert modern_error(other) is other
+    assert stateless_error(other) is other

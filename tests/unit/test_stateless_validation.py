@@ -29,7 +29,7 @@ CAPS = "io.modelcontextprotocol/clientCapabilities"
 
 
 def call(method="tools/call", request_id=7, version="2026-07-28", **params):
-    """A well-formed modern request and the headers a conforming client sends with it."""
+    """A well-formed stateless request and the headers a conforming client sends with it."""
     body = {"jsonrpc": "2.0", "id": request_id, "method": method,
             "params": {"_meta": {PV: version, CAPS: {}}, **params}}
     sent = {"MCP-Protocol-Version": version, "Mcp-Method": method}

@@ -23,7 +23,7 @@ def unreachable(*_):
 @pytest.mark.parametrize("stalled", ["create_session", "update_session"])
 def test_initialize_caught_by_the_outage_gets_503_with_its_id(config, accept, stalled, monkeypatch):
     app = create_app(config)
-    hub = app.extensions["mcp"].core.hub
+    hub = app.extensions["mcp"].dispatcher.hub
     monkeypatch.setattr(hub, stalled, unreachable)
     answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": accept})
     assert answer.status_code == 503

@@ -37,14 +37,14 @@ def workers(redis_hubs):
     registry = Registry()
     registry.add_function(nap)
     registry.add_function(name_please)
-    cores = []
+    dispatchers = []
     for _ in range(2):
         hub = redis_hubs()
-        cores.append(Dispatcher(hub.settings, registry=registry, hub=hub))
+        dispatchers.append(Dispatcher(hub.settings, registry=registry, hub=hub))
         assert wait_until(hub.ready, timeout=WAIT_S)
-    yield cores
-    for core in cores:
-        core.shutdown()
+    yield dispatchers
+    for dispatcher in dispatchers:
+        dispatcher.shutdown()
 
 
 def test_a_task_run_on_one_worker_is_read_and_announced_on_the_other(workers):

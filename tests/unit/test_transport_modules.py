@@ -47,7 +47,7 @@ def test_each_http_transport_method_takes_the_dispatcher_and_the_principal_from_
     # legacy POST's ?session_id=): never through Flask's globals (the test above).
     for name in functions:
         parameters = list(inspect.signature(getattr(module, name)).parameters)
-        assert parameters[0] == "core", name
+        assert parameters[0] == "dispatcher", name
         assert parameters[2] == "principal", name
         assert parameters[1] in {"environ", "session_id"}, name
 

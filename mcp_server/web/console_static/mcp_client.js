@@ -1,12 +1,12 @@
 // The MCP client: Streamable HTTP (protocol 2025-11-25) over fetch, or 2026-07-28 when the server speaks only it.
 // initialize opens a session (Mcp-Session-Id); every later POST accepts JSON or an SSE stream, so progress,
 // log messages and server requests (elicitation) arrive on the POST's own stream before its result.
-// A server that refuses initialize with -32022 (MCP_LEGACY=0) is spoken to statelessly (modern_wire.js).
+// A server that refuses initialize with -32022 (MCP_LEGACY=0) is spoken to statelessly (stateless_wire.js).
 // Every exchange is reported to onExchange with the exact headers and bodies, for the traffic pane and curl.
 
 import {
-  MAX_INPUT_ROUNDS, MODERN_VERSION, answerInputRequests, asServerDescription, modernHeaders, withMeta,
-} from "./modern_wire.js";
+  MAX_INPUT_ROUNDS, STATELESS_VERSION, answerInputRequests, asServerDescription, statelessHeaders, withMeta,
+} from "./stateless_wire.js";
 
 export const PROTOCOL_VERSION = "2025-11-25";
 const ACCEPT = "application/json, text/event-stream";
@@ -28,7 +28,7 @@ export class McpClient {
     this.handlers = handlers; // {onNotification(msg), onRequest(msg) -> Promise<result>, onExchange(exchange)}
     this.sessionId = null;
     this.protocolVersion = PROTOCOL_VERSION;
-    this.modern = false;
+    this.stateless = false;
     this.toolSchemas = new Map(); // name -> inputSchema, for the 2026-07-28 Mcp-Param-* headers
     this.nextId = 1;
   }
@@ -42,7 +42,7 @@ export class McpClient {
     };
     const answer = await this.request("initialize", params);
     const refused = answer.error && answer.error.code === UNSUPPORTED_PROTOCOL_VERSION;
-    if (refused && ((answer.error.data || {}).supported || []).includes(MODERN_VERSION)) return this.discover();
+    if (refused && ((answer.error.data || {}).supported || []).includes(STATELESS_VERSION)) return this.discover();
     if (answer.error) throw new Error(answer.error.message);
     this.protocolVersion = answer.result.protocolVersion;
     await this.notify("notifications/initialized");
@@ -51,8 +51,8 @@ export class McpClient {
 
   // Speak 2026-07-28 from now on: server/discover says what the server is and offers.
   async discover() {
-    this.modern = true;
-    this.protocolVersion = MODERN_VERSION;
+    this.stateless = true;
+    this.protocolVersion = STATELESS_VERSION;
     const answer = await this.request("server/discover");
     if (answer.error) throw new Error(answer.error.message);
     return asServerDescription(answer.result);
@@ -67,7 +67,7 @@ export class McpClient {
   // On 2026-07-28 an input_required result is answered (onRequest) and retried, round after round.
   async request(method, params, options = {}) {
     let answer = await this.send(method, params, options);
-    for (let round = 0; this.modern && round < MAX_INPUT_ROUNDS; round++) {
+    for (let round = 0; this.stateless && round < MAX_INPUT_ROUNDS; round++) {
       const result = answer.result;
       if (!result || result.resultType !== "input_required") break;
       const inputResponses = await answerInputRequests(result.inputRequests, this.handlers.onRequest);
@@ -81,7 +81,7 @@ export class McpClient {
   // One request and its response message.
   async send(method, params, { onMessage } = {}) {
     const message = { jsonrpc: "2.0", id: this.nextId++, method };
-    if (this.modern) message.params = withMeta(method, params);
+    if (this.stateless) message.params = withMeta(method, params);
     else if (params !== undefined) message.params = params;
     const exchange = this.newExchange(message);
     const response = await this.post(message, exchange);
@@ -104,9 +104,9 @@ export class McpClient {
   // The headers every POST carries; the token is left out when there is none.
   headers(message) {
     const headers = { "Content-Type": "application/json", Accept: ACCEPT };
-    if (this.modern && message.method) {
+    if (this.stateless && message.method) {
       const name = message.params && message.params.name;
-      Object.assign(headers, modernHeaders(message, this.toolSchemas.get(name)));
+      Object.assign(headers, statelessHeaders(message, this.toolSchemas.get(name)));
     } else if (this.sessionId) {
       headers["Mcp-Session-Id"] = this.sessionId;
       headers["MCP-Protocol-Version"] = this.protocolVersion;
@@ -177,7 +177,7 @@ export class McpClient {
 
   // End the session (DELETE), best effort; 2026-07-28 has none to end.
   async close() {
-    if (!this.sessionId || this.modern) return;
+    if (!this.sessionId || this.stateless) return;
     const headers = { "Mcp-Session-Id": this.sessionId };
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     await fetch(this.endpoint, { method: "DELETE", headers, credentials: "omit", keepalive: true }).catch(() => {});

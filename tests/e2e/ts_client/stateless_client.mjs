@@ -1,6 +1,6 @@
 // The TypeScript SDK client (@modelcontextprotocol/client 2.4) pinned to MCP 2026-07-28, against one URL.
 //
-//   node modern_client.mjs http://127.0.0.1:PORT/mcp RESOURCE_URI
+//   node stateless_client.mjs http://127.0.0.1:PORT/mcp RESOURCE_URI
 //
 // Connects (a pin means: server/discover must offer 2026-07-28, no fallback), lists tools, calls add(2,3),
 // reads RESOURCE_URI, gets the code_review prompt, and prints one JSON line of what came back.
@@ -16,7 +16,7 @@ const PIN = '2026-07-28';
 
 async function main(url, resourceUri) {
   const client = new Client(
-    { name: 'modern-ts-client', version: '1.0.0' },
+    { name: 'stateless-ts-client', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: PIN } } },
   );
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));

@@ -21,7 +21,7 @@ META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-def modern(method: str, params: dict[str, Any] | None = None, request_id: Any = None) -> dict[str, Any]:
+def stateless(method: str, params: dict[str, Any] | None = None, request_id: Any = None) -> dict[str, Any]:
     """A 2026-07-28 request: its params carry the _meta every request needs."""
     message = request(method, {**(params or {}), "_meta": META})
     if request_id is not None:
@@ -31,7 +31,7 @@ def modern(method: str, params: dict[str, Any] | None = None, request_id: Any = 
 
 def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A 2026-07-28 tools/call."""
-    return modern("tools/call", {"name": name, "arguments": arguments})
+    return stateless("tools/call", {"name": name, "arguments": arguments})
 
 
 def next_json(stdio: StdioProcess) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def stdio():
 
 
 def test_discover_probe_then_initialize_keeps_the_legacy_session(stdio):
-    probe = modern("server/discover")
+    probe = stateless("server/discover")
     stdio.send(probe)
     [answer] = stdio.read_until(probe["id"])
     assert "2026-07-28" in answer["result"]["supportedVersions"]
@@ -66,24 +66,24 @@ def test_discover_probe_then_initialize_keeps_the_legacy_session(stdio):
     assert stdio.finish()[0] == 0
 
 
-def test_a_modern_first_request_fixes_the_modern_era(stdio):
-    listing = modern("tools/list")
+def test_a_stateless_first_request_fixes_the_stateless_era(stdio):
+    listing = stateless("tools/list")
     stdio.send(listing)
     assert stdio.read_until(listing["id"])[-1]["result"]["resultType"] == "complete"
-    # The connection is modern now: a handshake gets no session (its missing _meta is the first failure),
-    # and initialize with modern _meta is a method this era does not have.
+    # The connection is stateless now: a handshake gets no session (its missing _meta is the first failure),
+    # and initialize with stateless _meta is a method this era does not have.
     init = initialize("2025-11-25")
     stdio.send(init)
     assert stdio.read_until(init["id"])[-1]["error"]["code"] == -32602
-    init_modern = modern("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+    init_stateless = stateless("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                         "clientInfo": {"name": "x", "version": "1"}})
-    stdio.send(init_modern)
-    assert stdio.read_until(init_modern["id"])[-1]["error"]["code"] == -32601
+    stdio.send(init_stateless)
+    assert stdio.read_until(init_stateless["id"])[-1]["error"]["code"] == -32601
     assert stdio.finish()[0] == 0
 
 
 def test_listen_acknowledges_first_then_only_filtered_tagged_notifications(stdio):
-    listen = modern("subscriptions/listen", {"notifications": {
+    listen = stateless("subscriptions/listen", {"notifications": {
         "toolsListChanged": True, "resourceSubscriptions": ["test://watched"]}}, request_id=7)
     stdio.send(listen)
     ack = next_json(stdio)
@@ -112,7 +112,7 @@ def test_listen_acknowledges_first_then_only_filtered_tagged_notifications(stdio
 
 
 def test_sigterm_ends_a_listen_with_its_result_and_a_cancellation(stdio):
-    listen = modern("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, request_id="l-1")
+    listen = stateless("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, request_id="l-1")
     stdio.send(listen)
     assert next_json(stdio)["method"] == "notifications/subscriptions/acknowledged"
     stdio.proc.send_signal(signal.SIGTERM)
@@ -126,7 +126,7 @@ def test_sigterm_ends_a_listen_with_its_result_and_a_cancellation(stdio):
 
 
 def test_eof_with_a_listen_open_exits_at_once(stdio):
-    listen = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    listen = stateless("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
     stdio.send(listen)
     assert next_json(stdio)["method"] == "notifications/subscriptions/acknowledged"
     stdio.proc.stdin.close()
@@ -134,11 +134,11 @@ def test_eof_with_a_listen_open_exits_at_once(stdio):
     assert stdio.proc.wait(5) == 0
 
 
-def test_notifications_cancelled_stops_a_running_modern_call(stdio):
-    waiting = call("wait_until_cancelled", {"key": "stdio-modern", "seconds": 30})
+def test_notifications_cancelled_stops_a_running_stateless_call(stdio):
+    waiting = call("wait_until_cancelled", {"key": "stdio-stateless", "seconds": 30})
     waiting["id"] = "w"
     stdio.send(waiting)
-    state = call("call_state", {"key": "stdio-modern"})
+    state = call("call_state", {"key": "stdio-stateless"})
     for _ in range(100):  # bounded: the call starts within a few polls
         stdio.send(state)
         [answer] = stdio.read_until(state["id"])

@@ -3,7 +3,7 @@
 // and x-mcp-header arguments in headers; a tool that asks the user answers input_required, and the retry carries
 // the answers (inputResponses) with the server's requestState.
 
-export const MODERN_VERSION = "2026-07-28";
+export const STATELESS_VERSION = "2026-07-28";
 export const CLIENT_INFO = { name: "mcp-console", version: "1" };
 export const CLIENT_CAPABILITIES = { elicitation: {} };
 export const MAX_INPUT_ROUNDS = 10; // a server that keeps asking cannot hold the page forever
@@ -15,7 +15,7 @@ export function withMeta(method, params) {
   const given = (params && params._meta) || {};
   const meta = {
     ...given,
-    [`${META}protocolVersion`]: MODERN_VERSION,
+    [`${META}protocolVersion`]: STATELESS_VERSION,
     [`${META}clientInfo`]: CLIENT_INFO,
     [`${META}clientCapabilities`]: CLIENT_CAPABILITIES,
   };
@@ -49,8 +49,8 @@ export function paramHeaders(schema, args, path = []) {
 }
 
 // The headers that repeat a request's body: version, method, and the name or URI it acts on.
-export function modernHeaders(message, toolSchema) {
-  const headers = { "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": message.method };
+export function statelessHeaders(message, toolSchema) {
+  const headers = { "MCP-Protocol-Version": STATELESS_VERSION, "Mcp-Method": message.method };
   const source = NAME_SOURCES[message.method];
   const name = source && message.params ? message.params[source] : undefined;
   if (name !== undefined) headers["Mcp-Name"] = headerValue(name);
@@ -63,7 +63,7 @@ export function modernHeaders(message, toolSchema) {
 // server/discover's answer in the shape the page shows for initialize's.
 export function asServerDescription(result) {
   return {
-    protocolVersion: MODERN_VERSION,
+    protocolVersion: STATELESS_VERSION,
     capabilities: result.capabilities || {},
     serverInfo: (result._meta || {})[`${META}serverInfo`] || { name: "MCP server" },
     instructions: result.instructions || "",

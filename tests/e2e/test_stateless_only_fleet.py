@@ -1,4 +1,4 @@
-"""MCP_LEGACY=0: two workers without Redis serve the 2026-07-28 wire; the handshake era is refused clearly."""
+"""MCP_LEGACY=0: two workers without Redis serve the 2026-07-28 wire; the session era is refused clearly."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from tests.e2e.raw_clients import BOTH, client, initialize
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import MODERN, modern_request, post
+from tests.e2e.stateless_client import STATELESS_ERA, post, stateless_request
 
 pytestmark = pytest.mark.e2e
 CALLS = 40
@@ -19,14 +19,14 @@ def fleet():
         yield process
 
 
-def test_both_workers_answer_modern_calls(fleet):
+def test_both_workers_answer_stateless_calls(fleet):
     pids = fleet.worker_pids()
     assert len(pids) == 2
     answered = 0
     for pid in pids:
         with fleet.accepting_only(pid), client() as http:
             for _ in range(CALLS // 2):
-                message = modern_request("tools/call", {"name": "echo", "arguments": {"text": str(pid)}})
+                message = stateless_request("tools/call", {"name": "echo", "arguments": {"text": str(pid)}})
                 response = post(http, fleet.url, message)
                 assert response.status_code == 200, response.text
                 assert response.json()["result"]["content"][0]["text"] == str(pid)
@@ -34,10 +34,10 @@ def test_both_workers_answer_modern_calls(fleet):
     assert answered == CALLS
 
 
-def test_discover_names_only_the_modern_version(fleet):
+def test_discover_names_only_the_stateless_version(fleet):
     with client() as http:
-        result = post(http, fleet.url, modern_request("server/discover")).json()["result"]
-    assert result["supportedVersions"] == [MODERN]
+        result = post(http, fleet.url, stateless_request("server/discover")).json()["result"]
+    assert result["supportedVersions"] == [STATELESS_ERA]
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
@@ -52,13 +52,13 @@ def test_the_legacy_sse_path_gets_405(fleet):
         assert http.get(fleet.base_url + "/sse", headers={"Accept": "text/event-stream"}).status_code == 405
 
 
-def test_initialize_gets_32022_naming_the_modern_version(fleet):
+def test_initialize_gets_32022_naming_the_stateless_version(fleet):
     with client() as http:
         response = http.post(fleet.url, json=initialize("2025-11-25", request_id="init-1"), headers={"Accept": BOTH})
     assert response.status_code == 400
     body = response.json()
     assert body["id"] == "init-1" and body["error"]["code"] == -32022
-    assert body["error"]["data"] == {"supported": [MODERN], "requested": "2025-11-25"}
+    assert body["error"]["data"] == {"supported": [STATELESS_ERA], "requested": "2025-11-25"}
 
 
 def test_a_session_post_gets_32022_with_its_id(fleet):

@@ -7,35 +7,35 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol.methods import METHODS, MODERN_METHODS
+from mcp_server.protocol.methods import METHODS, STATELESS_METHODS
 from mcp_server.stateless import metadata
 from mcp_server.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 
-MODERN_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
+STATELESS_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
 REMOVED = ("initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
            "resources/unsubscribe", "notifications/roots/list_changed")
 
 
 @pytest.fixture
-def modern(core) -> Rpc:
-    """A client of core on the stateless wire: every request runs in an ephemeral session."""
-    return Rpc(core, ephemeral_session(MODERN_META, None))
+def stateless(dispatcher) -> Rpc:
+    """A client of dispatcher on the stateless wire: every request runs in an ephemeral session."""
+    return Rpc(dispatcher, ephemeral_session(STATELESS_META, None))
 
 
 def call(client: Rpc, method: str, params: dict[str, Any] | None = None, extra_meta: dict | None = None) -> dict:
-    """Send one modern request with the required _meta."""
-    return client.request(method, {**(params or {}), "_meta": {**MODERN_META, **(extra_meta or {})}})
+    """Send one stateless request with the required _meta."""
+    return client.request(method, {**(params or {}), "_meta": {**STATELESS_META, **(extra_meta or {})}})
 
 
-def test_modern_table_is_the_legacy_one_without_the_removed_methods_plus_discover_listen_and_tasks():
-    assert set(MODERN_METHODS) == (set(METHODS) - set(REMOVED)) | {
+def test_stateless_table_is_the_legacy_one_without_the_removed_methods_plus_discover_listen_and_tasks():
+    assert set(STATELESS_METHODS) == (set(METHODS) - set(REMOVED)) | {
         "server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"}
 
 
-def test_discover_lists_versions_capabilities_identity_and_cache_hints(modern):
-    result = call(modern, "server/discover")["result"]
+def test_discover_lists_versions_capabilities_identity_and_cache_hints(stateless):
+    result = call(stateless, "server/discover")["result"]
     assert result["resultType"] == "complete"
     assert "2026-07-28" in result["supportedVersions"]
     assert {"tools", "resources", "prompts"} <= set(result["capabilities"])
@@ -44,26 +44,26 @@ def test_discover_lists_versions_capabilities_identity_and_cache_hints(modern):
 
 
 @pytest.mark.parametrize("method", ["tools/list", "prompts/list", "resources/list", "resources/templates/list"])
-def test_cacheable_lists_carry_result_type_server_info_and_hints(modern, method):
-    result = call(modern, method)["result"]
+def test_cacheable_lists_carry_result_type_server_info_and_hints(stateless, method):
+    result = call(stateless, method)["result"]
     assert result["resultType"] == "complete"
     assert metadata.SERVER_INFO in result["_meta"]
     assert set(result) >= {"ttlMs", "cacheScope"}
 
 
-def test_tool_call_result_has_result_type_and_no_cache_hints(modern):
-    result = call(modern, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"]
+def test_tool_call_result_has_result_type_and_no_cache_hints(stateless):
+    result = call(stateless, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})["result"]
     assert result["resultType"] == "complete"
     assert "ttlMs" not in result
 
 
-def test_tools_list_is_sorted_by_name_on_the_modern_wire(modern):
-    names = [tool["name"] for tool in call(modern, "tools/list")["result"]["tools"]]
+def test_tools_list_is_sorted_by_name_on_the_stateless_wire(stateless):
+    names = [tool["name"] for tool in call(stateless, "tools/list")["result"]["tools"]]
     assert names == sorted(names)
 
 
-def test_resource_not_found_is_invalid_params_with_the_uri(modern):
-    error = call(modern, "resources/read", {"uri": "test://nowhere"})["error"]
+def test_resource_not_found_is_invalid_params_with_the_uri(stateless):
+    error = call(stateless, "resources/read", {"uri": "test://nowhere"})["error"]
     assert error["code"] == -32602
     assert error["data"]["uri"] == "test://nowhere"
 
@@ -74,32 +74,32 @@ def test_resource_not_found_stays_32002_on_the_legacy_wire(make_rpc):
 
 
 @pytest.mark.parametrize("method", ["ping", "initialize", "logging/setLevel", "resources/subscribe"])
-def test_removed_methods_are_not_found(modern, method):
-    assert call(modern, method, {"uri": "x", "level": "info", "protocolVersion": "x"})["error"]["code"] == -32601
+def test_removed_methods_are_not_found(stateless, method):
+    assert call(stateless, method, {"uri": "x", "level": "info", "protocolVersion": "x"})["error"]["code"] == -32601
 
 
-def test_listen_with_a_malformed_filter_is_invalid_params(modern):
-    assert call(modern, "subscriptions/listen", {"notifications": {"toolsListChanged": "yes"}})["error"]["code"] \
+def test_listen_with_a_malformed_filter_is_invalid_params(stateless):
+    assert call(stateless, "subscriptions/listen", {"notifications": {"toolsListChanged": "yes"}})["error"]["code"] \
         == -32602
 
 
-def test_logging_needs_a_log_level_in_meta(modern, core):
-    call(modern, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
-    assert not [m for m in modern.sent if m.get("method") == "notifications/message"]
+def test_logging_needs_a_log_level_in_meta(stateless, dispatcher):
+    call(stateless, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    assert not [m for m in stateless.sent if m.get("method") == "notifications/message"]
 
 
-def test_unknown_log_level_is_invalid_params(core):
-    client = Rpc(core, ephemeral_session({**MODERN_META, metadata.LOG_LEVEL: "loud"}, None))
+def test_unknown_log_level_is_invalid_params(dispatcher):
+    client = Rpc(dispatcher, ephemeral_session({**STATELESS_META, metadata.LOG_LEVEL: "loud"}, None))
     assert call(client, "tools/list", extra_meta={metadata.LOG_LEVEL: "loud"})["error"]["code"] == -32602
 
 
-def test_requests_log_one_line_with_status_ok(modern, mcp_log):
+def test_requests_log_one_line_with_status_ok(stateless, mcp_log):
     mcp_log.set_level(logging.INFO, logger="mcp.rpc")
-    call(modern, "server/discover")
+    call(stateless, "server/discover")
     assert "rpc method=server/discover id=1 session=- status=ok " in mcp_log.text
 
 
-def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_dispatcher_starts(make_core):
+def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_dispatcher_starts(make_dispatcher):
     @tool(input_schema={"type": "object", "properties": {
         "ratio": {"type": "number", "x-mcp-header": "Ratio", "description": "number is not allowed"}}})
     def bad_header(ratio: float = 0.0) -> str:
@@ -109,4 +109,4 @@ def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_dispatcher_starts(ma
     registry = Registry()
     registry.add_function(bad_header)
     with pytest.raises(ValueError, match="bad_header"):
-        make_core(registry=registry)
+        make_dispatcher(registry=registry)

@@ -30,9 +30,9 @@ from tests.support.waiting import wait_until_async
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
-MODERN = "2026-07-28"
-MODES = (MODERN, "auto")
-PLUGINS = "tests.e2e.plugins.feature_tools,tests.e2e.plugins.modern_tools"
+STATELESS_ERA = "2026-07-28"
+MODES = (STATELESS_ERA, "auto")
+PLUGINS = "tests.e2e.plugins.feature_tools,tests.e2e.plugins.two_question_tools"
 WAIT_S = 15.0
 REQUEST_TIMEOUT_S = 30.0
 # A request log line that did not succeed: a JSON-RPC error or an HTTP 4xx/5xx.
@@ -49,8 +49,8 @@ async def lists_and_calls_tools(client: Client) -> None:
     added = await client.call_tool("add", {"a": 2, "b": 3})
     assert not added.is_error
     assert [block.text for block in added.content] == ["5"]
-    echoed = await client.call_tool("echo", {"text": "modern"})
-    assert [block.text for block in echoed.content] == ["modern"]
+    echoed = await client.call_tool("echo", {"text": "stateless"})
+    assert [block.text for block in echoed.content] == ["stateless"]
     now = await client.call_tool("get_time", {})
     assert not now.is_error
     assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d", now.content[0].text)
@@ -138,7 +138,7 @@ async def answers_two_elicitations(client: Client, answers: Answers) -> None:
 # how the tests reach our server
 @pytest.fixture(scope="module")
 def http_server():
-    """Our gunicorn with the feature and modern plugin tools."""
+    """Our gunicorn with the feature and stateless plugin tools."""
     with ServerProcess(env={"MCP_PLUGINS": PLUGINS}) as process:
         yield process
 
@@ -174,9 +174,9 @@ def discover_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if "server/discover" in line]
 
 
-async def assert_settled_modern(client: Client, mode: str, log: Callable[[], str]) -> None:
+async def assert_settled_stateless(client: Client, mode: str, log: Callable[[], str]) -> None:
     """The client speaks 2026-07-28; in auto mode its discover probe was answered, never refused."""
-    assert client.protocol_version == MODERN
+    assert client.protocol_version == STATELESS_ERA
     if mode != "auto":
         return
     # The request's log line may be written just after its response: wait for it, bounded.
@@ -200,9 +200,9 @@ SCENARIOS: dict[str, Scenario] = {
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-async def test_sdk_client_on_the_modern_wire(http_server, transport, mode, scenario):
+async def test_sdk_client_on_the_stateless_wire(http_server, transport, mode, scenario):
     async with our_client(transport, mode, http_server) as (client, log):
-        await assert_settled_modern(client, mode, log)
+        await assert_settled_stateless(client, mode, log)
         await SCENARIOS[scenario](client)
 
 
@@ -211,7 +211,7 @@ async def test_sdk_client_on_the_modern_wire(http_server, transport, mode, scena
 async def test_sdk_client_answers_a_two_round_elicitation(http_server, transport, mode):
     answers = Answers()
     async with our_client(transport, mode, http_server, elicitation_callback=answers) as (client, log):
-        await assert_settled_modern(client, mode, log)
+        await assert_settled_stateless(client, mode, log)
         await answers_two_elicitations(client, answers)
 
 
@@ -219,6 +219,6 @@ async def test_sdk_client_answers_a_two_round_elicitation(http_server, transport
 async def test_auto_mode_every_discover_is_answered(http_server, transport):
     async with our_client(transport, "auto", http_server) as (client, log):
         await client.list_tools()
-        await assert_settled_modern(client, "auto", log)
+        await assert_settled_stateless(client, "auto", log)
         assert client.server_info is not None
         assert client.server_capabilities.tools is not None

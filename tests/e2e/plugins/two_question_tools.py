@@ -1,6 +1,6 @@
-"""Tools the modern-client tests drive: a tool that asks its client twice through the legacy ctx API.
+"""Tools the stateless-client tests drive: a tool that asks its client twice through the legacy ctx API.
 
-Loaded with MCP_PLUGINS=tests.e2e.plugins.modern_tools. On a legacy session each ctx.elicit is an
+Loaded with MCP_PLUGINS=tests.e2e.plugins.two_question_tools. On a legacy session each ctx.elicit is an
 elicitation/create request; on the 2026-07-28 wire each is one input_required round.
 """
 

@@ -20,23 +20,23 @@ META = "io.modelcontextprotocol/"
 
 
 @pytest.fixture(scope="module")
-def modern_server(files_root):
+def stateless_server(files_root):
     """A gunicorn serving only the 2026-07-28 wire, with the console test tools."""
     with ServerProcess(env={"MCP_PLUGINS": PLUGINS, "MCP_FILES_ROOT": str(files_root), "MCP_LEGACY": "0"}) as server:
         yield server
 
 
 @pytest.fixture
-def page(browser, modern_server):
+def page(browser, stateless_server):
     """The console, loaded and connected over 2026-07-28, with the browser log emptied."""
-    console = ConsolePage(browser, modern_server.base_url).open()
+    console = ConsolePage(browser, stateless_server.base_url).open()
     assert console.status() == "connected", console.find("#status").text
     console.browser_log()
     return console
 
 
-def test_the_console_connects_over_2026_07_28_without_errors(browser, modern_server):
-    console = ConsolePage(browser, modern_server.base_url)
+def test_the_console_connects_over_2026_07_28_without_errors(browser, stateless_server):
+    console = ConsolePage(browser, stateless_server.base_url)
     console.browser_log()
     console.open()
     assert console.status() == "connected"

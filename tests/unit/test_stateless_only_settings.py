@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_server.config import ConfigError, Settings
-from mcp_server.stateless.metadata import MODERN_VERSIONS, SUPPORTED_VERSIONS, supported_versions
+from mcp_server.stateless.metadata import STATELESS_VERSIONS, SUPPORTED_VERSIONS, supported_versions
 
 
 def test_legacy_is_on_by_default():
@@ -21,6 +21,6 @@ def test_several_workers_without_redis_are_allowed_with_legacy_off():
     assert Settings.from_environ({"MCP_WORKERS": "4", "MCP_LEGACY": "0"}).workers == 4
 
 
-def test_only_the_modern_versions_are_named_with_legacy_off():
-    assert supported_versions(False) == MODERN_VERSIONS
+def test_only_the_stateless_versions_are_named_with_legacy_off():
+    assert supported_versions(False) == STATELESS_VERSIONS
     assert supported_versions(True) == SUPPORTED_VERSIONS
