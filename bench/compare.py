@@ -14,13 +14,13 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from bench.generator import http_client, open_sessions, run_load
 from bench.redis_topologies import TOPOLOGIES, redis_topology
-from bench.servers import ServerUnderTest, floor_server, our_server, redis_server, sdk_server, wsgi_floor_server
+from bench.servers import ROOT, ServerUnderTest, floor_server, our_server, redis_server, sdk_server, wsgi_floor_server
 
 __all__ = ["run_compare", "run_idle"]
 
@@ -58,7 +58,9 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
     """(label, factory) for each requested server that can run this transport."""
     env = parse_env(args.server_env)
     for name in names:
-        if name == "ours":
+        if name in PAIRED:
+            yield name, paired_factory(name, env, args)
+        elif name == "ours":
             yield "ours", lambda: our_server(1, env)
         elif name == "sdk":
             yield "sdk", lambda: sdk_server(transport)
@@ -69,7 +71,20 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
             if transport == "stateless":
                 yield "wsgi", wsgi_floor_server
         else:
-            raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor, wsgi")
+            raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor, wsgi, {', '.join(PAIRED)}")
+
+
+# A change against the commit before it (--base-tree: a checkout of that commit, run with this venv), on either hub.
+PAIRED = ("base", "ours-redis", "base-redis")
+
+
+def paired_factory(name: str, env: dict[str, str], args: Any) -> Callable[[], ServerUnderTest]:
+    """The factory of one side of a paired run: this tree or --base-tree, on the in-memory or the Redis hub."""
+    if name.startswith("base") and not args.base_tree:
+        raise SystemExit(f"server {name!r} needs --base-tree DIR (a checkout of the commit to compare against)")
+    tree = Path(args.base_tree).resolve() if name.startswith("base") else ROOT
+    hub = {"MCP_REDIS_URL": args.redis_url} if name.endswith("-redis") else {}
+    return lambda: our_server(1, {**env, **hub}, tree)
 
 
 @contextmanager
@@ -150,6 +165,7 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
         ratios["stateless_cpu_per_call_vs_ours_streamable"] = ratio(stateless["cpu_us_per_call"],
                                                                    legacy["cpu_us_per_call"])
     ratios.update(topology_ratios(summary))
+    ratios.update(paired_ratios(summary))
     for transport in ("sse", "streamable"):
         one, two = summary.get(f"ours-redis-1w/{transport}"), summary.get(f"ours-redis-2w/{transport}")
         if one and two:
@@ -159,6 +175,19 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
             ratios[f"{transport}_redis_1w_vs_memory"] = ratio(one["req_per_s"], memory["req_per_s"])
             ratios[f"{transport}_redis_1w_cpu_per_call_vs_memory"] = ratio(one["cpu_us_per_call"],
                                                                              memory["cpu_us_per_call"])
+    return ratios
+
+
+def paired_ratios(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """This tree against --base-tree, per hub and transport: throughput and server CPU per call (below 1: cheaper)."""
+    ratios: dict[str, float | None] = {}
+    for transport in TRANSPORTS:
+        for ours_name, base_name, hub in (("ours", "base", "memory"), ("ours-redis", "base-redis", "redis")):
+            ours, base = summary.get(f"{ours_name}/{transport}"), summary.get(f"{base_name}/{transport}")
+            if ours and base:
+                ratios[f"{transport}_{hub}_throughput_vs_base"] = ratio(ours["req_per_s"], base["req_per_s"])
+                ratios[f"{transport}_{hub}_cpu_per_call_vs_base"] = ratio(ours["cpu_us_per_call"],
+                                                                          base["cpu_us_per_call"])
     return ratios
 
 
@@ -180,6 +209,18 @@ def run_compare(args: Any) -> dict[str, Any]:
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
     transports = [t.strip() for t in args.transports.split(",") if t.strip()]
     runs: dict[str, list[dict[str, Any]]] = {}
+    with ExitStack() as stack:
+        if any(name.endswith("-redis") for name in names):
+            redis = redis_server()
+            if redis is None:
+                raise SystemExit("the -redis servers need redis-server on PATH")
+            args.redis_url = stack.enter_context(redis).url
+        return compare_rounds(args, names, transports, runs)
+
+
+def compare_rounds(args: Any, names: list[str], transports: list[str],
+                   runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """The rounds of run_compare: in each, every transport and every server, one after another (paired runs)."""
     for round_number in range(1, args.rounds + 1):
         for transport in transports:
             for label, factory in server_factories(names, transport, args):
@@ -200,6 +241,10 @@ def run_compare(args: Any) -> dict[str, Any]:
     report = {"mode": "compare", "concurrency": args.concurrency, "duration_s": args.duration,
               "rounds": args.rounds, "results": summary, "ratios": ratios, "targets": verdicts(ratios)}
     say_table(summary, ratios, report["targets"])
+    if any(name in PAIRED for name in names):
+        report["paired_round_ratios"] = paired_round_ratios(runs)
+        for name, values in report["paired_round_ratios"].items():
+            say(f"  {name:<48} by round: {values}")
     if topology_names(args):
         report["topology_round_ratios"] = topology_round_ratios(runs)
         say_topologies(summary, ratios, report["topology_round_ratios"])
@@ -270,6 +315,19 @@ def topology_round_ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, li
             if memory and redis:
                 spread[f"{transport}_redis_{topology}_vs_memory"] = [
                     ratio(r["req_per_s"], m["req_per_s"]) for m, r in zip(memory, redis, strict=True)]
+    return spread
+
+
+def paired_round_ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list[float | None]]:
+    """Each round's server CPU per call, this tree against --base-tree in the same round (the spread)."""
+    spread: dict[str, list[float | None]] = {}
+    for transport in TRANSPORTS:
+        for ours_name, base_name, hub in (("ours", "base", "memory"), ("ours-redis", "base-redis", "redis")):
+            ours, base = runs.get(f"{ours_name}/{transport}", []), runs.get(f"{base_name}/{transport}", [])
+            if ours and base:
+                spread[f"{transport}_{hub}_cpu_per_call_vs_base"] = [
+                    ratio(o.get("server_cpu_us_per_call"), b.get("server_cpu_us_per_call"))
+                    for o, b in zip(ours, base, strict=True)]
     return spread
 
 
@@ -354,7 +412,9 @@ def run_idle(args: Any) -> dict[str, Any]:
            **parse_env(args.server_env)}
     results = []
     for name in names:
-        server = {"ours": lambda: our_server(1, env), "sdk": lambda: sdk_server("sse"), "floor": floor_server}[name]()
+        server = paired_factory(name, env, args)() if name == "base" else {
+            "ours": lambda: our_server(1, env), "sdk": lambda: sdk_server("sse"), "floor": floor_server}[name]()
+        server.name = name
         with server:
             result = asyncio.run(hold_idle_sessions(server, args.idle, 2.0, max(args.timeout, 30.0)))
         results.append(result)

@@ -5,6 +5,8 @@
     python -m bench.load --compare --servers ours,sdk --transports streamable,stateless   # the 2026-07-28 row
     python -m bench.load --compare --servers ours,sdk,wsgi --transports stateless       # ... and the stack alone
     python -m bench.load --compare --servers ours --redis-topology single,sentinel,cluster   # Redis HA vs memory
+    python -m bench.load --compare --servers ours,base,ours-redis,base-redis --base-tree ../before --rounds 5
+                                                                      # a change against the commit before it
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
 
 A plain run prints one JSON line: req/s, p50/p90/p99 latency and errors by kind.
@@ -70,6 +72,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="compare: add ours (1 worker) on the Redis hub over each named topology, started "
                              "afresh for each run: single (one redis-server), sentinel (a master, a replica, three "
                              "Sentinels), cluster (three masters); e.g. single,sentinel,cluster")
+    parser.add_argument("--base-tree", metavar="DIR",
+                        help="compare: a checkout of the commit before a change (git worktree add DIR COMMIT); the "
+                             "servers base and base-redis run it with this venv, beside ours and ours-redis, in "
+                             "alternating runs of each round")
     parser.add_argument("--profile", metavar="PATH",
                         help="compare: record ours with py-spy during the run (collapsed stacks to PATH)")
     parser.add_argument("--server-env", action="append", default=[], metavar="MCP_X=V",

@@ -84,8 +84,9 @@ class ServerUnderTest:
     """One server process tree: started on a free port, probed through /proc, stopped by PID."""
 
     def __init__(self, name: str, argv: list[str], port: int, paths: Mapping[str, str],
-                 env: Mapping[str, str] | None = None, ready_path: str = "/") -> None:
+                 env: Mapping[str, str] | None = None, ready_path: str = "/", cwd: Path = ROOT) -> None:
         self.name = name
+        self.cwd = cwd
         self.argv = argv
         self.port = port
         self.paths = dict(paths)
@@ -101,7 +102,7 @@ class ServerUnderTest:
 
     def start(self, timeout: float = 30.0) -> ServerUnderTest:
         """Start the process and wait until it answers HTTP."""
-        self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -164,13 +165,13 @@ class ServerUnderTest:
         self.stop()
 
 
-def our_server(workers: int = 1, env: Mapping[str, str] | None = None) -> ServerUnderTest:
-    """This project: gunicorn with the gevent worker, configured by gunicorn.conf.py."""
+def our_server(workers: int = 1, env: Mapping[str, str] | None = None, tree: Path = ROOT) -> ServerUnderTest:
+    """This project (or the checkout at tree, run with this venv): gunicorn with the gevent worker."""
     port = free_port()
     argv = [str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "-w", str(workers),
             "wsgi:app"]
     return ServerUnderTest(f"ours-{workers}w", argv, port, {"sse": "/mcp", "streamable": "/mcp", "stateless": "/mcp"},
-                           {"MCP_WORKERS": str(workers), **(env or {})}, ready_path="/healthz")
+                           {"MCP_WORKERS": str(workers), **(env or {})}, ready_path="/healthz", cwd=tree)
 
 
 def sdk_server(transport: str) -> ServerUnderTest:
