@@ -32,6 +32,7 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
+from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.methods import METHODS, STATELESS_METHODS, server_info
 from mcp_server.protocol.request_context import (
     LOG_LEVELS,
@@ -42,7 +43,6 @@ from mcp_server.protocol.request_context import (
     principal_may,
 )
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
-from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import Session, allows_batches
 from mcp_server.stateless.request_state import SharedCodec

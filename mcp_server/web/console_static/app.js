@@ -5,6 +5,7 @@
 import { showPrompt, showResource, showTemplate } from "./catalog_panes.js";
 import { session } from "./detail.js";
 import { AuthRequired, McpClient, listAll } from "./mcp_client.js";
+import { STATELESS_VERSION } from "./stateless_wire.js";
 import { operationsView } from "./ops.js";
 import { renderExchange } from "./render.js";
 import { buildForm, el } from "./schema_form.js";
@@ -18,6 +19,7 @@ const $ = (id) => document.getElementById(id);
 async function connect(token) {
   session.client = new McpClient({
     endpoint: ENDPOINT, token, handlers: { onNotification, onRequest: answerServerRequest, onExchange: recordExchange },
+    versions: serverVersions(), pinned: pinnedVersion(),
   });
   try {
     const result = await session.client.connect();
@@ -30,6 +32,17 @@ async function connect(token) {
     sessionStorage.removeItem(TOKEN_KEY);
     showLogin(token ? `Refused: ${err.message}` : "");
   }
+}
+
+// The protocol versions the server speaks, from the page it served.
+function serverVersions() {
+  return document.querySelector('meta[name="mcp-protocol-versions"]').content.split(" ").filter(Boolean);
+}
+
+// A session-era version the address pins (?protocol=2025-11-25), to try that era on a server that speaks both.
+function pinnedVersion() {
+  const asked = new URLSearchParams(location.search).get("protocol");
+  return asked && asked !== STATELESS_VERSION && serverVersions().includes(asked) ? asked : null;
 }
 
 // Ask for an API key or bearer token, saying why the last one was refused.
@@ -53,6 +66,8 @@ function showServer(result) {
   $("server-name").textContent = result.serverInfo.title || result.serverInfo.name;
   $("server-version").textContent = result.serverInfo.version || "";
   $("protocol-version").textContent = result.protocolVersion;
+  $("wire").textContent = session.client.stateless ? "stateless HTTP (the stateless era)"
+    : "Streamable HTTP session (the session era)";
   $("protocol-versions").textContent = document.querySelector('meta[name="mcp-protocol-versions"]').content;
   $("instructions").textContent = result.instructions || "";
 }

@@ -1,7 +1,8 @@
-// The MCP client: Streamable HTTP (protocol 2025-11-25) over fetch, or 2026-07-28 when the server speaks only it.
-// initialize opens a session (Mcp-Session-Id); every later POST accepts JSON or an SSE stream, so progress,
-// log messages and server requests (elicitation) arrive on the POST's own stream before its result.
-// A server that refuses initialize with -32022 (MCP_LEGACY=0) is spoken to statelessly (stateless_wire.js).
+// The MCP client: 2026-07-28 over stateless HTTP wherever the server speaks it (stateless_wire.js), or a
+// Streamable HTTP session (protocol 2025-11-25) when the page's ?protocol= pins a session-era version or the
+// server does not list 2026-07-28. In a session, initialize opens it (Mcp-Session-Id); every later POST accepts
+// JSON or an SSE stream, so progress, log messages and server requests (elicitation) arrive on the POST's own
+// stream before its result. A server that refuses initialize with -32022 is spoken to statelessly too.
 // Every exchange is reported to onExchange with the exact headers and bodies, for the traffic pane and curl.
 
 import {
@@ -22,8 +23,11 @@ export function exchangeOf(answer) {
 }
 
 export class McpClient {
-  constructor({ endpoint, token, handlers }) {
+  // versions: what the server speaks (the page's meta tag); pinned: a session-era version to use instead, or null.
+  constructor({ endpoint, token, handlers, versions = [], pinned = null }) {
     this.endpoint = endpoint;
+    this.versions = versions;
+    this.pinned = pinned;
     this.token = token || "";
     this.handlers = handlers; // {onNotification(msg), onRequest(msg) -> Promise<result>, onExchange(exchange)}
     this.sessionId = null;
@@ -33,10 +37,12 @@ export class McpClient {
     this.nextId = 1;
   }
 
-  // Open a session; resolves with the initialize result, or throws AuthRequired on 401.
+  // Speak 2026-07-28 where the server does (unless pinned), else open a session; resolves with what the server
+  // says of itself (the discover or initialize result), or throws AuthRequired on 401.
   async connect() {
+    if (!this.pinned && this.versions.includes(STATELESS_VERSION)) return this.discover();
     const params = {
-      protocolVersion: PROTOCOL_VERSION,
+      protocolVersion: this.pinned || PROTOCOL_VERSION,
       capabilities: { elicitation: {} },
       clientInfo: { name: "mcp-console", version: "1" },
     };

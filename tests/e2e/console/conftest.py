@@ -88,10 +88,15 @@ def console_server(files_root):
         yield process
 
 
+# The page speaks 2026-07-28 wherever the server does (test_console_stateless.py drives that); the suites that use
+# this fixture pin the session era, so its Streamable HTTP session, POST streams and DELETE stay covered too.
+SESSION_ERA_PAGE = "/?protocol=2025-11-25"
+
+
 @pytest.fixture
 def page(browser, console_server):
-    """The console, loaded and connected, with the browser log emptied."""
-    console = ConsolePage(browser, console_server.base_url).open()
+    """The console pinned to the session era, loaded and connected, with the browser log emptied."""
+    console = ConsolePage(browser, console_server.base_url).open(SESSION_ERA_PAGE)
     assert console.status() == "connected", console.find("#status").text
     console.browser_log()
     return console

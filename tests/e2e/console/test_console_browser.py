@@ -42,7 +42,9 @@ def test_the_page_loads_with_no_console_errors_and_no_csp_violations(browser, co
     assert console.status() == "connected"
     assert console.find("#server-name").text == "flask-mcp-server"
     assert "2025-11-25" in console.find("#protocol-versions").text
-    assert console.find("#protocol-version").text == "2025-11-25"
+    # Unpinned, the page speaks the newest era the server lists, and says which.
+    assert console.find("#protocol-version").text == "2026-07-28"
+    assert console.find("#wire").text == "stateless HTTP (the stateless era)"
     assert "count_down" in console.find("#instructions").text
     assert severe(console.browser_log()) == []
     # Every script is a module from this origin; nothing inline for the CSP to refuse.

@@ -41,6 +41,7 @@ def test_the_console_connects_over_2026_07_28_without_errors(browser, stateless_
     console.open()
     assert console.status() == "connected"
     assert console.find("#protocol-version").text == "2026-07-28"
+    assert console.find("#wire").text == "stateless HTTP (the stateless era)"
     assert console.find("#server-name").text == "flask-mcp-server"
     assert "count_down" in console.find("#instructions").text
     # The refused initialize is a 400 the page expected; nothing else may fail.
@@ -101,3 +102,35 @@ def test_progress_and_log_messages_arrive_on_the_calls_own_stream(page):
     assert [*page.driver.execute_script("return window.progressSeen"), "3"] == [None, "1", "2", "3"]
     assert "Counted down from 3." in page.result().text
     page.wait(lambda d: "count_down" in page.find("#log-list").text)  # the request named a logLevel
+
+
+def test_on_a_server_of_both_eras_the_page_speaks_2026_07_28_with_no_session(browser, console_server):
+    console = ConsolePage(browser, console_server.base_url).open()
+    assert console.status() == "connected"
+    assert console.find("#wire").text == "stateless HTTP (the stateless era)"
+    page_add(console)
+    exchange = console.last_exchange()
+    assert exchange["request"]["params"]["_meta"][META + "protocolVersion"] == "2026-07-28"
+    assert "Mcp-Session-Id" not in exchange["curl"]
+    # No initialize was sent: server/discover told the page what the server is.
+    traffic = console.driver.execute_script(
+        "return [...document.querySelectorAll('#traffic-list li')].map((li) => li.textContent).join('\\n')")
+    assert "server/discover" in traffic and "initialize" not in traffic
+
+
+def test_the_address_pins_the_session_era_on_a_server_of_both_eras(browser, console_server):
+    console = ConsolePage(browser, console_server.base_url).open("/?protocol=2025-11-25")
+    assert console.status() == "connected"
+    assert console.find("#protocol-version").text == "2025-11-25"
+    assert console.find("#wire").text == "Streamable HTTP session (the session era)"
+    page_add(console)
+    assert "Mcp-Session-Id" in console.last_exchange()["curl"]
+
+
+def page_add(console: ConsolePage) -> None:
+    """Call add(10, 20) from the page and check it shows 30."""
+    console.open_tool("add")
+    console.fill("a", "10")
+    console.fill("b", "20")
+    console.call()
+    assert console.result().find_element(By.CSS_SELECTOR, ".content-text").text == "30"
