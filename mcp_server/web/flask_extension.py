@@ -10,6 +10,7 @@ from mcp_server.auth import Authenticator
 from mcp_server.config import Settings
 from mcp_server.dispatcher import Dispatcher
 from mcp_server.web import console, health, pipeline, routes, security
+from mcp_server.web.cli import mcp_cli
 from mcp_server.web.connection_limit import ConnectionLimit
 from mcp_server.web.mcp_app import MCP_EXTENSION
 from mcp_server.web.pipeline import HotPath
@@ -34,6 +35,7 @@ class McpExtension:
         self.dispatcher = self.dispatcher or Dispatcher(
             settings, authorizer=authenticator.authorizer if authenticator is not None else None)
         app.extensions[MCP_EXTENSION] = self
+        app.cli.add_command(mcp_cli)
         app.register_blueprint(routes.blueprint)
         app.register_blueprint(health.blueprint)
         console.init_app(app, settings)
