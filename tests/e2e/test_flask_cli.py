@@ -11,13 +11,13 @@ import tempfile
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.server_process import ROOT, free_port
+from tests.support.waiting import wait_answering
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +95,7 @@ def test_serve_runs_the_app_under_gunicorn_for_the_sdks_http_client():
     process = subprocess.Popen([FLASK, "--app", "app", "mcp", "serve", "--bind", f"127.0.0.1:{port}"], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        anyio.run(wait_healthy, f"http://127.0.0.1:{port}/healthz")
+        wait_answering(f"http://127.0.0.1:{port}/healthz")
 
         async def bounded() -> int:
             with anyio.fail_after(DEADLINE_S):
@@ -108,15 +108,3 @@ def test_serve_runs_the_app_under_gunicorn_for_the_sdks_http_client():
     # The exec'd process is gunicorn itself, with the gevent worker.
     assert "Using worker: mcp_server.web.gunicorn_worker.McpWorker" in errors
 
-
-async def wait_healthy(url: str) -> None:
-    """Poll url until it answers 200 (the server started), for at most 30 s."""
-    with anyio.fail_after(30):
-        async with httpx.AsyncClient() as http:
-            while True:
-                try:
-                    if (await http.get(url, timeout=1.0)).status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    pass
-                await anyio.sleep(0.1)

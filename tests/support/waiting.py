@@ -8,8 +8,9 @@ from typing import Any
 
 import anyio
 import gevent
+import httpx
 
-__all__ = ["POLL_S", "WAIT_S", "wait_until", "wait_until_async"]
+__all__ = ["POLL_S", "WAIT_S", "wait_answering", "wait_until", "wait_until_async"]
 
 # Generous: only a failing test waits this long.
 WAIT_S = 15.0
@@ -39,3 +40,15 @@ async def wait_until_async(condition: Callable[[], Any], what: str, timeout: flo
             await anyio.sleep(interval)
         return value
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def wait_answering(url: str, timeout: float = 30.0) -> None:
+    """Poll url until it answers 200 (a server that just started), failing after timeout."""
+
+    def answers() -> bool:
+        try:
+            return httpx.get(url, timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(answers, timeout, f"{url} to answer 200", interval=0.1)
