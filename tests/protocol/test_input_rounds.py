@@ -12,11 +12,11 @@ from typing import Any
 import gevent
 import pytest
 
+from mcp_server.dispatcher import jsonrpc_dispatch
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
 from mcp_server.protocol.methods import METHODS
 from mcp_server.protocol.request_context import STATELESS_ERA, RequestContext
-from mcp_server.protocol.rpc import jsonrpc_dispatch
 from mcp_server.session import Session
 from mcp_tools import InputRequest, Registry, resource, tool
 from tests.conformance.runner import FIXTURE_PLUGINS
