@@ -39,8 +39,9 @@ from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
 from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
-from mcp_server.protocol.methods import ANY_PARAMS, METHODS, STATELESS_METHODS, server_info
+from mcp_server.protocol.methods import METHODS, STATELESS_METHODS, server_info
 from mcp_server.protocol.request_context import (
+    ANY_PARAMS,
     LOG_LEVELS,
     SESSION_ERA,
     STATELESS_ERA,

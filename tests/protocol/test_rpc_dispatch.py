@@ -7,7 +7,7 @@ from jsonrpcserver import Success
 from mcp_server.dispatcher import jsonrpc_dispatch
 from mcp_server.encoding import dumps
 from mcp_server.messages import parse_body
-from mcp_server.protocol.methods import guarded
+from mcp_server.protocol.request_context import guarded
 
 SEEN: list[dict] = []
 
