@@ -1,14 +1,16 @@
-"""What every request to the MCP routes passes, whichever way it came in: count, screen, render a failure, finish.
+"""What every request to the MCP routes passes, whichever way it came in: count, screen, pick a POST's wire, render
+a failure, finish.
 
 The count comes first (ConnectionLimit, the outermost WSGI layer): an address with too many requests in progress
 gets 429. Then the screen: foreign origins get 403, and on a loopback listener a Host that is not a loopback name
 gets 421 (DNS rebinding); then the bearer token is checked (401 with WWW-Authenticate, 403 for a missing scope,
-503 when tokens cannot be verified). The ops and console pages reuse the Origin and Host checks.
+503 when tokens cannot be verified). The ops and console pages reuse the Origin and Host checks. A POST then
+goes to its era's wire (`handle_post`), from the hot path and from the Flask route alike.
 
 The WSGI hot path (HotPath) answers POSTs to /mcp and /messages straight from WSGI,
 without Flask's per-request work: a `tools/call` costs about 100 µs of MCP work,
 Flask's contexts, URL matching and hooks around it several times that. It calls the
-three steps directly; Flask's before_request, error handlers and after_request are
+steps directly; Flask's before_request, error handlers and after_request are
 one-line adapters of them (`flask_hooks.install`), so the two ways in answer alike
 and cannot drift apart. When a setting needs Flask's own hooks (a rate limit, CORS),
 and for every other request, Flask serves.
@@ -19,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
@@ -28,21 +30,32 @@ from mcp_server.auth import Authenticator, AuthUnavailable, InsufficientScope, U
 from mcp_server.config import Settings, is_loopback_host
 from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, error_response, new_correlation_id
 from mcp_server.hub import HubUnavailable
+from mcp_server.messages import Body
+from mcp_server.session import SESSION_HEADER_KEY, session_id_from
+from mcp_server.session import SUPPORTED as HANDSHAKE_VERSIONS
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
 from mcp_server.transports.http_io import (
     HttpProblem,
     json_response,
     log_refusal,
     problem_response,
+    read_messages,
     store_unavailable,
     unexpected_error_response,
 )
+from mcp_server.transports.legacy_sse import legacy_post
+from mcp_server.transports.stateless_http import legacy_refused, stateless_post
+from mcp_server.transports.streamable_http import streamable_post
 from mcp_server.web.mcp_app import dispatcher_of
 from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
-from mcp_server.web.routes import LEGACY_ONLY_PATHS, handle_post
 from mcp_server.web.security import AUTH_EXTENSION_KEY
 
-__all__ = ["FAILURES", "HOT_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody", "check_host",
-           "check_origin", "emit", "host_allowed", "screen_environ"]
+if TYPE_CHECKING:
+    from mcp_server.dispatcher import Dispatcher
+
+__all__ = ["FAILURES", "HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
+           "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless", "screen_environ"]
 
 log = logging.getLogger("mcp.auth")
 
@@ -53,6 +66,8 @@ HTTP_EXCEPTION_HINTS: dict[int, str] = {
     HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
 }
 
+# The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
+LEGACY_ONLY_PATHS = ("/messages", "/messages/")
 HOT_PATHS = frozenset({"/mcp", *LEGACY_ONLY_PATHS})
 # What werkzeug's get_wsgi_headers would change: these go its way (1xx, 204, 304, Location, Content-Location).
 BODILESS_STATUSES = frozenset({*range(100, 200), 204, 304})
@@ -158,6 +173,46 @@ def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator
         check_origin(origin, settings)
     check_host(environ, settings)
     return authenticate(authenticator, settings, environ)
+
+
+# a POST's wire
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Answer a POST: read the body, then serve it on its era's wire.
+
+    A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
+    says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version
+    that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
+    """
+    # The body first, so that every refusal after it (session, version header) carries the request's id.
+    body = read_messages(dispatcher, environ)
+    # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
+    # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
+    session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
+    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
+    if not legacy_message and is_stateless(environ, body):
+        return stateless_post(dispatcher, environ, principal, body)
+    if not dispatcher.settings.legacy:
+        return legacy_refused(environ, body)
+    if legacy_message:
+        return legacy_post(dispatcher, session_id, principal, body)
+    return streamable_post(dispatcher, environ, principal, body)
+
+
+def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
+    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
+
+    A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
+    sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
+    """
+    header = environ.get(PROTOCOL_VERSION_KEY)
+    if header in HANDSHAKE_VERSIONS:
+        return False  # what http_era decides too, for what a session's client sends with every request after the first
+    request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
+    first = None if body.is_batch else body.messages[0].raw
+    if metadata.http_era("POST", request_headers, first) is not metadata.Era.STATELESS:
+        return False
+    return SESSION_HEADER_KEY not in environ or metadata.is_stateless_version((header or "").strip(" \t")) or (
+        metadata.is_stateless_version(metadata.body_version(first)))
 
 
 # the pipeline
