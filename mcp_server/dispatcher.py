@@ -3,7 +3,9 @@
 A transport parses bytes into `messages.Body`, then asks the dispatcher to accept it:
 notifications and client responses are handled at once, each request runs in its
 own greenlet (so a slow tool never blocks the session, and cancellation can kill
-it), and the transport decides where the answers go.
+it), and the transport decides where the answers go. A request reaches its handler
+in the method tables through jsonrpcserver's steps after parsing (`jsonrpc_dispatch`):
+its own entry point would parse, validate and batch-split again what messages.py did.
 """
 
 from __future__ import annotations
@@ -11,16 +13,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gevent
 import gevent.event
+from jsonrpcserver.dispatcher import call, dispatch_request, to_response
+from jsonrpcserver.request import Request as JsonRpcRequest
+from jsonrpcserver.response import ServerErrorResponse, to_serializable_one
+from jsonrpcserver.sentinels import NOID
+from oslash.either import Left
 
 from mcp_server import notifications
 from mcp_server.auth.permissions import Authorizer
 from mcp_server.config import Settings
 from mcp_server.errors import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
@@ -35,6 +41,7 @@ from mcp_server.metrics import instruments, label_methods
 from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.methods import METHODS, STATELESS_METHODS, server_info
 from mcp_server.protocol.request_context import (
+    ANY_PARAMS,
     LOG_LEVELS,
     SESSION_ERA,
     STATELESS_ERA,
@@ -42,15 +49,14 @@ from mcp_server.protocol.request_context import (
     RequestServices,
     principal_may,
 )
-from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import Session, allows_batches
 from mcp_server.stateless.request_state import SharedCodec
-from mcp_server.stateless.results import cache_hint, decorate, stateless_error
-from mcp_server.stateless.validation import InvalidHeaderAnnotation, header_params
+from mcp_server.stateless.results import dress_response
+from mcp_server.stateless.validation import check_header_annotations
 from mcp_server.toolkit.registry import Registry
 
-__all__ = ["Dispatcher"]
+__all__ = ["Dispatcher", "discard", "jsonrpc_dispatch"]
 
 log = logging.getLogger("mcp.rpc")
 # Requests a client may send before initialize has been answered.
@@ -61,13 +67,32 @@ UNCANCELLABLE = frozenset({"initialize"})
 Send = Callable[[dict[str, Any]], Any]
 
 
-def check_header_annotations(registry: Registry) -> None:
-    """Refuse to start with a tool whose x-mcp-header annotations break the 2026-07-28 rules (server/tools.mdx)."""
-    for tool in registry.tools.values():
-        try:
-            header_params(tool.input_schema)
-        except InvalidHeaderAnnotation as problem:
-            raise ValueError(f"tool {tool.name!r}: {problem}") from None
+def discard(message: dict[str, Any]) -> None:
+    """The send of a request that has no stream: the client asked for nothing it could carry."""
+    log.debug("dropped %s: the request asked for no stream", loggable(message.get("method")))
+
+
+def jsonrpc_dispatch(methods: dict[str, Any], ctx: Any, message: Message) -> dict[str, Any] | None:
+    """One message through jsonrpcserver's dispatch (lookup, binding, call, Success/Error); its response, or None."""
+    method = message.method or ""  # set on every request and notification: only those come here
+    request = JsonRpcRequest(method, message.params, message.id if message.kind == REQUEST else NOID)
+    try:
+        handler = methods.get(method)
+        if handler is not None and getattr(handler, "__signature__", None) is ANY_PARAMS:
+            # A guarded handler binds any params and checks them itself, so jsonrpcserver's binding has nothing to do.
+            result = call(request, ctx, handler)
+        else:
+            _, result = dispatch_request(methods, ctx, request)
+        return None if request.id is NOID else serialized(to_response(request, result))
+    except Exception:
+        # As jsonrpcserver's entry point does: a failure of the library itself is a server error.
+        log.exception("jsonrpcserver failed on %s", loggable(message.method))
+        return serialized(Left(ServerErrorResponse("Server error", message.id)))
+
+
+def serialized(response: Any) -> dict[str, Any]:
+    """One response as a dict: to_serializable_one's annotation allows a list or None, but one response is a dict."""
+    return cast("dict[str, Any]", to_serializable_one(response))
 
 
 class CallStopped(gevent.GreenletExit):
@@ -85,7 +110,7 @@ class Dispatcher:
         self.settings = settings
         label_methods({**METHODS, **STATELESS_METHODS})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
-        check_header_annotations(self.registry)
+        check_header_annotations(self.registry.tools.values())
         self.hub = hub if hub is not None else create_hub(settings)
         self.stopping_since: float | None = None
         self.drained: gevent.event.Event | None = None
@@ -237,7 +262,9 @@ class Dispatcher:
         elif message.method == "tools/call" and not stateless:
             # The limit is per session: a stateless request has none to count against.
             slot, refusal = self.call_slots.claim(session, message)
-        self.call_slots.give_back_unclaimed(session, message)
+        if message.call_slot:
+            # Taken with the session for a call refused before it ran (claim took it over for one that runs).
+            self.call_slots.give_back_unclaimed(session, message)
         if refusal is not None:
             response: dict[str, Any] | None = refusal
         else:
@@ -257,7 +284,7 @@ class Dispatcher:
                     self.call_slots.release(session.id, slot, answer_follows, answer_waits)
             response = self.polish(response, message.method)
         if stateless and isinstance(response, dict):
-            response = self.decorate_stateless(message, response)
+            response = dress_response(message, response, self.server_info, self.authorizer is not None)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
 
@@ -292,21 +319,6 @@ class Dispatcher:
                 error["message"] = f"Method not found: {method}"
                 error.pop("data", None)
         return response
-
-    def decorate_stateless(self, message: Message, response: dict[str, Any]) -> dict[str, Any]:
-        """The one place a 2026-07-28 response is dressed: resultType, serverInfo, cache hints; this wire's codes."""
-        if "error" in response:
-            return {**response, "error": stateless_error(response["error"])}
-        retried = "inputResponses" in message.params or "requestState" in message.params
-        hint = cache_hint(self.authorizer is not None, retried=retried)
-        result = response.get("result")
-        try:
-            decorated = decorate(message.method or "", result if isinstance(result, dict) else {},
-                                 self.server_info, hint)
-        except ValueError:
-            log.exception("handler for %s broke the 2026-07-28 result rules", loggable(message.method))
-            return error_response(message.id, INTERNAL_ERROR, "Internal error")
-        return {**response, "result": decorated}
 
     def log_call(self, session: Session, method: Any, request_id: Any, response: Any, seconds: float) -> None:
         """Write the one log line each request gets."""

@@ -1,106 +1,28 @@
-"""Limits that keep one client from exhausting the server: body shape, sessions, concurrent calls.
+"""Limits that keep one client from exhausting the server: sessions per owner, concurrent calls per session.
 
 Everything here is Flask-free, so every transport can use it. The rate limit per
-principal lives in `rate_limit` (it needs flask-limiter); the body size limit in
-`transports.http_io.read_body`, before anything is parsed.
+principal lives in `rate_limit` (it needs flask-limiter); the body's size, time and
+shape limits in `transports.http_io`, where the body is read.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from mcp_server.config import Settings
-from mcp_server.encoding import dumps
-from mcp_server.errors import INVALID_REQUEST, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, error_response
+from mcp_server.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, error_response
 from mcp_server.hub import CapacityError, HubUnavailable, QuotaFull
-from mcp_server.messages import REQUEST, Body, Message
+from mcp_server.messages import Message
 
 if TYPE_CHECKING:
     from mcp_server.config import Settings
     from mcp_server.hub import Hub
     from mcp_server.session import Session
 
-__all__ = [
-    "BodyLimitExceeded",
-    "CallSlots",
-    "SessionQuota",
-    "SessionQuotaExceeded",
-    "check_body",
-    "json_depth_and_longest_string",
-]
+__all__ = ["CallSlots", "SessionQuota", "SessionQuotaExceeded"]
 
 log = logging.getLogger("mcp.limits")
-
-
-class BodyLimitExceeded(ValueError):
-    """A parsed body breaks a shape limit; carries the HTTP status and the JSON-RPC code to answer with."""
-
-    def __init__(self, status: int, message: str, code: int = INVALID_REQUEST) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-
-
-def json_depth_and_longest_string(value: Any, max_depth: int) -> tuple[int, int]:
-    """Walk decoded JSON without recursion; return (depth, longest string in UTF-8 bytes), stopping past max_depth."""
-    deepest = 0
-    longest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            # A character is 1 to 4 bytes: encode only when the length alone cannot decide.
-            longest = max(longest, len(item) if item.isascii() else len(item.encode("utf-8", "surrogatepass")))
-            continue
-        if isinstance(item, dict):
-            children: Any = [*item.keys(), *item.values()]
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > max_depth:
-            return deepest, longest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest, longest
-
-
-def check_body(body: Body, data: bytes, settings: Settings) -> None:
-    """Raise BodyLimitExceeded when a body is nested too deep, has a too-long string, batch or arguments."""
-    if body.is_batch and len(body.messages) > settings.max_batch:
-        raise BodyLimitExceeded(
-            HTTPStatus.BAD_REQUEST,
-            f"Batch too long: {len(body.messages)} messages, the limit is {settings.max_batch} (MCP_MAX_BATCH)",
-        )
-    # Cheap byte counts first: a body with few brackets cannot be deep, a short one cannot hold a long string.
-    may_be_deep = data.count(b"[") + data.count(b"{") > settings.max_json_depth
-    may_hold_long_string = len(data) > settings.max_string_bytes
-    if may_be_deep or may_hold_long_string:
-        raws = [message.raw for message in body.messages]
-        depth, longest = json_depth_and_longest_string(raws if body.is_batch else raws[0], settings.max_json_depth)
-        if depth > settings.max_json_depth:
-            raise BodyLimitExceeded(
-                HTTPStatus.BAD_REQUEST,
-                f"JSON nested too deeply: the limit is {settings.max_json_depth} levels (MCP_MAX_JSON_DEPTH)",
-            )
-        if longest > settings.max_string_bytes:
-            raise BodyLimitExceeded(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"A string of {longest} bytes exceeds the limit of {settings.max_string_bytes} (MCP_MAX_STRING_BYTES)",
-            )
-    if len(data) > settings.max_argument_bytes:
-        for message in body.messages:
-            if message.kind == REQUEST and message.method == "tools/call":
-                size = len(dumps(message.params.get("arguments")))
-                if size > settings.max_argument_bytes:
-                    raise BodyLimitExceeded(
-                        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                        f"Tool arguments of {size} bytes exceed the limit of {settings.max_argument_bytes} "
-                        "(MCP_MAX_ARGUMENT_BYTES)",
-                    )
 
 
 class CallSlots:

@@ -1,4 +1,4 @@
-"""The MCP methods: jsonrpcserver handlers in one explicit table, `METHODS`; the context is the first argument.
+"""The MCP methods: jsonrpcserver handlers in two explicit tables, one per era; the context is the first argument.
 
 Handlers never import Flask: every transport reaches them through `Dispatcher`, and they reach the server
 only through their `RequestContext`. Each takes `**_` so that fields added by newer protocol revisions
@@ -7,105 +7,35 @@ never break dispatch. What `initialize` announces (capabilities, server info) is
 
 from __future__ import annotations
 
-import functools
-import inspect
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from jsonrpcserver import Success
-from jsonrpcserver.exceptions import JsonRpcError
 
 from mcp_server.config import Settings
-from mcp_server.errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    SERVER_UNAVAILABLE,
-    STORE_UNAVAILABLE_MESSAGE,
-    RpcError,
-    new_correlation_id,
-)
-from mcp_server.hub import HubUnavailable
+from mcp_server.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from mcp_server.protocol.completion import complete
 from mcp_server.protocol.input_rounds import run_rounds
 from mcp_server.protocol.instructions import server_instructions
 from mcp_server.protocol.listen import subscriptions_listen
 from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
-from mcp_server.protocol.request_context import LOG_LEVELS, STATELESS_ERA, RequestContext
+from mcp_server.protocol.request_context import LOG_LEVELS, STATELESS_ERA, RequestContext, guarded
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
 from mcp_server.protocol.task_methods import call_task_tool, tasks_cancel, tasks_get, tasks_update
 from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.protocol.tools import run_tool
+from mcp_server.protocol.tools import find_tool, run_tool, tools_call
 from mcp_server.session import SessionChange, at_least, negotiate
 from mcp_server.stateless.metadata import supported_versions
 from mcp_server.stateless.results import cache_hint, discover_result
 
-__all__ = ["ANY_PARAMS", "METHODS", "STATELESS_METHODS", "STATELESS_METHOD_NAMES", "SERVER_VERSION", "guarded",
-           "server_capabilities", "server_info", "tool_definition"]
+__all__ = ["METHODS", "STATELESS_METHODS", "STATELESS_METHOD_NAMES", "SERVER_VERSION", "server_capabilities",
+           "server_info", "tool_definition"]
 
-log = logging.getLogger("mcp.protocol")
 SERVER_VERSION = "1.0.0"
 MAX_SUBSCRIPTIONS = 1000
 # The revision whose server/discover announces extensions (the tasks extension).
 STATELESS_SINCE = "2026-07-28"
-
-
-# What jsonrpcserver binds params against: anything goes, so that guarded checks them and says what is wrong.
-ANY_PARAMS = inspect.Signature([
-    inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY),
-    inspect.Parameter("params", inspect.Parameter.VAR_KEYWORD),
-])
-
-
-def quoted_names(names: list[str]) -> str:
-    """'a', or 'a' and 'b', or 'a', 'b' and 'c'."""
-    quoted = [f"'{name}'" for name in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
-
-
-def params_problem(ctx: RequestContext, context_name: str, required: list[str], params: dict[str, Any]) -> str | None:
-    """What is wrong with a request's params for a handler, in the protocol's words; None when they fit."""
-    if context_name in params:
-        return f"Invalid params: '{context_name}' is not a parameter of {ctx.method}"
-    missing = [name for name in required if name not in params]
-    if missing:
-        return f"Invalid params: {quoted_names(missing)} {'is' if len(missing) == 1 else 'are'} required"
-    return None
-
-
-def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """Check params against the handler's signature, and turn any unexpected exception into -32603 with an id.
-
-    Neither a binding failure nor an exception's text reaches the client: both would be Python's words.
-    """
-    context, *parameters = inspect.signature(handler).parameters.values()
-    context_name = context.name
-    required = [p.name for p in parameters
-                if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD]
-
-    @functools.wraps(handler)
-    def wrapper(ctx: RequestContext, /, **params: Any) -> Any:
-        problem = params_problem(ctx, context_name, required, params)
-        if problem is not None:
-            raise RpcError(INVALID_PARAMS, problem)
-        try:
-            return handler(ctx, **params)
-        except JsonRpcError:
-            raise
-        except HubUnavailable:
-            # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
-            ctx.store_unavailable = True
-            raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
-        except Exception:
-            correlation_id = new_correlation_id()
-            log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)
-            raise RpcError(INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}) from None
-
-    # jsonrpcserver asks for the signature on every call; set here instead of unwrapped to the handler's each time.
-    wrapper.__signature__ = ANY_PARAMS  # type: ignore[attr-defined]
-    return wrapper
 
 
 def server_capabilities(version: str | None = None) -> dict[str, Any]:
@@ -202,19 +132,12 @@ def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
 
 
 @guarded
-def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
-    """Validate the arguments and run the named tool."""
-    # Permission first, so a principal cannot tell a hidden tool from a missing one.
-    if isinstance(name, str):
-        ctx.require("tool", name)
-    tool = ctx.registry.tools.get(name) if isinstance(name, str) else None
-    if tool is None:
-        raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
+def stateless_tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
+    """Run the named tool on the 2026-07-28 wire: as a task (the tasks extension), or through the input rounds."""
+    tool = find_tool(ctx, name)
     arguments = {} if arguments is None else arguments
-    if not ctx.stateless:
-        return Success(run_tool(ctx, tool, arguments))  # a session-era call: it has neither input rounds nor tasks
     if tool.task is not None:
-        return Success(call_task_tool(ctx, tool, arguments))  # the tasks extension: a task, or at once
+        return Success(call_task_tool(ctx, tool, arguments))  # a task, or at once
     return Success(run_rounds(ctx, lambda: run_tool(ctx, tool, arguments)))
 
 
@@ -359,6 +282,8 @@ REMOVED_IN_2026 = frozenset({
 })
 STATELESS_METHODS: dict[str, Callable[..., Any]] = {
     **{name: handler for name, handler in METHODS.items() if name not in REMOVED_IN_2026},
+    # The session era's tools/call runs the tool and nothing else; this wire's may ask (input rounds) or be a task.
+    "tools/call": stateless_tools_call,
     "server/discover": server_discover,
     "subscriptions/listen": subscriptions_listen,
     # The tasks extension (mcp_server.protocol.task_methods).

@@ -1,20 +1,34 @@
-"""RequestContext: what a protocol handler, and through `ctx` a tool, gets for one request.
+"""RequestContext: what a protocol handler, and through `ctx` a tool, gets for one request; `guarded`, how it gets it.
 
 It is the protocol layer's only door to the server: the registry, the settings, a permission check,
 changing the session, asking the client and telling subscribers. The dispatcher hands it the few
-collaborators it needs (`RequestServices`), never itself.
+collaborators it needs (`RequestServices`), never itself. Every handler is `guarded`: called with its
+context first, its params checked against its signature, and any failure of its own answered as -32603.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import gevent
+from jsonrpcserver.exceptions import JsonRpcError
 
-from mcp_server.errors import PERMISSION_DENIED, REQUEST_TIMEOUT, RpcError
+from mcp_server.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    PERMISSION_DENIED,
+    REQUEST_TIMEOUT,
+    SERVER_UNAVAILABLE,
+    STORE_UNAVAILABLE_MESSAGE,
+    RpcError,
+    new_correlation_id,
+)
+from mcp_server.hub import HubUnavailable
 from mcp_server.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
 from mcp_server.session import Session, SessionChange, SessionUpdate
 from mcp_server.toolkit.context import InputRequest, ToolError
@@ -26,9 +40,8 @@ if TYPE_CHECKING:
     from mcp_server.hub.base import PendingRequests
     from mcp_server.stateless.request_state import RequestStateCodec
 
-__all__ = ["LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING", "RequestContext",
-           "RequestServices",
-           "level_allows", "principal_may"]
+__all__ = ["ANY_PARAMS", "LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING", "RequestContext",
+           "RequestServices", "guarded", "level_allows", "principal_may"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -41,6 +54,7 @@ TASK_BEFORE = "before"
 TASK_RUNNING = "running"
 
 log = logging.getLogger("mcp.context")
+handler_log = logging.getLogger("mcp.protocol")
 
 
 def principal_may(authorizer: Authorizer | None, principal: str | None, kind: str, name: str) -> bool:
@@ -293,3 +307,60 @@ class RequestContext:
             self._send_to_client(note)
         except Exception:  # the stream may be gone; the timeout is what matters
             log.debug("could not send cancellation for %s", request_id)
+
+
+# how a handler is called
+# What jsonrpcserver binds params against: anything goes, so that guarded checks them and says what is wrong.
+ANY_PARAMS = inspect.Signature([
+    inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_ONLY),
+    inspect.Parameter("params", inspect.Parameter.VAR_KEYWORD),
+])
+
+
+def quoted_names(names: list[str]) -> str:
+    """'a', or 'a' and 'b', or 'a', 'b' and 'c'."""
+    quoted = [f"'{name}'" for name in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def params_problem(ctx: RequestContext, context_name: str, required: list[str], params: dict[str, Any]) -> str | None:
+    """What is wrong with a request's params for a handler, in the protocol's words; None when they fit."""
+    if context_name in params:
+        return f"Invalid params: '{context_name}' is not a parameter of {ctx.method}"
+    missing = [name for name in required if name not in params]
+    if missing:
+        return f"Invalid params: {quoted_names(missing)} {'is' if len(missing) == 1 else 'are'} required"
+    return None
+
+
+def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """Check params against the handler's signature, and turn any unexpected exception into -32603 with an id.
+
+    Neither a binding failure nor an exception's text reaches the client: both would be Python's words.
+    """
+    context, *parameters = inspect.signature(handler).parameters.values()
+    context_name = context.name
+    required = [p.name for p in parameters
+                if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD]
+
+    @functools.wraps(handler)
+    def wrapper(ctx: RequestContext, /, **params: Any) -> Any:
+        problem = params_problem(ctx, context_name, required, params)
+        if problem is not None:
+            raise RpcError(INVALID_PARAMS, problem)
+        try:
+            return handler(ctx, **params)
+        except JsonRpcError:
+            raise
+        except HubUnavailable:
+            # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
+            ctx.store_unavailable = True
+            raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
+        except Exception:
+            correlation_id = new_correlation_id()
+            handler_log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)
+            raise RpcError(INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}) from None
+
+    # jsonrpcserver asks for the signature on every call; set here instead of unwrapped to the handler's each time.
+    wrapper.__signature__ = ANY_PARAMS  # type: ignore[attr-defined]
+    return wrapper

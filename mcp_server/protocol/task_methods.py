@@ -4,7 +4,7 @@ tasks/update and tasks/cancel.
 A tool declares task support with @tool(task="optional" | "required"). On the 2026-07-28 wire, a tools/call
 whose clientCapabilities declare the extension gets a CreateTaskResult for such a tool; one that does not runs
 an optional tool at once and gets -32021 for a required one. Session-era sessions always run the tool at once
-(mcp_server.protocol.methods.tools_call calls it without coming here).
+(their tools/call, mcp_server.protocol.tools.tools_call, never comes here).
 Every tasks/* request must declare the extension too (-32021), and names a task of its own principal: any other
 id, another principal's included, is -32602 "Task not found".
 """

@@ -1,20 +1,26 @@
-"""Run one tool call: validate arguments, call the function, shape its result for the session's version, check it."""
+"""tools/call: find the tool, validate its arguments, call the function, shape its result for the version, check it.
+
+`tools_call` is the session era's handler, straight from the method table to the tool; the 2026-07-28 wire's
+(methods.stateless_tools_call) adds the tasks extension and the input rounds around the same `run_tool`.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from jsonrpcserver import Success
+
 from mcp_server.encoding import dumps
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
 from mcp_server.protocol.input_rounds import RoundRefusal
-from mcp_server.protocol.request_context import RequestContext
+from mcp_server.protocol.request_context import RequestContext, guarded
 from mcp_server.session import at_least
 from mcp_server.toolkit.content import ToolResult
 from mcp_server.toolkit.context import ProtocolError, ToolError
 from mcp_server.toolkit.specs import Tool
 
-__all__ = ["error_result", "run_tool", "schema_errors", "shape_tool_result", "to_text"]
+__all__ = ["error_result", "find_tool", "run_tool", "schema_errors", "shape_tool_result", "to_text", "tools_call"]
 
 log = logging.getLogger("mcp.tools")
 
@@ -111,3 +117,20 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
                 f"(correlation id {correlation_id})"
             )
     return result
+
+
+def find_tool(ctx: RequestContext, name: Any) -> Tool:
+    """The named tool, if this principal may call it; -32602 for an unknown one."""
+    # Permission first, so a principal cannot tell a hidden tool from a missing one.
+    if isinstance(name, str):
+        ctx.require("tool", name)
+    tool = ctx.registry.tools.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {name!r}; call tools/list to see the tools", {"tool": name})
+    return tool
+
+
+@guarded
+def tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
+    """Validate the arguments and run the named tool (a session-era call: it has neither input rounds nor tasks)."""
+    return Success(run_tool(ctx, find_tool(ctx, name), {} if arguments is None else arguments))

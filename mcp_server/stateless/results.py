@@ -1,15 +1,19 @@
 """Results on the 2026-07-28 wire: `resultType`, server identity in `_meta`, cache hints, and server/discover.
 
-Handlers build the same result bodies for both eras; the stateless wire passes each through `decorate` (and
-each error through `stateless_error`) on its way out, so the legacy wire stays byte-for-byte what it was.
+Handlers build the same result bodies for both eras; the dispatcher passes each stateless response through
+`dress_response` (a result through `decorate`, an error through `stateless_error`) on its way out, so the
+session era's responses stay byte-for-byte what they were.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, error_response
+from mcp_server.logs import loggable
+from mcp_server.messages import Message
 from mcp_server.stateless import metadata
 from mcp_server.stateless.metadata import SUPPORTED_VERSIONS
 
@@ -22,11 +26,13 @@ __all__ = [
     "cache_hint",
     "decorate",
     "discover_result",
+    "dress_response",
     "input_required",
     "stateless_capabilities",
     "stateless_error",
 ]
 
+log = logging.getLogger("mcp.rpc")
 COMPLETE = "complete"
 INPUT_REQUIRED = "input_required"
 # Results that MUST carry ttlMs and cacheScope when complete (server/utilities/caching.mdx).
@@ -116,3 +122,19 @@ def discover_result(capabilities: dict[str, Any], server_info: dict[str, Any], i
 def stateless_error(error: dict[str, Any]) -> dict[str, Any]:
     """Translate a JSON-RPC error object to this wire: resource not found is -32602 with data.uri, not -32002."""
     return {**error, "code": INVALID_PARAMS} if error.get("code") == RESOURCE_NOT_FOUND else error
+
+
+def dress_response(message: Message, response: dict[str, Any], server_info: dict[str, Any],
+                   authenticated: bool) -> dict[str, Any]:
+    """The one place a 2026-07-28 response is dressed: resultType, serverInfo, cache hints; this wire's codes."""
+    if "error" in response:
+        return {**response, "error": stateless_error(response["error"])}
+    retried = "inputResponses" in message.params or "requestState" in message.params
+    hint = cache_hint(authenticated, retried=retried)
+    result = response.get("result")
+    try:
+        decorated = decorate(message.method or "", result if isinstance(result, dict) else {}, server_info, hint)
+    except ValueError:
+        log.exception("handler for %s broke the 2026-07-28 result rules", loggable(message.method))
+        return error_response(message.id, INTERNAL_ERROR, "Internal error")
+    return {**response, "result": decorated}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import decimal
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "HeaderParam",
     "InvalidHeaderAnnotation",
     "Rejection",
+    "check_header_annotations",
     "check_meta",
     "check_method",
     "check_param_headers",
@@ -263,6 +264,15 @@ def header_params(input_schema: Mapping[str, Any]) -> tuple[HeaderParam, ...]:
             raise InvalidHeaderAnnotation(f"x-mcp-header {params[-1].header!r} is used twice (case-insensitively)")
         seen.add(params[-1].header.lower())
     return tuple(params)
+
+
+def check_header_annotations(tools: Iterable[Any]) -> None:
+    """Refuse to start with a tool whose x-mcp-header annotations break the 2026-07-28 rules (server/tools.mdx)."""
+    for tool in tools:
+        try:
+            header_params(tool.input_schema)
+        except InvalidHeaderAnnotation as problem:
+            raise ValueError(f"tool {tool.name!r}: {problem}") from None
 
 
 def reachable_annotations(schema: object, path: tuple[str, ...]):

@@ -1,5 +1,5 @@
-"""What both HTTP transports read and write: the body (408, 413, 400), the session it names (400, 404), which
-answers its Accept header takes, and the answers: JSON and empty responses, HttpProblem, the JSON 500.
+"""What both HTTP transports read and write: the body and its limits (408, 413, 400), the session it names (400,
+404), which answers its Accept header takes, and the answers: JSON and empty responses, HttpProblem, the JSON 500.
 
 Plus the 503s they answer when the session store is down or the server holds all the sessions it may, and the
 refusal log line.
@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
 from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import dumps_line
+from mcp_server.encoding import dumps, dumps_line
 from mcp_server.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -28,15 +28,17 @@ from mcp_server.errors import (
     new_correlation_id,
 )
 from mcp_server.hub import CapacityError
-from mcp_server.limits import BodyLimitExceeded, check_body
 from mcp_server.logs import loggable
-from mcp_server.messages import Body, Message, ParseFailure, parse_body
+from mcp_server.messages import REQUEST, Body, Message, ParseFailure, parse_body
 from mcp_server.session import SESSION_ID_MAX_CHARS, SESSION_ID_PATTERN, SESSION_ID_SYNTAX, Session, session_id_from
 from mcp_server.transports.event_stream import EVENT_STREAM
 
-__all__ = ["JSON", "AcceptedTypes", "HttpProblem", "empty_response", "json_response", "log_refusal", "lookup_session",
-           "problem_response", "read_body", "read_messages", "server_busy", "store_unavailable",
-           "unexpected_error_response"]
+if TYPE_CHECKING:
+    from mcp_server.config import Settings
+
+__all__ = ["JSON", "AcceptedTypes", "BodyLimitExceeded", "HttpProblem", "check_body", "empty_response",
+           "json_depth_and_longest_string", "json_response", "log_refusal", "lookup_session", "problem_response",
+           "read_body", "read_messages", "server_busy", "store_unavailable", "unexpected_error_response"]
 
 log = logging.getLogger("mcp.http")
 JSON = "application/json"
@@ -200,3 +202,71 @@ def too_large(limit: int) -> HttpProblem:
     """The 413 for a body over MCP_MAX_BODY_BYTES."""
     return HttpProblem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, INVALID_REQUEST,
                        f"Request body too large: the limit is {limit} bytes (MCP_MAX_BODY_BYTES)")
+
+
+class BodyLimitExceeded(ValueError):
+    """A parsed body breaks a shape limit; carries the HTTP status and the JSON-RPC code to answer with."""
+
+    def __init__(self, status: int, message: str, code: int = INVALID_REQUEST) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+def json_depth_and_longest_string(value: Any, max_depth: int) -> tuple[int, int]:
+    """Walk decoded JSON without recursion; return (depth, longest string in UTF-8 bytes), stopping past max_depth."""
+    deepest = 0
+    longest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            # A character is 1 to 4 bytes: encode only when the length alone cannot decide.
+            longest = max(longest, len(item) if item.isascii() else len(item.encode("utf-8", "surrogatepass")))
+            continue
+        if isinstance(item, dict):
+            children: Any = [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > max_depth:
+            return deepest, longest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest, longest
+
+
+def check_body(body: Body, data: bytes, settings: Settings) -> None:
+    """Raise BodyLimitExceeded when a body is nested too deep, has a too-long string, batch or arguments."""
+    if body.is_batch and len(body.messages) > settings.max_batch:
+        raise BodyLimitExceeded(
+            HTTPStatus.BAD_REQUEST,
+            f"Batch too long: {len(body.messages)} messages, the limit is {settings.max_batch} (MCP_MAX_BATCH)",
+        )
+    # Cheap byte counts first: a body with few brackets cannot be deep, a short one cannot hold a long string.
+    may_be_deep = data.count(b"[") + data.count(b"{") > settings.max_json_depth
+    may_hold_long_string = len(data) > settings.max_string_bytes
+    if may_be_deep or may_hold_long_string:
+        raws = [message.raw for message in body.messages]
+        depth, longest = json_depth_and_longest_string(raws if body.is_batch else raws[0], settings.max_json_depth)
+        if depth > settings.max_json_depth:
+            raise BodyLimitExceeded(
+                HTTPStatus.BAD_REQUEST,
+                f"JSON nested too deeply: the limit is {settings.max_json_depth} levels (MCP_MAX_JSON_DEPTH)",
+            )
+        if longest > settings.max_string_bytes:
+            raise BodyLimitExceeded(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"A string of {longest} bytes exceeds the limit of {settings.max_string_bytes} (MCP_MAX_STRING_BYTES)",
+            )
+    if len(data) > settings.max_argument_bytes:
+        for message in body.messages:
+            if message.kind == REQUEST and message.method == "tools/call":
+                size = len(dumps(message.params.get("arguments")))
+                if size > settings.max_argument_bytes:
+                    raise BodyLimitExceeded(
+                        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        f"Tool arguments of {size} bytes exceed the limit of {settings.max_argument_bytes} "
+                        "(MCP_MAX_ARGUMENT_BYTES)",
+                    )

@@ -9,11 +9,10 @@ from flask import Flask
 from mcp_server.auth import Authenticator
 from mcp_server.config import Settings
 from mcp_server.dispatcher import Dispatcher
-from mcp_server.web import console, health, pipeline, routes, security
+from mcp_server.web import console, flask_hooks, health, routes, security
 from mcp_server.web.cli import mcp_cli
-from mcp_server.web.connection_limit import ConnectionLimit
 from mcp_server.web.mcp_app import MCP_EXTENSION
-from mcp_server.web.pipeline import HotPath
+from mcp_server.web.pipeline import ConnectionLimit, HotPath, Pipeline
 
 __all__ = ["McpExtension"]
 
@@ -40,9 +39,9 @@ class McpExtension:
         app.register_blueprint(health.blueprint)
         console.init_app(app, settings)
         # Before security.init_app, so the screen runs before the rate limiter counts the request.
-        pipeline.install(app, pipeline.Pipeline(app))
+        flask_hooks.install(app, Pipeline(app))
         security.init_app(app, self.dispatcher, authenticator)
-        app.wsgi_app = HotPath(app, pipeline.pipeline_of(app), app.wsgi_app)  # type: ignore[method-assign]
+        app.wsgi_app = HotPath(app, flask_hooks.pipeline_of(app), app.wsgi_app)  # type: ignore[method-assign]
         # Outermost, so a refusal costs neither Flask nor the hot path anything.
         app.wsgi_app = ConnectionLimit(app.wsgi_app, settings.max_connections_per_address)  # type: ignore[method-assign]
 

@@ -1,72 +1,78 @@
-"""What every request to the MCP routes passes, whichever way it came in: screen, render a failure, finish.
+"""What every request to the MCP routes passes, whichever way it came in: count, screen, pick a POST's wire, render
+a failure, finish.
 
-The screen comes first: foreign origins get 403, and on a loopback listener a Host
-that is not a loopback name gets 421 (DNS rebinding); then the bearer token is
-checked (401 with WWW-Authenticate, 403 for a missing scope, 503 when tokens cannot
-be verified). The ops and console pages reuse the Origin and Host checks.
+The count comes first (ConnectionLimit, the outermost WSGI layer): an address with too many requests in progress
+gets 429. Then the screen: foreign origins get 403, and on a loopback listener a Host that is not a loopback name
+gets 421 (DNS rebinding); then the bearer token is checked (401 with WWW-Authenticate, 403 for a missing scope,
+503 when tokens cannot be verified). The ops and console pages reuse the Origin and Host checks. A POST then
+goes to its era's wire (`handle_post`), from the hot path and from the Flask route alike.
 
 The WSGI hot path (HotPath) answers POSTs to /mcp and /messages straight from WSGI,
 without Flask's per-request work: a `tools/call` costs about 100 µs of MCP work,
 Flask's contexts, URL matching and hooks around it several times that. It calls the
-three steps directly; Flask's before_request, error handlers and after_request are
-one-line adapters of them (`install`), so the two ways in answer alike and cannot
-drift apart. When a setting needs Flask's own hooks (a rate limit, CORS), and for
-every other request, Flask serves. tests/unit/test_pipeline_hooks.py fails when a
-Flask hook appears that this module does not know.
+steps directly; Flask's before_request, error handlers and after_request are
+one-line adapters of them (`flask_hooks.install`), so the two ways in answer alike
+and cannot drift apart. When a setting needs Flask's own hooks (a rate limit, CORS),
+and for every other request, Flask serves.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
 from mcp_server.auth import Authenticator, AuthUnavailable, InsufficientScope, Unauthenticated, metadata_url
 from mcp_server.config import Settings, is_loopback_host
 from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, error_response, new_correlation_id
 from mcp_server.hub import HubUnavailable
+from mcp_server.messages import Body
+from mcp_server.session import SESSION_HEADER_KEY, session_id_from
+from mcp_server.session import SUPPORTED as HANDSHAKE_VERSIONS
+from mcp_server.stateless import metadata
+from mcp_server.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
 from mcp_server.transports.http_io import (
     HttpProblem,
     json_response,
     log_refusal,
     problem_response,
+    read_messages,
     store_unavailable,
     unexpected_error_response,
 )
-from mcp_server.web.mcp_app import MCP_BLUEPRINT, dispatcher_of
+from mcp_server.transports.legacy_sse import legacy_post
+from mcp_server.transports.stateless_http import legacy_refused, stateless_post
+from mcp_server.transports.streamable_http import streamable_post
+from mcp_server.web.mcp_app import dispatcher_of
 from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
-from mcp_server.web.routes import LEGACY_ONLY_PATHS, handle_post
 from mcp_server.web.security import AUTH_EXTENSION_KEY
 
-__all__ = ["FAILURES", "FLASK_ONLY_HOOKS", "HOT_PATHS", "HotPath", "Pipeline", "check_host", "check_origin", "emit",
-           "host_allowed", "install", "installed_hooks", "screen_environ"]
+if TYPE_CHECKING:
+    from mcp_server.dispatcher import Dispatcher
+
+__all__ = ["FAILURES", "HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
+           "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless", "screen_environ"]
 
 log = logging.getLogger("mcp.auth")
 
 # The exceptions render_failure turns into answers, most specific first (Flask gets one handler for each).
 FAILURES = (HttpProblem, HubUnavailable, HTTPException, Exception)
-# Hooks that only a rate limit or CORS installs: with either set, HotPath hands every request to Flask.
-FLASK_ONLY_HOOKS = frozenset({
-    "before_request:flask_limiter._extension.Limiter._check_request_limit",
-    "after_request:flask_limiter._extension.Limiter.__inject_headers",
-    "after_request:mcp_server.web.response_headers.add_cors_headers",
-    "teardown_request:flask_limiter._extension.Limiter.__release_context",
-    "error:RateLimitExceeded:mcp_server.web.rate_limit.render_rate_limited",
-})
 HTTP_EXCEPTION_HINTS: dict[int, str] = {
     HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
     HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
 }
 
+# The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
+LEGACY_ONLY_PATHS = ("/messages", "/messages/")
 HOT_PATHS = frozenset({"/mcp", *LEGACY_ONLY_PATHS})
 # What werkzeug's get_wsgi_headers would change: these go its way (1xx, 204, 304, Location, Content-Location).
 BODILESS_STATUSES = frozenset({*range(100, 200), 204, 304})
 REWRITTEN_HEADERS = frozenset({"location", "content-location"})
-
+RETRY_AFTER_S = "5"
 
 
 # Origin and Host
@@ -169,6 +175,46 @@ def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator
     return authenticate(authenticator, settings, environ)
 
 
+# a POST's wire
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+    """Answer a POST: read the body, then serve it on its era's wire.
+
+    A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
+    says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version
+    that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
+    """
+    # The body first, so that every refusal after it (session, version header) carries the request's id.
+    body = read_messages(dispatcher, environ)
+    # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
+    # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
+    session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
+    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
+    if not legacy_message and is_stateless(environ, body):
+        return stateless_post(dispatcher, environ, principal, body)
+    if not dispatcher.settings.legacy:
+        return legacy_refused(environ, body)
+    if legacy_message:
+        return legacy_post(dispatcher, session_id, principal, body)
+    return streamable_post(dispatcher, environ, principal, body)
+
+
+def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
+    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
+
+    A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
+    sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
+    """
+    header = environ.get(PROTOCOL_VERSION_KEY)
+    if header in HANDSHAKE_VERSIONS:
+        return False  # what http_era decides too, for what a session's client sends with every request after the first
+    request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
+    first = None if body.is_batch else body.messages[0].raw
+    if metadata.http_era("POST", request_headers, first) is not metadata.Era.STATELESS:
+        return False
+    return SESSION_HEADER_KEY not in environ or metadata.is_stateless_version((header or "").strip(" \t")) or (
+        metadata.is_stateless_version(metadata.body_version(first)))
+
+
 # the pipeline
 class Pipeline:
     """The screen, the failure rendering and the finish of one app's MCP requests."""
@@ -221,62 +267,6 @@ def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> R
     return response
 
 
-def install(app: Flask, pipeline: Pipeline) -> None:
-    """Make Flask's before_request, error handlers and after_request adapters of the pipeline."""
-    app.before_request(screen_mcp_request)
-    for failure in FAILURES:
-        app.register_error_handler(failure, render_failure)
-    app.after_request(finish)
-    app.extensions["mcp_pipeline"] = pipeline
-
-
-def pipeline_of(app: Any) -> Pipeline:
-    """The pipeline installed on app."""
-    return app.extensions["mcp_pipeline"]
-
-
-def screen_mcp_request() -> None:
-    """Screen requests to the MCP routes (before the rate limiter counts them, so it counts per principal)."""
-    if request.blueprint == MCP_BLUEPRINT:
-        g.principal = pipeline_of(current_app).screen(request.environ)
-
-
-def render_failure(exc: Exception) -> Response:
-    """Flask's error handler: the pipeline's rendering."""
-    return Pipeline.render_failure(exc, request.environ)
-
-
-def finish(response: Response) -> Response:
-    """Flask's after_request: the pipeline's finish."""
-    return Pipeline.finish(request.environ, response)
-
-
-def installed_hooks(app: Flask, blueprints: tuple[str | None, ...] = (None, MCP_BLUEPRINT)) -> set[str]:
-    """Name every Flask hook that runs for the MCP routes (app-wide or the MCP blueprint's), one string each."""
-    hooks: set[str] = set()
-    for kind, table in (("before_request", app.before_request_funcs), ("after_request", app.after_request_funcs),
-                        ("teardown_request", app.teardown_request_funcs)):
-        for blueprint in blueprints:
-            hooks.update(f"{kind}:{qualified_name(hook)}" for hook in table.get(blueprint, ()))
-    for blueprint in blueprints:
-        for handlers in app.error_handler_spec.get(blueprint, {}).values():
-            hooks.update(f"error:{cls.__name__}:{qualified_name(hook)}" for cls, hook in handlers.items())
-    return hooks
-
-
-def pipeline_hooks() -> set[str]:
-    """The hooks install() puts on an app: the ones HotPath mirrors."""
-    return ({f"before_request:{qualified_name(screen_mcp_request)}", f"after_request:{qualified_name(finish)}"}
-            | {f"error:{cls.__name__}:{qualified_name(render_failure)}" for cls in FAILURES})
-
-
-def qualified_name(hook: Any) -> str:
-    """module.qualname of a hook, looking through functools.partial and bound methods."""
-    hook = getattr(hook, "func", hook)
-    hook = getattr(hook, "__func__", hook)
-    return f"{hook.__module__}.{hook.__qualname__}"
-
-
 # the hot path
 class HotPath:
     """WSGI middleware in front of Flask's wsgi_app for POSTs to the MCP endpoints."""
@@ -319,3 +309,74 @@ def emit(response: Response, environ: dict[str, Any], start_response: Callable[.
             start_response(response.status, headers)
             return body
     return response(environ, start_response)
+
+
+# the count of requests in progress per address
+class ConnectionLimit:
+    """WSGI middleware in front of the app: counts each address's requests in progress, refuses the excess."""
+
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int) -> None:
+        self.wsgi = wsgi
+        self.limit = limit
+        # Only addresses with a request in progress are here, so the table is as large as the worker's load.
+        self.in_progress: dict[str, int] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """Serve the request if its address is under the bound, else answer 429 without reading the body."""
+        address = environ.get("REMOTE_ADDR") or ""
+        count = self.in_progress.get(address, 0)
+        if count >= self.limit:
+            return self.refuse(environ, start_response)
+        # gevent never switches between the check and the increment, so no lock is needed.
+        self.in_progress[address] = count + 1
+        try:
+            body = self.wsgi(environ, start_response)
+        except BaseException:
+            self.release(address)
+            raise
+        # The server closes the body when the response ends, however it ends (a client gone included).
+        return ReleasingBody(body, self, address)
+
+    def release(self, address: str) -> None:
+        """One request of address is over."""
+        count = self.in_progress.get(address, 0) - 1
+        if count > 0:
+            self.in_progress[address] = count
+        else:
+            self.in_progress.pop(address, None)
+
+    def refuse(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The 429 for an address over the bound, with a JSON-RPC error body and the security headers."""
+        response = problem_response(HttpProblem(
+            HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
+            f"Too many requests in progress from your address: the limit is {self.limit} at once "
+            "(MCP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one, then retry",
+            headers={"Retry-After": RETRY_AFTER_S},
+        ))
+        return Pipeline.finish(environ, response)(environ, start_response)
+
+
+class ReleasingBody:
+    """The app's response body for the server to iterate as is; closing it releases its address's count."""
+
+    # Held for a stream's whole life: no werkzeug ClosingIterator (a Python __next__ between the server's write loop
+    # and the stream, deepening every idle greenlet's saved stack), no partial, no per-instance dict.
+    __slots__ = ("address", "body", "limit")
+
+    def __init__(self, body: Iterable[bytes], limit: ConnectionLimit, address: str) -> None:
+        self.body = body
+        self.limit = limit
+        self.address = address
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The app's own iterator."""
+        return iter(self.body)
+
+    def close(self) -> None:
+        """Close the app's body (as WSGI asks), then count the request as over, even if that close failed."""
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.limit.release(self.address)

@@ -5,7 +5,7 @@ GET without Mcp-Session-Id is a legacy stream; POST with `?session_id=` is a
 legacy message, whatever its body; a POST saying 2026-07-28 is the stateless
 wire; everything else on /mcp is Streamable HTTP. Each route only
 picks the transport function and hands it the dispatcher, the environ and the
-principal; `handle_post` is the choice the WSGI hot path shares.
+principal; a POST's choice (`pipeline.handle_post`) is one of the steps the WSGI hot path shares.
 """
 
 from __future__ import annotations
@@ -16,62 +16,18 @@ from typing import Any
 from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.messages import Body
-from mcp_server.session import SESSION_HEADER_KEY, session_id_from
-from mcp_server.session import SUPPORTED as HANDSHAKE_VERSIONS
+from mcp_server.session import SESSION_HEADER_KEY
 from mcp_server.stateless import metadata
-from mcp_server.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
-from mcp_server.transports.http_io import read_messages
-from mcp_server.transports.legacy_sse import legacy_get, legacy_post
-from mcp_server.transports.stateless_http import legacy_refused, method_not_allowed, stateless_post
-from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
+from mcp_server.stateless.metadata import PROTOCOL_VERSION_KEY
+from mcp_server.transports.legacy_sse import legacy_get
+from mcp_server.transports.stateless_http import method_not_allowed
+from mcp_server.transports.streamable_http import streamable_delete, streamable_get
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
+from mcp_server.web.pipeline import handle_post
 
-__all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
+__all__ = ["blueprint"]
 
 blueprint = Blueprint(MCP_BLUEPRINT, __name__)
-# The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
-LEGACY_ONLY_PATHS = ("/messages", "/messages/")
-
-
-def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
-    """Answer a POST: read the body, then serve it on its era's wire.
-
-    A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
-    says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version
-    that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
-    """
-    # The body first, so that every refusal after it (session, version header) carries the request's id.
-    body = read_messages(dispatcher, environ)
-    # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
-    # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
-    session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
-    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
-    if not legacy_message and is_stateless(environ, body):
-        return stateless_post(dispatcher, environ, principal, body)
-    if not dispatcher.settings.legacy:
-        return legacy_refused(environ, body)
-    if legacy_message:
-        return legacy_post(dispatcher, session_id, principal, body)
-    return streamable_post(dispatcher, environ, principal, body)
-
-
-def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
-    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
-
-    A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
-    sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
-    """
-    header = environ.get(PROTOCOL_VERSION_KEY)
-    if header in HANDSHAKE_VERSIONS:
-        return False  # what http_era decides too, for what a session's client sends with every request after the first
-    request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
-    first = None if body.is_batch else body.messages[0].raw
-    if metadata.http_era("POST", request_headers, first) is not metadata.Era.STATELESS:
-        return False
-    return SESSION_HEADER_KEY not in environ or metadata.is_stateless_version((header or "").strip(" \t")) or (
-        metadata.is_stateless_version(metadata.body_version(first)))
 
 
 def names_stateless_wire(environ: Mapping[str, Any]) -> bool:

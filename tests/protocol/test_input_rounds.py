@@ -12,11 +12,11 @@ from typing import Any
 import gevent
 import pytest
 
+from mcp_server.dispatcher import jsonrpc_dispatch
 from mcp_server.encoding import dumps, loads
 from mcp_server.messages import parse_body
-from mcp_server.protocol.methods import METHODS
+from mcp_server.protocol.methods import STATELESS_METHODS
 from mcp_server.protocol.request_context import STATELESS_ERA, RequestContext
-from mcp_server.protocol.rpc import jsonrpc_dispatch
 from mcp_server.session import Session
 from mcp_tools import InputRequest, Registry, resource, tool
 from tests.conformance.runner import FIXTURE_PLUGINS
@@ -51,7 +51,7 @@ class Stateless:
                              params=params)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         message = parse_body(dumps(request)).messages[0]
-        response = jsonrpc_dispatch(METHODS, ctx, message)
+        response = jsonrpc_dispatch(STATELESS_METHODS, ctx, message)
         return loads(dumps(response))
 
     def call(self, name: str, request_id: Any = 1, capabilities: dict[str, Any] | None = None,

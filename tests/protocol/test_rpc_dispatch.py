@@ -1,13 +1,13 @@
-"""jsonrpc_dispatch: one classified message through jsonrpcserver's dispatch steps, as the dispatcher calls them."""
+"""jsonrpc_dispatch: one classified message through jsonrpcserver's dispatch steps, as the dispatcher takes them."""
 
 from __future__ import annotations
 
 from jsonrpcserver import Success
 
+from mcp_server.dispatcher import jsonrpc_dispatch
 from mcp_server.encoding import dumps
 from mcp_server.messages import parse_body
-from mcp_server.protocol.methods import guarded
-from mcp_server.protocol.rpc import jsonrpc_dispatch
+from mcp_server.protocol.request_context import guarded
 
 SEEN: list[dict] = []
 

@@ -11,7 +11,7 @@ def test_one_legacy_call_enters_the_tool_the_protocol_and_the_stream_that_carrie
     row = count_modules("legacy", repeat=1)
     # The tool and the protocol layer run the call; the stream read proves the trace spans the answer's way back.
     for module in ("mcp_tools/echo.py", "mcp_server/protocol/tools.py", "mcp_server/transports/legacy_sse.py",
-                   "mcp_server/transports/event_stream.py", "mcp_server/web/connection_limit.py"):
+                   "mcp_server/transports/event_stream.py", "mcp_server/web/pipeline.py"):
         assert module in row["modules"]
     # Only the call is in the window: what serves other methods is not.
     assert "mcp_server/protocol/prompts.py" not in row["modules"]

@@ -1,4 +1,4 @@
-"""The per-address bound on requests in progress (connections.ConnectionLimit), without a server."""
+"""The per-address bound on requests in progress (pipeline.ConnectionLimit), without a server."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp_server.web.connection_limit import ConnectionLimit
+from mcp_server.web.pipeline import ConnectionLimit
 
 
 def ok_app(environ, start_response):

@@ -279,8 +279,8 @@ def test_no_transport_imports_another():
 
 
 def test_web_modules_find_the_dispatcher_without_importing_the_routes():
-    # The extension registers the routes and the hot path answers through them; the rest need only the dispatcher.
-    allowed = {"mcp_server.web.flask_extension", "mcp_server.web.pipeline"}
+    # The extension registers the routes; the rest, the hot path included, need only the dispatcher.
+    allowed = {"mcp_server.web.flask_extension"}
     wrong = [f"{where(name, line)} imports the routes"
              for name in MODULES if in_package(name, "mcp_server.web") and name not in allowed
              for line, module in imported_modules(name) if module == "mcp_server.web.routes"]

@@ -1,4 +1,4 @@
-"""web/routes: which wire a POST to /mcp takes."""
+"""Which wire a POST to /mcp takes (web/pipeline.is_stateless, for the routes and the hot path alike)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from mcp_server.encoding import dumps
 from mcp_server.messages import parse_body
 from mcp_server.stateless import metadata
 from mcp_server.stateless.metadata import HANDSHAKE_VERSIONS, Era, http_era
-from mcp_server.web.routes import is_stateless
+from mcp_server.web.pipeline import is_stateless
 
 STATELESS_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                "params": {"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
