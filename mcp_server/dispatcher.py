@@ -8,6 +8,7 @@ it), and the transport decides where the answers go.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from mcp_server.limits import CallSlots, SessionQuota
 from mcp_server.logs import loggable
 from mcp_server.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from mcp_server.metrics import instruments, label_methods
+from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.methods import METHODS, STATELESS_METHODS, server_info
 from mcp_server.protocol.request_context import (
     LOG_LEVELS,
@@ -42,7 +44,6 @@ from mcp_server.protocol.request_context import (
     principal_may,
 )
 from mcp_server.protocol.rpc import discard, jsonrpc_dispatch
-from mcp_server.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from mcp_server.protocol.task_runner import TaskRunner
 from mcp_server.session import Session, allows_batches
 from mcp_server.stateless.request_state import SharedCodec
@@ -120,6 +121,12 @@ class Dispatcher:
         self.server_info = server_info(settings)
 
     # session lifecycle
+    def use_authorizer(self, authorizer: Authorizer) -> None:
+        """Put an authorizer in force after construction (a host app's principal loader, declared after init_app)."""
+        self.authorizer = authorizer
+        self.services = dataclasses.replace(self.services, authorizer=authorizer)
+        self.tasks.services = self.services
+
     def open_session(self, transport: str, principal: str | None = None, address: str | None = None) -> Session:
         """Create and store a new session; CapacityError when the server, the principal or the address holds enough.
 

@@ -30,13 +30,13 @@ from mcp_server.hub import HubUnavailable
 from mcp_server.protocol.completion import complete
 from mcp_server.protocol.input_rounds import run_rounds
 from mcp_server.protocol.instructions import server_instructions
+from mcp_server.protocol.listen import subscriptions_listen
 from mcp_server.protocol.pagination import paginate
 from mcp_server.protocol.prompts import describe_prompt, render_prompt
 from mcp_server.protocol.request_context import LOG_LEVELS, STATELESS_ERA, RequestContext
 from mcp_server.protocol.resources import describe_resource, describe_template, find_readable, read_resource
-from mcp_server.protocol.listen import subscriptions_listen
-from mcp_server.protocol.task_shapes import TASKS_EXTENSION
 from mcp_server.protocol.task_methods import call_task_tool, tasks_cancel, tasks_get, tasks_update
+from mcp_server.protocol.task_shapes import TASKS_EXTENSION
 from mcp_server.protocol.tools import run_tool
 from mcp_server.session import SessionChange, at_least, negotiate
 from mcp_server.stateless.metadata import supported_versions

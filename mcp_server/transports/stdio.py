@@ -27,8 +27,8 @@ from mcp_server.hub import StreamClosed
 from mcp_server.hub.memory import MemoryHub
 from mcp_server.logs import configure_logging
 from mcp_server.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
-from mcp_server.protocol.methods import STATELESS_METHOD_NAMES
 from mcp_server.protocol.listen import LISTEN
+from mcp_server.protocol.methods import STATELESS_METHOD_NAMES
 from mcp_server.session import STDIO
 from mcp_server.stateless.metadata import Era, StdioEra, ephemeral_session
 from mcp_server.stateless.validation import validate_request

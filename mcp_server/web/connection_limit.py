@@ -20,17 +20,26 @@ __all__ = ["ConnectionLimit", "ReleasingBody"]
 RETRY_AFTER_S = "5"
 
 
+def is_under(path: str, prefix: str) -> bool:
+    """Whether path is prefix or one of its sub-paths."""
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
 class ConnectionLimit:
     """WSGI middleware in front of the app: counts each address's requests in progress, refuses the excess."""
 
-    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int) -> None:
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int, paths_under: str | None = None) -> None:
         self.wsgi = wsgi
         self.limit = limit
+        # On a host app, only the MCP paths count (paths_under is its MCP path); the host's own routes pass.
+        self.paths_under = paths_under
         # Only addresses with a request in progress are here, so the table is as large as the worker's load.
         self.in_progress: dict[str, int] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Serve the request if its address is under the bound, else answer 429 without reading the body."""
+        if self.paths_under is not None and not is_under(environ.get("PATH_INFO", ""), self.paths_under):
+            return self.wsgi(environ, start_response)
         address = environ.get("REMOTE_ADDR") or ""
         count = self.in_progress.get(address, 0)
         if count >= self.limit:

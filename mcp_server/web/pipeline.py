@@ -37,13 +37,13 @@ from mcp_server.transports.http_io import (
     store_unavailable,
     unexpected_error_response,
 )
-from mcp_server.web.mcp_app import MCP_BLUEPRINT, dispatcher_of
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, dispatcher_of, handle_error_in
 from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
 from mcp_server.web.routes import LEGACY_ONLY_PATHS, handle_post
 from mcp_server.web.security import AUTH_EXTENSION_KEY
 
-__all__ = ["FAILURES", "FLASK_ONLY_HOOKS", "HOT_PATHS", "HotPath", "Pipeline", "check_host", "check_origin", "emit",
-           "host_allowed", "install", "installed_hooks", "screen_environ"]
+__all__ = ["FAILURES", "FLASK_ONLY_HOOKS", "HOT_PATHS", "HotPath", "Pipeline", "check_foreign_page", "check_host",
+           "check_origin", "emit", "host_allowed", "install", "installed_hooks", "screen_environ"]
 
 log = logging.getLogger("mcp.auth")
 
@@ -160,12 +160,17 @@ def authenticate(authenticator: Authenticator | None, settings: Settings, enviro
                           data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
 
 
-def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
-    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
+def check_foreign_page(environ: Mapping[str, Any], settings: Settings) -> None:
+    """Check Origin (403) and Host (421)."""
     origin = environ.get("HTTP_ORIGIN")
     if origin:
         check_origin(origin, settings)
     check_host(environ, settings)
+
+
+def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
+    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
+    check_foreign_page(environ, settings)
     return authenticate(authenticator, settings, environ)
 
 
@@ -173,13 +178,21 @@ def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator
 class Pipeline:
     """The screen, the failure rendering and the finish of one app's MCP requests."""
 
-    def __init__(self, app: Flask) -> None:
+    def __init__(self, app: Flask, identify: Callable[[Mapping[str, Any]], str | None] | None = None) -> None:
         self.app = app
         self.settings = dispatcher_of(app).settings
+        # Who the caller is, in place of the bearer check: the extension's (mcp_server/extension.py), which asks
+        # a host's principal_loader. None: the bearer check (API keys, OAuth) decides.
+        self.identify = identify
+        # Set when identify reads Flask's request (a principal_loader): then Flask serves every request, hot or not.
+        self.needs_flask_request = False
 
     def screen(self, environ: Mapping[str, Any]) -> str | None:
         """Check Origin, Host and credentials (403, 421, 401, 503); return the principal (None: auth off)."""
-        return screen_environ(environ, self.settings, self.app.extensions.get(AUTH_EXTENSION_KEY))
+        if self.identify is None:
+            return screen_environ(environ, self.settings, self.app.extensions.get(AUTH_EXTENSION_KEY))
+        check_foreign_page(environ, self.settings)
+        return self.identify(environ)
 
     @staticmethod
     def render_failure(exc: Exception, environ: Mapping[str, Any]) -> Response:
@@ -221,13 +234,24 @@ def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> R
     return response
 
 
-def install(app: Flask, pipeline: Pipeline) -> None:
-    """Make Flask's before_request, error handlers and after_request adapters of the pipeline."""
+def install(app: Flask, pipeline: Pipeline, scope: tuple[str, ...] | None = None) -> None:
+    """Make Flask's before_request, error handlers and after_request adapters of the pipeline.
+
+    scope names the blueprints whose requests the pipeline finishes and whose failures it renders; None means
+    every request of the app (the template's app, which is all MCP). A host app keeps its own pages and headers.
+    """
     app.before_request(screen_mcp_request)
-    for failure in FAILURES:
-        app.register_error_handler(failure, render_failure)
-    app.after_request(finish)
+    if scope is None:
+        for failure in FAILURES:
+            app.register_error_handler(failure, render_failure)
+        app.after_request(finish)
+    else:
+        for blueprint in scope:
+            for failure in FAILURES:
+                handle_error_in(app, blueprint, failure, render_failure)
+            app.after_request_funcs.setdefault(blueprint, []).append(finish)
     app.extensions["mcp_pipeline"] = pipeline
+
 
 
 def pipeline_of(app: Any) -> Pipeline:
@@ -291,7 +315,8 @@ class HotPath:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Answer a hot POST here; hand anything else to Flask."""
-        if not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS:
+        if (not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS
+                or self.pipeline.needs_flask_request):
             return self.flask_wsgi(environ, start_response)
         response = self.pipeline.finish(environ, self.answer(environ))
         return emit(response, environ, start_response)

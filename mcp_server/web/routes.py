@@ -28,26 +28,29 @@ from mcp_server.transports.stateless_http import legacy_refused, method_not_allo
 from mcp_server.transports.streamable_http import streamable_delete, streamable_get, streamable_post
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
 
-__all__ = ["LEGACY_ONLY_PATHS", "blueprint", "handle_post"]
+__all__ = ["LEGACY_ONLY_PATHS", "handle_post", "mcp_blueprint"]
 
-blueprint = Blueprint(MCP_BLUEPRINT, __name__)
 # The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
 LEGACY_ONLY_PATHS = ("/messages", "/messages/")
 
 
-def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None,
+                legacy_only: bool | None = None) -> Response:
     """Answer a POST: read the body, then serve it on its era's wire.
 
-    A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
-    says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version
-    that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
+    legacy_only says whether the path takes legacy messages only (the SDKs' /messages); None reads it from the
+    path (the hot path). A legacy message (such a path, or the query names a session) goes to its session whatever
+    its body says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names
+    a version that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
     """
     # The body first, so that every refusal after it (session, version header) carries the request's id.
     body = read_messages(dispatcher, environ)
     # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
     # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
     session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
-    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
+    if legacy_only is None:
+        legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
+    legacy_message = legacy_only or session_id is not None
     if not legacy_message and is_stateless(environ, body):
         return stateless_post(dispatcher, environ, principal, body)
     if not dispatcher.settings.legacy:
@@ -80,34 +83,42 @@ def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
     return header is not None and metadata.names_stateless_version(header.strip(" \t"))
 
 
-@blueprint.route("/mcp", methods=["GET", "POST", "DELETE"])
 def mcp_endpoint() -> Response:
-    """Serve /mcp for both transports."""
+    """Serve the MCP endpoint (/mcp) for both transports."""
     if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.legacy
                                                 or names_stateless_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
         if SESSION_HEADER_KEY in request.environ:
             return streamable_get(current_dispatcher(), request.environ, g.principal)
-        return legacy_get(current_dispatcher(), request.environ, g.principal, "/mcp")
+        # A legacy client posts its messages back to the path it opened the stream on.
+        return legacy_get(current_dispatcher(), request.environ, g.principal, request.path)
     if request.method == "POST":
-        return handle_post(current_dispatcher(), request.environ, g.principal)
+        return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=False)
     if request.method == "DELETE":
         return streamable_delete(current_dispatcher(), request.environ, g.principal)
     # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
     raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
 
 
-@blueprint.route("/sse", methods=["GET"])
-def sse_alias() -> Response:
-    """The official SDKs' default legacy stream path."""
+def sse_alias(messages_path: str) -> Response:
+    """The official SDKs' default legacy stream path; its messages go to messages_path."""
     if not current_dispatcher().settings.legacy:
         return method_not_allowed(request.environ)
-    return legacy_get(current_dispatcher(), request.environ, g.principal, "/messages")
+    return legacy_get(current_dispatcher(), request.environ, g.principal, messages_path)
 
 
-@blueprint.route("/messages", methods=["POST"])
-@blueprint.route("/messages/", methods=["POST"])
 def messages_alias() -> Response:
     """The official SDKs' default legacy message path."""
-    return handle_post(current_dispatcher(), request.environ, g.principal)
+    return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=True)
+
+
+def mcp_blueprint(path: str = "/mcp", aliases_under: str = "") -> Blueprint:
+    """The MCP routes: the endpoint at path, the SDKs' legacy paths (/sse, /messages) under aliases_under."""
+    blueprint = Blueprint(MCP_BLUEPRINT, __name__)
+    blueprint.add_url_rule(path, view_func=mcp_endpoint, methods=["GET", "POST", "DELETE"])
+    blueprint.add_url_rule(f"{aliases_under}/sse", view_func=sse_alias, methods=["GET"],
+                           defaults={"messages_path": f"{aliases_under}/messages"})
+    for messages_path in (f"{aliases_under}/messages", f"{aliases_under}/messages/"):
+        blueprint.add_url_rule(messages_path, view_func=messages_alias, methods=["POST"])
+    return blueprint
