@@ -32,6 +32,7 @@ from mcp_server.protocol.methods import STATELESS_METHOD_NAMES
 from mcp_server.session import STDIO
 from mcp_server.stateless.metadata import Era, StdioEra, ephemeral_session
 from mcp_server.stateless.validation import validate_request
+from mcp_server.toolkit.registry import Registry
 
 __all__ = ["StdioServer", "run_stdio"]
 
@@ -176,11 +177,12 @@ class StdioServer:
             writer.join(timeout=2.0)
 
 
-def run_stdio(settings: Settings) -> int:
-    """Serve one client on stdin/stdout until EOF or SIGTERM."""
+def run_stdio(settings: Settings, registry: Registry | None = None) -> int:
+    """Serve one client on stdin/stdout until EOF or SIGTERM (registry: an app's, else mcp_tools/ discovered)."""
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
-    dispatcher = Dispatcher(settings, hub=MemoryHub(settings))
+    # No authorizer: the local user who started the process may use everything, as the principal of stdio.
+    dispatcher = Dispatcher(settings, registry=registry, hub=MemoryHub(settings))
     server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))
