@@ -65,6 +65,8 @@ def type_schema(hint: Any) -> dict[str, Any]:
     if hint in SCALARS:
         return {"type": SCALARS[hint]}
     origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.NotRequired, typing.Required):  # a TypedDict key's marks: its required keys say it
+        return type_schema(arguments[0])
     if origin is typing.Annotated:
         schema = type_schema(arguments[0])
         notes = [note for note in arguments[1:] if isinstance(note, str)]
@@ -87,10 +89,20 @@ def type_schema(hint: Any) -> dict[str, Any]:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return {"enum": [member.value for member in hint]}
     if typing.is_typeddict(hint):
-        return object_schema(typing.get_type_hints(hint, include_extras=True), set(hint.__required_keys__), {}, {})
+        return typeddict_schema(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return dataclass_schema(hint)
     raise Unsupported(repr(hint))
+
+
+def typeddict_schema(cls: Any) -> dict[str, Any]:
+    """The object schema of a TypedDict: its keys, required unless marked NotRequired (or total=False)."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    # Read from the hints, not __required_keys__: with string annotations Python 3.11 cannot see the marks.
+    required = {name for name, hint in hints.items()
+                if typing.get_origin(hint) is typing.Required
+                or (cls.__total__ and typing.get_origin(hint) is not typing.NotRequired)}
+    return object_schema(hints, required, {}, {})
 
 
 def dataclass_schema(cls: type) -> dict[str, Any]:
