@@ -179,7 +179,7 @@ def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
     assert server.app is not None and server.dispatcher is not None
     spec = route_tool(server.app, credentials=server.credentials.headers_of, **route)
     check_headers(spec)
-    server.forwards_credentials = True
+    server.forward_credentials()
     server.dispatcher.registry.declare(spec)
 
 

@@ -48,6 +48,7 @@ class McpExtension:
         # A host's principal_loader (mcp_server.extension.MCP): who the caller is, in place of the bearer check.
         self.loader: Callable[[Any], Any] | None = None
         # The credentials each principal's requests carried, kept once a route is a tool (web/route_tools.py).
+        # Until a loader or a route tool needs it, identify stays off the pipeline: the bearer check is the screen.
         self.credentials = CallerCredentials()
         self.forwards_credentials = False
         if app is not None:
@@ -73,7 +74,7 @@ class McpExtension:
                 metrics_path=f"{self.path}/metrics", name=HOST_CONSOLE))
         scope = None if self.whole_app else HOST_BLUEPRINTS
         # Before security.init_app, so the screen runs before the rate limiter counts the request.
-        pipeline.install(app, pipeline.Pipeline(app, self.identify), scope)
+        pipeline.install(app, pipeline.Pipeline(app), scope)
         security.init_app(app, self.dispatcher, authenticator, scope)
         if self.whole_app:
             app.wsgi_app = HotPath(app, pipeline.pipeline_of(app), app.wsgi_app)  # type: ignore[method-assign]
@@ -99,8 +100,16 @@ class McpExtension:
         self.loader = loader
         if self.dispatcher.authorizer is None:  # authentication was off: the loader's grants now decide
             self.dispatcher.use_authorizer(Authorizer())
+        screen = pipeline.pipeline_of(self.app)
+        screen.identify = self.identify
         # The loader reads Flask's request, which the WSGI hot path does not build.
-        pipeline.pipeline_of(self.app).needs_flask_request = True
+        screen.needs_flask_request = True
+
+    def forward_credentials(self) -> None:
+        """Keep each principal's credentials from now on, for the routes made tools to call the host with."""
+        assert self.app is not None, "init_app first"
+        self.forwards_credentials = True
+        pipeline.pipeline_of(self.app).identify = self.identify
 
     def shutdown(self) -> None:
         """Close every stream promptly (called from gunicorn on SIGTERM)."""
