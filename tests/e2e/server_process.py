@@ -69,7 +69,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
         """Start gunicorn and wait until /healthz answers."""
-        # accepting_only freezes workers with SIGSTOP, and a loaded 2-dispatcher CI machine can starve one: a frozen
+        # accepting_only freezes workers with SIGSTOP, and a loaded 2-core CI machine can starve one: a frozen
         # worker misses its heartbeat, so the master's timeout (30 s in gunicorn.conf.py) is raised here.
         self.proc = subprocess.Popen(
             [GUNICORN, "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "-w", str(self.workers),
@@ -111,7 +111,7 @@ class ServerProcess:
         others = [pid for pid in live if pid != worker_pid]
         for pid in others:
             os.kill(pid, signal.SIGSTOP)
-        # kill() returns before a worker running on another dispatcher has stopped; one that still accepts the next
+        # kill() returns before a worker running on another core has stopped; one that still accepts the next
         # connection would then hold it frozen. Go on only once every other worker is really stopped.
         for pid in others:
             wait_stopped(pid)

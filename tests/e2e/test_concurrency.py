@@ -31,7 +31,7 @@ SESSIONS = 50
 CALLS = 20
 # Each session's calls are all POSTed at once, over this many connections besides its stream.
 POSTS_IN_FLIGHT = 4
-# Generous: the whole load, 50 streams and 1,000 calls, on a shared 2-dispatcher machine.
+# Generous: the whole load, 50 streams and 1,000 calls, on a shared 2-core machine.
 LOAD_DEADLINE_S = 120.0
 
 
