@@ -24,8 +24,10 @@ from typing import Any
 from flask import Flask
 
 from mcp_server.config import Settings
+from mcp_server.extension import MCP
 from mcp_server.logs import configure_logging
-from mcp_server.web.flask_extension import McpExtension, settings_of
+from mcp_server.toolkit.registry import Registry
+from mcp_server.web.flask_extension import settings_of
 
 __all__ = ["create_app"]
 
@@ -35,8 +37,8 @@ def create_app(config: Any = None) -> Flask:
     settings = settings_of(config)
     configure_logging(settings.log_level, settings.log_format)
     app = Flask(__name__)
-    app.config["MCP_SETTINGS"] = settings
-    McpExtension(app)
+    # The whole app is MCP (the console at /, /healthz, JSON errors), serving the tools of mcp_tools/.
+    MCP(app, settings=settings, registry=Registry.discover(), whole_app=True)
     return app
 
 

@@ -10,6 +10,7 @@ its own entry point would parse, validate and batch-split again what messages.py
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -145,6 +146,12 @@ class Dispatcher:
         self.server_info = server_info(settings)
 
     # session lifecycle
+    def use_authorizer(self, authorizer: Authorizer) -> None:
+        """Put an authorizer in force after construction (a host app's principal loader, declared after init_app)."""
+        self.authorizer = authorizer
+        self.services = dataclasses.replace(self.services, authorizer=authorizer)
+        self.tasks.services = self.services
+
     def open_session(self, transport: str, principal: str | None = None, address: str | None = None) -> Session:
         """Create and store a new session; CapacityError when the server, the principal or the address holds enough.
 

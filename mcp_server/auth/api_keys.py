@@ -22,7 +22,7 @@ from mcp_server.auth.permissions import Grants
 from mcp_server.auth.principal import API_KEY, Principal
 from mcp_server.config import ConfigError
 
-__all__ = ["ApiKeyStore", "hash_key", "new_key"]
+__all__ = ["ApiKeyStore", "hash_key", "new_key", "principal_of_entry"]
 
 KEY_PREFIX = "mcp_"
 HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
@@ -46,6 +46,27 @@ def read_patterns(entry: Mapping[str, Any], field: str, where: str) -> tuple[str
     if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
         raise ConfigError(f"{where}: '{field}' must be a list of glob patterns such as [\"add\", \"get_*\"]")
     return tuple(value)
+
+
+def principal_of_entry(entry: Any, label: str, via: str) -> Principal:
+    """Check one entry ({principal, tools, resources, prompts}) and return its Principal; ConfigError if wrong."""
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{label}: each entry must be an object with a 'principal'")
+    unknown = set(entry) - KNOWN_FIELDS
+    if unknown:
+        raise ConfigError(f"{label}: unknown field(s) {', '.join(sorted(unknown))}")
+    name = entry.get("principal")
+    if not isinstance(name, str) or not PRINCIPAL_PATTERN.match(name) or name.startswith("oauth:"):
+        raise ConfigError(
+            f"{label}: 'principal' must be 1-128 characters of letters, digits and ._@:+- "
+            "(and not start with 'oauth:', which names token subjects)"
+        )
+    grants = Grants(
+        tools=read_patterns(entry, "tools", label),
+        resources=read_patterns(entry, "resources", label),
+        prompts=read_patterns(entry, "prompts", label),
+    )
+    return Principal(name=name, grants=grants, via=via)
 
 
 class ApiKeyStore:
@@ -78,23 +99,7 @@ class ApiKeyStore:
                     f"{label}: keys of the file must be SHA-256 hex digests (64 lowercase hex characters); "
                     "run scripts/new_api_key.py to make one"
                 )
-            if not isinstance(entry, dict):
-                raise ConfigError(f"{label}: each entry must be an object with a 'principal'")
-            unknown = set(entry) - KNOWN_FIELDS
-            if unknown:
-                raise ConfigError(f"{label}: unknown field(s) {', '.join(sorted(unknown))}")
-            name = entry.get("principal")
-            if not isinstance(name, str) or not PRINCIPAL_PATTERN.match(name) or name.startswith("oauth:"):
-                raise ConfigError(
-                    f"{label}: 'principal' must be 1-128 characters of letters, digits and ._@:+- "
-                    "(and not start with 'oauth:', which names token subjects)"
-                )
-            grants = Grants(
-                tools=read_patterns(entry, "tools", label),
-                resources=read_patterns(entry, "resources", label),
-                prompts=read_patterns(entry, "prompts", label),
-            )
-            entries.append((digest, Principal(name=name, grants=grants, via=API_KEY)))
+            entries.append((digest, principal_of_entry(entry, label, API_KEY)))
         return cls(entries)
 
     def grants_by_principal(self) -> dict[str, Grants]:

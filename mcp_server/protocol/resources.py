@@ -9,6 +9,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
+from mcp_server.encoding import dumps
 from mcp_server.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError, new_correlation_id
 from mcp_server.logs import loggable
 from mcp_server.toolkit.context import ResourceNotFound, ToolError
@@ -105,6 +106,9 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, A
         entry.update(value)
         if isinstance(entry.get("blob"), (bytes, bytearray)):
             entry["blob"] = base64.b64encode(bytes(entry["blob"])).decode("ascii")
+    elif isinstance(value, dict):  # any other dict is the resource's data: JSON, not Python's repr
+        entry["text"] = dumps(value).decode()
+        entry.setdefault("mimeType", "application/json")
     else:
         entry["text"] = value if isinstance(value, str) else str(value)
     return [entry]

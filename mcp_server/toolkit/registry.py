@@ -86,6 +86,18 @@ class Registry:
         """Register one spec, rejecting duplicates, and tell listeners its list changed."""
         self._add(spec, None)
 
+    def declare(self, spec: Tool | Resource | ResourceTemplate | Prompt) -> None:
+        """Register a spec declared in code every worker runs (an extension's decorators), rejecting duplicates.
+
+        Not a run-time change: each worker makes the same declaration as it imports the same module, so nothing
+        is sent to the fleet, and no session exists yet to be told.
+        """
+        table, key, kind = self._table_for(spec)
+        with self._lock:
+            if key in table:
+                raise RegistryError(f"duplicate {kind} {key!r}")
+            table[key] = spec
+
     def remove(self, kind: str, key: str) -> bool:
         """Remove a registered tool, resource, resource template or prompt; tell listeners."""
         table = self._table_named(kind)

@@ -178,9 +178,10 @@ class StdioServer:
 
 
 def run_stdio(settings: Settings, registry: Registry | None = None) -> int:
-    """Serve one client on stdin/stdout until EOF or SIGTERM (the registry's tools; None: mcp_tools and plugins)."""
+    """Serve one client on stdin/stdout until EOF or SIGTERM (registry: an app's, else mcp_tools/ discovered)."""
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
+    # No authorizer: the local user who started the process may use everything, as the principal of stdio.
     dispatcher = Dispatcher(settings, registry=registry, hub=MemoryHub(settings))
     server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 
-from mcp_server.web.mcp_app import MCP_BLUEPRINT
+from mcp_server.web.mcp_app import MCP_BLUEPRINT, handle_error_in
 from mcp_server.web.pipeline import FAILURES, Pipeline
 
 __all__ = ["FLASK_ONLY_HOOKS", "install", "installed_hooks", "pipeline_hooks", "pipeline_of"]
@@ -26,12 +26,22 @@ FLASK_ONLY_HOOKS = frozenset({
 })
 
 
-def install(app: Flask, pipeline: Pipeline) -> None:
-    """Make Flask's before_request, error handlers and after_request adapters of the pipeline."""
+def install(app: Flask, pipeline: Pipeline, scope: tuple[str, ...] | None = None) -> None:
+    """Make Flask's before_request, error handlers and after_request adapters of the pipeline.
+
+    scope names the blueprints whose requests the pipeline finishes and whose failures it renders; None means
+    every request of the app (the template's app, which is all MCP). A host app keeps its own pages and headers.
+    """
     app.before_request(screen_mcp_request)
-    for failure in FAILURES:
-        app.register_error_handler(failure, render_failure)
-    app.after_request(finish)
+    if scope is None:
+        for failure in FAILURES:
+            app.register_error_handler(failure, render_failure)
+        app.after_request(finish)
+    else:
+        for blueprint in scope:
+            for failure in FAILURES:
+                handle_error_in(app, blueprint, failure, render_failure)
+            app.after_request_funcs.setdefault(blueprint, []).append(finish)
     app.extensions["mcp_pipeline"] = pipeline
 
 

@@ -16,12 +16,9 @@ from mcp_server.transports.http_io import json_response
 from mcp_server.web.mcp_app import current_dispatcher
 from mcp_server.web.pipeline import check_host, check_origin
 
-__all__ = ["blueprint"]
-
-blueprint = Blueprint("ops", __name__)
+__all__ = ["ops_blueprint"]
 
 
-@blueprint.before_request
 def refuse_foreign_pages() -> None:
     """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
     settings = current_dispatcher().settings
@@ -29,13 +26,11 @@ def refuse_foreign_pages() -> None:
     check_host(request.environ, settings)
 
 
-@blueprint.route("/healthz", methods=["GET"])
 def healthz() -> Response:
     """Alive: the worker answers HTTP."""
     return json_response({"status": "ok"})
 
 
-@blueprint.route("/readyz", methods=["GET"])
 def readyz() -> Response:
     """Ready: the hub's backing store answers."""
     dispatcher = current_dispatcher()
@@ -47,7 +42,6 @@ def readyz() -> Response:
     return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
 
 
-@blueprint.route("/metrics", methods=["GET"])
 def prometheus_metrics() -> Response:
     """Every worker's counters, gauges and histograms in Prometheus text format."""
     dispatcher = current_dispatcher()
@@ -57,3 +51,13 @@ def prometheus_metrics() -> Response:
         session_count = None
     body, content_type = metrics.render(request.headers.get("Accept"), session_count)
     return Response(body, content_type=content_type)
+
+
+def ops_blueprint(prefix: str = "", name: str = "ops") -> Blueprint:
+    """The operations endpoints under prefix: prefix/healthz, prefix/readyz, prefix/metrics."""
+    blueprint = Blueprint(name, __name__)
+    blueprint.before_request(refuse_foreign_pages)
+    blueprint.add_url_rule(f"{prefix}/healthz", view_func=healthz, methods=["GET"])
+    blueprint.add_url_rule(f"{prefix}/readyz", view_func=readyz, methods=["GET"])
+    blueprint.add_url_rule(f"{prefix}/metrics", view_func=prometheus_metrics, methods=["GET"])
+    return blueprint

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from flask import Flask, current_app
 
 from mcp_server.dispatcher import Dispatcher
 
-__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "dispatcher_of", "current_dispatcher"]
+__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "current_dispatcher", "dispatcher_of", "handle_error_in"]
 
 # The McpExtension's key in app.extensions.
 MCP_EXTENSION = "mcp"
@@ -22,3 +25,8 @@ def dispatcher_of(app: Flask) -> Dispatcher:
 def current_dispatcher() -> Dispatcher:
     """The Dispatcher of the app handling this request."""
     return dispatcher_of(current_app)
+
+
+def handle_error_in(app: Flask, blueprint: str, failure: type[Exception], handler: Callable[..., Any]) -> None:
+    """Register an error handler for one blueprint's requests on app (a blueprint object may serve several apps)."""
+    app.error_handler_spec[blueprint][None][failure] = handler

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from mcp_server.dispatcher import Dispatcher
 
 __all__ = ["FAILURES", "HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
+           "check_foreign_page",
            "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless", "screen_environ"]
 
 log = logging.getLogger("mcp.auth")
@@ -166,29 +167,38 @@ def authenticate(authenticator: Authenticator | None, settings: Settings, enviro
                           data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
 
 
-def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
-    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
+def check_foreign_page(environ: Mapping[str, Any], settings: Settings) -> None:
+    """Check Origin (403) and Host (421)."""
     origin = environ.get("HTTP_ORIGIN")
     if origin:
         check_origin(origin, settings)
     check_host(environ, settings)
+
+
+def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
+    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
+    check_foreign_page(environ, settings)
     return authenticate(authenticator, settings, environ)
 
 
 # a POST's wire
-def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None,
+                legacy_only: bool | None = None) -> Response:
     """Answer a POST: read the body, then serve it on its era's wire.
 
-    A legacy message (the path is /messages, or the query names a session) goes to its session whatever its body
-    says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names a version
-    that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
+    legacy_only says whether the path takes legacy messages only (the SDKs' /messages); None reads it from the
+    path (the hot path). A legacy message (such a path, or the query names a session) goes to its session whatever
+    its body says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names
+    a version that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
     """
     # The body first, so that every refusal after it (session, version header) carries the request's id.
     body = read_messages(dispatcher, environ)
     # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
     # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
     session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
-    legacy_message = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS or session_id is not None
+    if legacy_only is None:
+        legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
+    legacy_message = legacy_only or session_id is not None
     if not legacy_message and is_stateless(environ, body):
         return stateless_post(dispatcher, environ, principal, body)
     if not dispatcher.settings.legacy:
@@ -219,13 +229,21 @@ def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
 class Pipeline:
     """The screen, the failure rendering and the finish of one app's MCP requests."""
 
-    def __init__(self, app: Flask) -> None:
+    def __init__(self, app: Flask, identify: Callable[[Mapping[str, Any]], str | None] | None = None) -> None:
         self.app = app
         self.settings = dispatcher_of(app).settings
+        # Who the caller is, in place of the bearer check: the extension's (mcp_server/extension.py), which asks
+        # a host's principal_loader. None: the bearer check (API keys, OAuth) decides.
+        self.identify = identify
+        # Set when identify reads Flask's request (a principal_loader): then Flask serves every request, hot or not.
+        self.needs_flask_request = False
 
     def screen(self, environ: Mapping[str, Any]) -> str | None:
         """Check Origin, Host and credentials (403, 421, 401, 503); return the principal (None: auth off)."""
-        return screen_environ(environ, self.settings, self.app.extensions.get(AUTH_EXTENSION_KEY))
+        if self.identify is None:
+            return screen_environ(environ, self.settings, self.app.extensions.get(AUTH_EXTENSION_KEY))
+        check_foreign_page(environ, self.settings)
+        return self.identify(environ)
 
     @staticmethod
     def render_failure(exc: Exception, environ: Mapping[str, Any]) -> Response:
@@ -281,7 +299,8 @@ class HotPath:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Answer a hot POST here; hand anything else to Flask."""
-        if not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS:
+        if (not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS
+                or self.pipeline.needs_flask_request):
             return self.flask_wsgi(environ, start_response)
         response = self.pipeline.finish(environ, self.answer(environ))
         return emit(response, environ, start_response)
@@ -312,17 +331,26 @@ def emit(response: Response, environ: dict[str, Any], start_response: Callable[.
 
 
 # the count of requests in progress per address
+def is_under(path: str, prefix: str) -> bool:
+    """Whether path is prefix or one of its sub-paths."""
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
 class ConnectionLimit:
     """WSGI middleware in front of the app: counts each address's requests in progress, refuses the excess."""
 
-    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int) -> None:
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int, paths_under: str | None = None) -> None:
         self.wsgi = wsgi
         self.limit = limit
+        # On a host app, only the MCP paths count (paths_under is its MCP path); the host's own routes pass.
+        self.paths_under = paths_under
         # Only addresses with a request in progress are here, so the table is as large as the worker's load.
         self.in_progress: dict[str, int] = {}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Serve the request if its address is under the bound, else answer 429 without reading the body."""
+        if self.paths_under is not None and not is_under(environ.get("PATH_INFO", ""), self.paths_under):
+            return self.wsgi(environ, start_response)
         address = environ.get("REMOTE_ADDR") or ""
         count = self.in_progress.get(address, 0)
         if count >= self.limit:

@@ -25,9 +25,7 @@ from mcp_server.transports.streamable_http import streamable_delete, streamable_
 from mcp_server.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
 from mcp_server.web.pipeline import handle_post
 
-__all__ = ["blueprint"]
-
-blueprint = Blueprint(MCP_BLUEPRINT, __name__)
+__all__ = ["mcp_blueprint"]
 
 
 def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
@@ -36,34 +34,42 @@ def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
     return header is not None and metadata.names_stateless_version(header.strip(" \t"))
 
 
-@blueprint.route("/mcp", methods=["GET", "POST", "DELETE"])
 def mcp_endpoint() -> Response:
-    """Serve /mcp for both transports."""
+    """Serve the MCP endpoint (/mcp) for both transports."""
     if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.legacy
                                                 or names_stateless_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
         if SESSION_HEADER_KEY in request.environ:
             return streamable_get(current_dispatcher(), request.environ, g.principal)
-        return legacy_get(current_dispatcher(), request.environ, g.principal, "/mcp")
+        # A legacy client posts its messages back to the path it opened the stream on.
+        return legacy_get(current_dispatcher(), request.environ, g.principal, request.path)
     if request.method == "POST":
-        return handle_post(current_dispatcher(), request.environ, g.principal)
+        return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=False)
     if request.method == "DELETE":
         return streamable_delete(current_dispatcher(), request.environ, g.principal)
     # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
     raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
 
 
-@blueprint.route("/sse", methods=["GET"])
-def sse_alias() -> Response:
-    """The official SDKs' default legacy stream path."""
+def sse_alias(messages_path: str) -> Response:
+    """The official SDKs' default legacy stream path; its messages go to messages_path."""
     if not current_dispatcher().settings.legacy:
         return method_not_allowed(request.environ)
-    return legacy_get(current_dispatcher(), request.environ, g.principal, "/messages")
+    return legacy_get(current_dispatcher(), request.environ, g.principal, messages_path)
 
 
-@blueprint.route("/messages", methods=["POST"])
-@blueprint.route("/messages/", methods=["POST"])
 def messages_alias() -> Response:
     """The official SDKs' default legacy message path."""
-    return handle_post(current_dispatcher(), request.environ, g.principal)
+    return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=True)
+
+
+def mcp_blueprint(path: str = "/mcp", aliases_under: str = "") -> Blueprint:
+    """The MCP routes: the endpoint at path, the SDKs' legacy paths (/sse, /messages) under aliases_under."""
+    blueprint = Blueprint(MCP_BLUEPRINT, __name__)
+    blueprint.add_url_rule(path, view_func=mcp_endpoint, methods=["GET", "POST", "DELETE"])
+    blueprint.add_url_rule(f"{aliases_under}/sse", view_func=sse_alias, methods=["GET"],
+                           defaults={"messages_path": f"{aliases_under}/messages"})
+    for messages_path in (f"{aliases_under}/messages", f"{aliases_under}/messages/"):
+        blueprint.add_url_rule(messages_path, view_func=messages_alias, methods=["POST"])
+    return blueprint

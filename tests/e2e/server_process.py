@@ -42,10 +42,13 @@ def wait_stopped(pid: int, timeout: float = 10.0) -> None:
 
 
 class ServerProcess:
-    """A gunicorn serving wsgi:app with the given MCP_* environment."""
+    """A gunicorn serving wsgi:app (or another app) with the given MCP_* environment."""
 
     def __init__(self, env: Mapping[str, str] | None = None, workers: int = 1, port: int | None = None,
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), app: str = "wsgi:app", health_path: str = "/healthz") -> None:
+        self.app = app
+        # Where readiness is polled: a host app serves it under its MCP path.
+        self.health_path = health_path
         self.port = port or free_port()
         self.workers = workers
         self.env = {**os.environ, "MCP_WORKERS": str(workers), **(env or {})}
@@ -70,7 +73,7 @@ class ServerProcess:
         # worker misses its heartbeat, so the master's timeout (30 s in gunicorn.conf.py) is raised here.
         self.proc = subprocess.Popen(
             [GUNICORN, "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "-w", str(self.workers),
-             "--timeout", str(HEARTBEAT_TIMEOUT_S), *self.extra_args, "wsgi:app"],
+             "--timeout", str(HEARTBEAT_TIMEOUT_S), *self.extra_args, self.app],
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )
         self.wait_ready(timeout)
@@ -83,7 +86,7 @@ class ServerProcess:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.read_log()}")
             try:
-                if httpx.get(self.base_url + "/healthz", timeout=1.0).status_code == 200:
+                if httpx.get(self.base_url + self.health_path, timeout=1.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

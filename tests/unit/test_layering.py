@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # A package name covers every module inside it.
 LAYERS = (
     # layer        modules
+    ("extension", ("mcp_server.extension",)),
     ("web", ("mcp_server.web",)),
     ("transports", ("mcp_server.transports",)),
     ("dispatcher", ("mcp_server.dispatcher", "mcp_server.notifications")),

@@ -12,7 +12,7 @@ import { buildForm, el } from "./schema_form.js";
 import { showTool } from "./tool_pane.js";
 
 const TOKEN_KEY = "mcp-console-token"; // sessionStorage: this tab only, gone when it closes
-const ENDPOINT = "/mcp";
+const ENDPOINT = document.querySelector('meta[name="mcp-endpoint"]').content; // where the server mounted MCP
 const $ = (id) => document.getElementById(id);
 
 // Connect with the stored token (if any); show the login form when the server asks for credentials.

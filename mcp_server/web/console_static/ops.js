@@ -5,6 +5,8 @@
 const SCRAPE_INTERVAL_MS = 2000;
 const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
+// Where this server serves /metrics (the page names it: a host app mounts it under its MCP path).
+const metricsPath = () => document.querySelector('meta[name="mcp-metrics"]')?.content ?? "/metrics";
 
 // Parse Prometheus text exposition into [{name, labels, value}] (comments and blank lines skipped).
 export function parsePrometheus(text) {
@@ -70,13 +72,13 @@ export function operationsView(elements) {
   async function scrape() {
     let response;
     try {
-      response = await fetch("/metrics", { headers: { Accept: "text/plain" }, credentials: "omit" });
+      response = await fetch(metricsPath(), { headers: { Accept: "text/plain" }, credentials: "omit" });
     } catch (err) {
-      elements.status.textContent = `Cannot reach /metrics: ${err.message}`;
+      elements.status.textContent = `Cannot reach ${metricsPath()}: ${err.message}`;
       return;
     }
     if (!response.ok) {
-      elements.status.textContent = `/metrics answered HTTP ${response.status}: it is restricted here, so this ` +
+      elements.status.textContent = `${metricsPath()} answered HTTP ${response.status}: it is restricted here, so this ` +
         "tab has nothing to show (ask the operator, or scrape it where it is allowed)";
       previous = null;
       return;
@@ -86,7 +88,7 @@ export function operationsView(elements) {
     show(elements, summarize(previous && previous.samples, samples, previous ? (now - previous.at) / 1000 : 1));
     previous = { samples, at: now };
     const when = new Date().toLocaleTimeString();
-    elements.status.textContent = `Scraped /metrics at ${when}, every ${SCRAPE_INTERVAL_MS / 1000} s`;
+    elements.status.textContent = `Scraped ${metricsPath()} at ${when}, every ${SCRAPE_INTERVAL_MS / 1000} s`;
   }
   return {
     start() {

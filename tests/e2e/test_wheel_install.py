@@ -1,0 +1,104 @@
+"""The package as a user gets it: a wheel built from the checkout, installed into a fresh venv outside it.
+
+The wheel holds the server package and its files only (no tests, bench, mcp_tools or scripts); installed with
+its dependencies, it serves a tiny host app under gunicorn's gevent worker from a directory that is not the
+checkout, so nothing can be imported from the source tree by accident.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import venv
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.server_process import ROOT, free_port
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+DISTRIBUTION = "flask_mcp_gevent"
+HOST_APP = textwrap.dedent('''
+    from flask import Flask
+    from mcp_server import MCP
+
+    app = Flask(__name__)
+    mcp = MCP(app)
+
+    @app.get("/")
+    def home():
+        return "host"
+
+    @mcp.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+''')
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `pip wheel` builds from the checkout."""
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
+                   check=True, timeout=300, cwd=out)
+    [built] = out.glob(f"{DISTRIBUTION}-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh venv outside the checkout with the wheel and its dependencies; its bin directory."""
+    home = tmp_path_factory.mktemp("venv")
+    venv.create(home, with_pip=True)
+    subprocess.run([str(home / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=600,
+                   cwd=home)
+    return home / "bin"
+
+
+def test_the_wheel_holds_the_server_package_and_its_files_only(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    packages = {name.split("/")[0] for name in names if not name.startswith(f"{DISTRIBUTION}-")}
+    assert packages == {"mcp_server"}
+    assert "mcp_server/web/console_static/index.html" in names and "mcp_server/py.typed" in names
+
+
+def test_a_host_app_runs_from_the_installed_package_under_gunicorn(installed, tmp_path):
+    (tmp_path / "host.py").write_text(HOST_APP)
+    imported = subprocess.run([str(installed / "python"), "-c", "import mcp_server, sys; print(mcp_server.__file__)"],
+                              capture_output=True, text=True, check=True, cwd=tmp_path).stdout
+    assert str(ROOT) not in imported and "site-packages" in imported
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MCP_") and key != "PYTHONPATH"}
+    server = subprocess.Popen([str(installed / "gunicorn"), "-k", "gevent", "-b", f"127.0.0.1:{port}", "host:app"],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: healthy(base), timeout=60, what="the installed host app answering")
+        assert httpx.get(base + "/").text == "host"
+        answer = httpx.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "add", "arguments": {"a": 2, "b": 3},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                      "io.modelcontextprotocol/clientCapabilities": {}}}},
+            headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add",
+                     "Accept": "application/json, text/event-stream"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["result"]["content"] == [{"type": "text", "text": "5"}]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def healthy(base: str) -> bool:
+    """Whether the MCP health endpoint answers 200."""
+    try:
+        return httpx.get(base + "/mcp/healthz", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
