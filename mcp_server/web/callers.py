@@ -23,7 +23,7 @@ from mcp_server.auth.principal import Principal
 from mcp_server.config import ConfigError, Settings
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.transports.http_io import HttpProblem
-from mcp_server.web.pipeline import challenge
+from mcp_server.web.oauth_metadata import challenge
 
 __all__ = ["LOADER", "CallerCredentials", "load_principal"]
 

@@ -1,4 +1,4 @@
-"""OAuth protected-resource metadata (RFC 9728): where clients get a token for this server."""
+"""OAuth protected-resource metadata (RFC 9728): where clients get a token, and the challenge that points there."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app
 
-from mcp_server.auth import metadata_document
+from mcp_server.auth import metadata_document, metadata_url
+from mcp_server.config import Settings
 from mcp_server.errors import INVALID_REQUEST
 from mcp_server.transports.http_io import HttpProblem, json_response
 from mcp_server.web.mcp_app import dispatcher_of
 
-__all__ = ["metadata_blueprint"]
+__all__ = ["challenge", "metadata_blueprint"]
 
 metadata_blueprint = Blueprint("oauth_metadata", __name__)
 
@@ -28,3 +29,20 @@ def protected_resource_metadata(resource_path: str = "") -> Response:
     response = json_response(metadata_document(settings))
     response.headers["Cache-Control"] = "public, max-age=3600"
     return response
+
+
+def challenge(settings: Settings, error: str | None = None, description: str = "", scope: str = "") -> str:
+    """The WWW-Authenticate value: RFC 6750 Bearer, naming the resource metadata when OAuth is on."""
+    params = []
+    if settings.oauth_jwks_url:
+        params.append(f'resource_metadata="{metadata_url(settings.oauth_audience)}"')
+    else:
+        params.append('realm="mcp"')
+    # RFC 6750: a request that sent no credentials at all gets the bare challenge, without error details.
+    if error:
+        params.append(f'error="{error}"')
+        if description:
+            params.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "")))
+    if scope:
+        params.append(f'scope="{scope}"')
+    return "Bearer " + ", ".join(params)

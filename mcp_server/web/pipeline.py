@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from mcp_server.auth import Authenticator, AuthUnavailable, InsufficientScope, Unauthenticated, metadata_url
+from mcp_server.auth import Authenticator, AuthUnavailable, InsufficientScope, Unauthenticated
 from mcp_server.config import Settings, is_loopback_host
 from mcp_server.errors import INVALID_REQUEST, PERMISSION_DENIED, SERVER_UNAVAILABLE, error_response, new_correlation_id
 from mcp_server.hub import HubUnavailable
@@ -48,6 +48,7 @@ from mcp_server.transports.legacy_sse import legacy_post
 from mcp_server.transports.stateless_http import legacy_refused, stateless_post
 from mcp_server.transports.streamable_http import streamable_post
 from mcp_server.web.mcp_app import dispatcher_of
+from mcp_server.web.oauth_metadata import challenge
 from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
 from mcp_server.web.security import AUTH_EXTENSION_KEY
 
@@ -121,23 +122,6 @@ def check_host(environ: Mapping[str, str], settings: Settings) -> None:
 
 
 # authentication
-def challenge(settings: Settings, error: str | None = None, description: str = "", scope: str = "") -> str:
-    """The WWW-Authenticate value: RFC 6750 Bearer, naming the resource metadata when OAuth is on."""
-    params = []
-    if settings.oauth_jwks_url:
-        params.append(f'resource_metadata="{metadata_url(settings.oauth_audience)}"')
-    else:
-        params.append('realm="mcp"')
-    # RFC 6750: a request that sent no credentials at all gets the bare challenge, without error details.
-    if error:
-        params.append(f'error="{error}"')
-        if description:
-            params.append('error_description="{}"'.format(description.replace('"', "'").replace("\\", "")))
-    if scope:
-        params.append(f'scope="{scope}"')
-    return "Bearer " + ", ".join(params)
-
-
 def authenticate(authenticator: Authenticator | None, settings: Settings, environ: Mapping[str, Any]) -> str | None:
     """Return the principal behind the request's bearer token (None when auth is off); 401/403/503 otherwise."""
     # A CORS preflight never carries credentials; it only asks which headers it may send.
