@@ -4,6 +4,7 @@ re-taking lost ones."""
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,10 @@ log = logging.getLogger("mcp.hub")
 ATTACH_TTL_S = 20.0
 REFRESH_EVERY_S = 5.0
 REFRESH_BATCH = 500
+# A catch-up read that failed (Redis not back yet, a reply too slow) is made again after this long, doubled up to
+# the most each time.
+CATCH_UP_RETRY_MIN_S = 0.1
+CATCH_UP_RETRY_MAX_S = 2.0
 
 
 class Claims:
@@ -32,6 +37,7 @@ class Claims:
         # True in the subscriber greenlet, which must never wait on Redis.
         self.in_reader = in_reader
         self.local: dict[tuple[str, str | None], RedisSubscription] = {}
+        self.reset()
 
     @property
     def worker_id(self) -> str:
@@ -41,6 +47,10 @@ class Claims:
     def reset(self) -> None:
         """No stream attached yet (after a fork too: the parent's are not this process's)."""
         self.local = {}
+        # The subscriber connection streams hold their live events for (hold_all numbers each new one), and the
+        # latest whose subscription Redis confirmed (resync_all): see _resync for why catch-ups need both.
+        self.subscriber_number = 0
+        self.listening_number = 0
 
     def attach(self, session_id: str, last_event_id: str | None, exclusive: bool) -> RedisSubscription:
         """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
@@ -115,10 +125,12 @@ class Claims:
         self.unregister(subscription)
         subscription.end(reason)
 
-    def hold_all(self) -> None:
-        """Have every local stream hold live events back until it caught up from the replay log."""
+    def hold_all(self) -> int:
+        """Have every local stream hold live events back until it caught up; the new subscriber connection's number."""
+        self.subscriber_number += 1
         for subscription in list(self.local.values()):
             subscription.hold()
+        return self.subscriber_number
 
     def refresh(self) -> None:
         """Refresh every local stream's claim and TTLs; end those whose session is gone or claimed elsewhere."""
@@ -160,46 +172,69 @@ class Claims:
         if self.local.get(subscription.key) is not subscription:
             self._detach(subscription)  # it closed while the claim was being re-taken: let go again
             return
-        gevent.spawn(self._resync_quietly, subscription)
+        gevent.spawn(self.catch_up, [subscription], self.subscriber_number)
 
-    def resync_all(self) -> None:
-        """After (re)subscribing, re-claim every local stream and queue what it missed meanwhile."""
+    def resync_all(self, number: int) -> None:
+        """Once subscriber connection number subscribed: re-claim every local stream and queue what it missed."""
+        self.listening_number = number
         try:
             self.refresh()
         except HubUnavailable:
-            pass  # the refresher tries again; every stream still catches up (and stops holding live events)
+            pass  # the refresher tries again; the catch-up below does not depend on it
         except Exception:
             log.exception("refreshing stream claims failed")
-        for subscription in list(self.local.values()):
-            try:
-                self._resync(subscription)
-            except HubUnavailable:
-                pass
-            except Exception:
-                log.exception("resynchronising the stream of session %s failed", subscription.session_id[:8])
+        self.catch_up(list(self.local.values()), number)
 
-    def _resync_quietly(self, subscription: RedisSubscription) -> None:
-        """Catch one stream up, leaving outages to the subscriber greenlet to report."""
-        try:
-            self._resync(subscription)
-        except HubUnavailable:
-            pass
+    def catch_up(self, subscriptions: list[RedisSubscription], number: int) -> None:
+        """Catch streams up from the replay log, reading again (with backoff) those whose read failed.
 
-    def _resync(self, subscription: RedisSubscription) -> None:
-        """Queue the replay entries a stream has not queued yet."""
+        A stream whose read failed keeps holding its live events: letting them go first would move it past what
+        was published while nobody listened, and that would never be read. It tries until it caught up, closed,
+        or a newer subscriber connection took the catch-up over.
+        """
+        delay = CATCH_UP_RETRY_MIN_S
+        while True:
+            behind = []
+            for subscription in subscriptions:
+                try:
+                    if not self._resync(subscription, number):
+                        behind.append(subscription)
+                except Exception:
+                    log.exception("resynchronising the stream of session %s failed", subscription.session_id[:8])
+            if not behind or number != self.subscriber_number:
+                return
+            gevent.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, CATCH_UP_RETRY_MAX_S)
+            subscriptions = behind
+
+    def _resync(self, subscription: RedisSubscription, number: int) -> bool:
+        """Queue the replay entries a stream has not queued yet, then its held live ones; False to read again.
+
+        Only a read made after subscriber connection number subscribed covers everything nobody heard, so a stream
+        lets its held events go only on such a read, and only while that connection is the current one; a newer
+        connection (or one not subscribed yet) catches the stream up itself, and this read has nothing left to do.
+        """
         subscription.loaded.wait(self.settings.redis_timeout_s * 2)
-        if self.local.get(subscription.key) is not subscription or not subscription.loaded.is_set():
-            return
+        if self.local.get(subscription.key) is not subscription:
+            return True
+        if not subscription.loaded.is_set():
+            return False  # still attaching
+        if number != self.subscriber_number or number != self.listening_number:
+            return True
         ms, seq = subscription.last_queued
         start = f"({ms}-{seq}" if (ms, seq) != (0, 0) else "-"
         subscription.hold()
         try:
             with self.link.guard:
                 raw = self.link.execute("XRANGE", session_keys(subscription.session_id)["replay"], start, "+")
+        except HubUnavailable:
+            return False  # still holding its live events: read again
         except BaseException:
             subscription.fill([])
             raise
-        subscription.fill(entries_of(raw, subscription.stream), bounded=True)
+        if number == self.subscriber_number:
+            subscription.fill(entries_of(raw, subscription.stream), bounded=True)
+        return True
 
     def _claim_holder_alive(self, claim: str) -> list[str]:
         """On a cluster, the attach script's last argument: the worker holding the claim if it is alive, else ''.

@@ -65,9 +65,9 @@ class Listener:
                 # To the master the Sentinels name now (after a failover, the new one), or to any cluster master.
                 connection = self.subscriber = subscriber_connection(self.link.client)
                 connection.connect()
-                # Live events wait behind the catch-up from the replay log (_resync_all): one arriving first
+                # Live events wait behind the catch-up from the replay log (resync_all): one arriving first
                 # would move a stream past what was published while nobody listened, and that would be skipped.
-                self.claims.hold_all()
+                number = self.claims.hold_all()
                 reader = SubscriberReader(connection)
                 reader.subscribe(CONTROL_CHANNEL, WORKER_CHANNEL + self.link.worker_id)
                 log.info("worker %s subscribed to Redis", self.link.worker_id)
@@ -77,7 +77,7 @@ class Listener:
                 self.first_attempt.set()
                 backoff = RECONNECT_MIN_S
                 # Anything published while we were not listening is in the replay log.
-                gevent.spawn(self.claims.resync_all)
+                gevent.spawn(self.claims.resync_all, number)
                 self.master_moved = False
                 self._read(reader)
             except UNAVAILABLE as exc:

@@ -1,0 +1,108 @@
+"""A stream's catch-up after its worker's subscriber connection came back: what nobody heard is read from the log.
+
+The Redis hub's Claims run against a fake link whose replay log is a list, so a test decides when a read fails or
+how long it takes. A Sentinel failover is the case that matters: answers retried through the outage are stored on
+the new master before the stream's worker has subscribed to it again, and only the catch-up read brings them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gevent
+from gevent.event import Event
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from mcp_server.config import Settings
+from mcp_server.hub import redis_claims
+from mcp_server.hub.redis_claims import Claims
+from mcp_server.hub.redis_codec import event_order
+from mcp_server.hub.redis_connection import OutageGuard
+from mcp_server.hub.redis_subscription import RedisSubscription
+from tests.support.waiting import wait_until
+
+
+class FakeLink:
+    """Enough of RedisLink for a catch-up: the session's replay log as a list, and XRANGE reads that fail or wait."""
+
+    def __init__(self) -> None:
+        self.worker_id = "worker-1"
+        self.guard = OutageGuard()
+        self.replay: list[tuple[str, bytes]] = []
+        self.failures = 0  # how many of the next reads fail as if Redis were away
+        self.reads = 0
+        self.gate: Event | None = None  # when set, a read returns only once the gate opens
+
+    def execute(self, *command: Any) -> Any:
+        """XRANGE the replay log as Redis would: what it held when the read reached it, after the start."""
+        assert command[0] == "XRANGE", command
+        self.reads += 1
+        seen = list(self.replay)
+        if self.gate is not None:
+            self.gate.wait()
+        if self.failures:
+            self.failures -= 1
+            raise RedisConnectionError("Redis went away")
+        start = command[2]
+        after = (0, 0) if start == "-" else event_order(start.lstrip("("))
+        return [[event_id.encode(), [b"d", data]] for event_id, data in seen if event_order(event_id) > after]
+
+    def script_batch(self) -> Any:
+        """Refreshing claims finds Redis away (the catch-up must not depend on it)."""
+        raise RedisConnectionError("Redis went away")
+
+
+def attached_stream(link: FakeLink) -> tuple[Claims, RedisSubscription]:
+    """Claims on the fake link and one stream attached to them, caught up to the log's first entry."""
+    claims = Claims(link, Settings.from_mapping({"MCP_REDIS_URL": "redis://127.0.0.1:1/0"}), lambda: False)
+    subscription = RedisSubscription(claims, "s" * 32, None, 100, 1 << 20)
+    claims.local[subscription.key] = subscription
+    link.replay.append(("1-0", b"before"))
+    subscription.fill([("1-0", b"before")], "0-0")
+    assert subscription.get(0) == ("1-0", b"before")
+    return claims, subscription
+
+
+def queued(subscription: RedisSubscription) -> list[str]:
+    """The event ids waiting in a stream's queue, in order."""
+    ids = []
+    while (item := subscription.get(0)) is not None:
+        ids.append(item[0])
+    return ids
+
+
+def test_a_failed_catch_up_read_is_made_again_and_live_events_wait_behind_it(monkeypatch):
+    monkeypatch.setattr(redis_claims, "CATCH_UP_RETRY_MIN_S", 0.01)
+    link = FakeLink()
+    claims, subscription = attached_stream(link)
+    # The subscriber connection is lost; an answer is stored while nobody listens; a new connection subscribes.
+    link.replay.append(("2-0", b"stored while nobody listened"))
+    number = claims.hold_all()
+    link.replay.append(("3-0", b"heard live"))
+    subscription.offer("3-0", b"heard live")
+    # Its first catch-up read fails (the master still settling after a failover, a reply past the timeout).
+    link.failures = 1
+    claims.resync_all(number)
+    assert link.reads == 2
+    assert queued(subscription) == ["2-0", "3-0"]
+
+
+def test_a_catch_up_read_made_before_the_new_connection_subscribed_does_not_let_live_events_go():
+    link = FakeLink()
+    claims, subscription = attached_stream(link)
+    # Connection 1 subscribed; its catch-up read reaches Redis at once but its reply is slow.
+    first = claims.hold_all()
+    link.gate = Event()
+    slow = gevent.spawn(claims.resync_all, first)
+    wait_until(lambda: link.reads == 1, timeout=2)
+    # Meanwhile connection 1 is lost, an answer is stored while nobody listens, and connection 2 subscribes and
+    # hears the next answer live.
+    link.replay.append(("2-0", b"stored while nobody listened"))
+    second = claims.hold_all()
+    link.replay.append(("3-0", b"heard live"))
+    subscription.offer("3-0", b"heard live")
+    # The slow reply (which saw nothing new) must not let the live event go: the stream would move past 2-0.
+    link.gate.set()
+    slow.join(2)
+    claims.resync_all(second)
+    assert queued(subscription) == ["2-0", "3-0"]
