@@ -4,25 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.hub.base import (
-    CapacityError,
-    Hub,
-    HubUnavailable,
-    QuotaFull,
-    StreamConflict,
-)
+from mcp_server.hub.base import CapacityError, Hub, HubUnavailable, QuotaFull, StreamConflict
 from mcp_server.hub.subscription import StreamClosed, Subscription
 
-__all__ = [
-    "CapacityError",
-    "Hub",
-    "HubUnavailable",
-    "QuotaFull",
-    "StreamClosed",
-    "StreamConflict",
-    "Subscription",
-    "create_hub",
-]
+__all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamClosed", "StreamConflict", "Subscription",
+           "create_hub"]
 
 
 def create_hub(settings: Any) -> Hub:

@@ -25,14 +25,7 @@ from mcp_server.session import Session, SessionChange, SessionUpdate
 if TYPE_CHECKING:
     from mcp_server.config import Settings
 
-__all__ = [
-    "ALL_SLOTS_TAKEN",
-    "CapacityError",
-    "Hub",
-    "HubUnavailable",
-    "QuotaFull",
-    "StreamConflict",
-]
+__all__ = ["ALL_SLOTS_TAKEN", "CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
 
 log = logging.getLogger("mcp.hub")
 
@@ -129,10 +122,6 @@ class Hub(ABC):
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle timer (for bookkeeping, not for client requests)."""
         return self.get_session(session_id)
-
-    @abstractmethod
-    def save_session(self, session: Session) -> None:
-        """Store a changed session."""
 
     @abstractmethod
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:

@@ -1,38 +1,29 @@
 """The embedded hub: sessions in a dict, mailboxes for delivery, a bounded replay log.
 
 Everything lives in one worker process, which is why more than one worker needs
-the Redis hub. Every structure is bounded: sessions, queue and replay length and bytes.
+the Redis hub. Every structure is bounded: sessions, queue and replay length and bytes, consumed requests.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import gevent
 
 from mcp_server.encoding import dumps
-from mcp_server.hub.base import (
-    CapacityError,
-    Hub,
-    QuotaFull,
-    StreamConflict,
-    join_event_id,
-    split_event_id,
-)
+from mcp_server.hub.base import CapacityError, Hub, QuotaFull, StreamConflict, join_event_id, split_event_id
 from mcp_server.hub.mailbox import Mailbox
 from mcp_server.hub.subscription import QueuedSubscription, Subscription
-from mcp_server.hub.used_once import UsedOnce
-from mcp_server.metrics import instruments
 from mcp_server.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:
     from mcp_server.config import Settings
 
-__all__ = ["MemoryHub"]
+__all__ = ["MemoryHub", "UsedOnce"]
 
 log = logging.getLogger("mcp.hub")
 
@@ -56,10 +47,7 @@ class MemorySubscription(QueuedSubscription):
         if self.reason is not None:
             return
         if self.is_full(event[1]):
-            log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
-            instruments().queue_dropped()
-            self.end("slow consumer")
-            self.cut_connection()
+            self.cut_off()
             return
         self.enqueue(event)
 
@@ -210,12 +198,6 @@ class MemoryHub(Hub):
             return None
         return slot.session
 
-    def save_session(self, session: Session) -> None:
-        """Sessions are shared objects here, so saving only refreshes the slot's copy."""
-        slot = self.slots.get(session.id)
-        if slot is not None:
-            slot.session = session
-
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
         """Change the shared session object in place: nothing else runs in between, so it is atomic."""
         session = self.peek_session(session_id)
@@ -348,3 +330,52 @@ def parse_position(value: str | None) -> int:
         return int(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return 1 << 62
+
+
+class UsedOnce:
+    """Ids used once, remembered in this process until they expire: the memory hub's record of consumed requests.
+
+    Bounded in count (MCP_REQUEST_STATE_USED_MAX) and so in bytes: every entry is one 16-byte id and one expiry
+    time. Full of ids still remembered, it refuses a new one (CapacityError) rather than forget one early, since a
+    forgotten id could be used again.
+    """
+
+    def __init__(self, max_ids: int, clock: Callable[[], float] = time.monotonic) -> None:
+        """Hold at most max_ids at once; clock is injectable so tests can step time."""
+        self.max_ids = max_ids
+        self.clock = clock
+        # Oldest first: with one lifetime for all (the state's), the first entry is also the first to expire.
+        self.expiries: OrderedDict[bytes, float] = OrderedDict()
+
+    def use(self, used_id: bytes, ttl_s: float) -> bool:
+        """Record an id as used for ttl_s seconds: True the first time, False while it is remembered.
+
+        gevent never switches inside this method, so two greenlets cannot both see an id as new.
+        """
+        if self.holds(used_id):
+            return False
+        if len(self.expiries) >= self.max_ids:
+            raise CapacityError(f"this worker remembers its maximum of {self.max_ids} consumed requests "
+                                "(MCP_REQUEST_STATE_USED_MAX) until they expire")
+        self.expiries[used_id] = self.clock() + ttl_s
+        self.expiries.move_to_end(used_id)  # an expired entry left behind a longer-lived one is renewed at the end
+        return True
+
+    def holds(self, used_id: bytes) -> bool:
+        """Whether the id is remembered: by its own expiry, as an entry of a shorter lifetime may sit behind."""
+        now = self.clock()
+        self.forget_expired(now)
+        expiry = self.expiries.get(used_id)
+        return expiry is not None and expiry > now
+
+    def forget_expired(self, now: float) -> None:
+        """Drop the ids whose time is over, oldest first, up to the first one still remembered."""
+        while self.expiries:
+            used_id, expiry = next(iter(self.expiries.items()))
+            if expiry > now:
+                return
+            del self.expiries[used_id]
+
+    def __len__(self) -> int:
+        """How many ids are remembered."""
+        return len(self.expiries)

@@ -22,22 +22,15 @@ from typing import Any
 import gevent
 
 from mcp_server.encoding import dumps
-from mcp_server.hub.base import (
-    SHARED_SECRET_BYTES,
-    Hub,
-    HubUnavailable,
-)
-from mcp_server.hub.redis_batch import ScriptBatch
-from mcp_server.hub.redis_call_slots import CallSlots
-from mcp_server.hub.redis_claims import REFRESH_EVERY_S, Claims
+from mcp_server.hub.base import SHARED_SECRET_BYTES, Hub, HubUnavailable
+from mcp_server.hub.redis_claims import REFRESH_EVERY_S, Claims, RedisSubscription
 from mcp_server.hub.redis_codec import milliseconds
 from mcp_server.hub.redis_deliveries import Deliveries
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, SECRET_PREFIX, SESSION_INDEX, session_keys, used_rounds_key
 from mcp_server.hub.redis_link import RedisLink
 from mcp_server.hub.redis_listener import Listener
 from mcp_server.hub.redis_scripts import SCRIPTS
-from mcp_server.hub.redis_sessions import Sessions
-from mcp_server.hub.redis_subscription import RedisSubscription
+from mcp_server.hub.redis_sessions import CallSlots, Sessions
 from mcp_server.hub.redis_tasks import TASK_SCRIPTS, RedisTaskStore
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.hub.subscription import Subscription
@@ -64,7 +57,7 @@ class RedisHub(Hub):
         self.sessions = Sessions(self.link, settings, self.claims, self.pending_ttl_s)
         self.call_slots = CallSlots(self.link, self.sessions)
         self.deliveries = Deliveries(self.link, settings, self.deliver, self.call_slots.new_token)
-        self.registry_sync = RegistrySync(self)
+        self.registry_sync = RegistrySync(self.link, self.control)
         self.listener = Listener(self.link, self.claims, self.registry_sync, self.pending, self.inflight,
                                  self.hand_to_this_worker)
         self.tasks = RedisTaskStore(self.link, int(settings.task_max_ttl_s * 1000))
@@ -107,31 +100,9 @@ class RedisHub(Hub):
                 log.exception("refreshing stream claims failed")
 
     @property
-    def worker_id(self) -> str:
-        """This worker's id in the fleet (its channel's name, its streams' and call slots' owner)."""
-        return self.link.worker_id
-
-    @property
     def client(self) -> Any:
         """redis-py's client of this worker (for the hub's helpers and tests)."""
         return self.link.client
-
-    @property
-    def local(self) -> dict[tuple[str, str | None], RedisSubscription]:
-        """This worker's attached streams by (session id, request stream)."""
-        return self.claims.local
-
-    def script_batch(self) -> ScriptBatch:
-        """Script runs to queue and run together: one round trip per Redis server."""
-        return self.link.script_batch()
-
-    def command(self, *args: Any) -> Any:
-        """Send one Redis command (raw replies: bytes, int, None)."""
-        return self.link.execute(*args)
-
-    def refresh(self) -> None:
-        """Refresh every local stream's claim and TTLs (the refresher does it every few seconds)."""
-        self.claims.refresh()
 
     # sessions (redis_sessions.py)
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
@@ -142,17 +113,9 @@ class RedisHub(Hub):
         """Load a session and refresh its idle TTL (see Sessions.get_session)."""
         return self.sessions.get_session(session_id, accept)
 
-    def ttl_is_fresh(self, session_id: str) -> bool:
-        """True when this worker refreshed the session's TTL moments ago."""
-        return self.sessions.ttl_is_fresh(session_id)
-
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL."""
         return self.sessions.peek_session(session_id)
-
-    def save_session(self, session: Session) -> None:
-        """Store a changed session, keeping its TTL."""
-        self.sessions.save_session(session)
 
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
         """Apply a change in one Lua script, keeping the session's TTL."""
@@ -166,7 +129,7 @@ class RedisHub(Hub):
         """How many sessions exist across every worker."""
         return self.sessions.session_count()
 
-    # call slots (redis_call_slots.py)
+    # call slots (redis_sessions.py)
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
         return self.call_slots.take_call_slot(session_id, limit)
@@ -199,10 +162,6 @@ class RedisHub(Hub):
         """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
         self.call_slots.free_held_slot()
 
-    def renew_call_leases(self) -> None:
-        """Extend the lease of every call slot this worker holds."""
-        self.call_slots.renew_call_leases()
-
     # delivery (redis_deliveries.py)
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Append to the session's replay log and route to the worker holding that stream."""
@@ -223,10 +182,6 @@ class RedisHub(Hub):
     def flush(self, timeout: float) -> None:
         """Wait up to timeout seconds for every posted answer to be stored (or given up on)."""
         self.deliveries.flush(timeout)
-
-    def posted_in_flight(self) -> int:
-        """How many posted answers are not stored yet (for tests)."""
-        return self.deliveries.posted_in_flight()
 
     # streams (redis_claims.py)
     def subscribe(
@@ -264,9 +219,9 @@ class RedisHub(Hub):
         self.control({"op": "tell", "message": message})
 
     def control(self, command: dict[str, Any]) -> int:
-        """Publish a command on the control channel; return how many workers heard it (registry_sync's too)."""
+        """Publish a command on the control channel; return how many workers heard it."""
         with self.link.guard:
-            return int(self.link.execute("PUBLISH", CONTROL_CHANNEL, dumps({**command, "origin": self.worker_id})))
+            return int(self.link.execute("PUBLISH", CONTROL_CHANNEL, dumps({**command, "origin": self.link.worker_id})))
 
     # operations
     def ready(self) -> bool:
@@ -284,7 +239,7 @@ class RedisHub(Hub):
 
     def shutdown(self) -> None:
         """End every stream on this worker; each lets go of its claim as it closes."""
-        for subscription in list(self.local.values()):
+        for subscription in list(self.claims.local.values()):
             subscription.end("server shutting down")
 
     def stop(self) -> None:
@@ -312,14 +267,6 @@ class RedisHub(Hub):
             self.link.execute("SET", key, secrets.token_hex(SHARED_SECRET_BYTES), "NX")
             value = self.link.execute("GET", key)
         return bytes.fromhex(value.decode())
-
-    def store(self) -> Any:
-        """The context that turns Redis failures into HubUnavailable (for registry_sync)."""
-        return self.link.guard
-
-    def run_script(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run one of the hub's Lua scripts (for registry_sync)."""
-        return self.link.run(name, keys, args)
 
     # multi-round requests made single-use: one key per request id, set once with NX, then expired
     def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import logging
 import random
+import secrets
 from collections.abc import Callable
 from typing import Any
 
 import gevent
+from gevent.event import Event
 
-from mcp_server.hub.base import HubUnavailable, StreamConflict, split_event_id
-from mcp_server.hub.redis_codec import entries_of, milliseconds, replay_position
+from mcp_server.hub.base import HubUnavailable, StreamConflict, join_event_id, split_event_id
+from mcp_server.hub.mailbox import Mailbox
+from mcp_server.hub.redis_codec import entries_of, event_order, milliseconds, replay_position
 from mcp_server.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 from mcp_server.hub.redis_link import RedisLink
-from mcp_server.hub.redis_subscription import RedisSubscription
+from mcp_server.hub.subscription import QueuedSubscription
 
 log = logging.getLogger("mcp.hub")
 
@@ -38,11 +41,6 @@ class Claims:
         self.in_reader = in_reader
         self.local: dict[tuple[str, str | None], RedisSubscription] = {}
         self.reset()
-
-    @property
-    def worker_id(self) -> str:
-        """This worker's id (a stream's owner starts with it)."""
-        return self.link.worker_id
 
     def reset(self) -> None:
         """No stream attached yet (after a fork too: the parent's are not this process's)."""
@@ -263,3 +261,99 @@ class Claims:
                 )
         except HubUnavailable:
             log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
+
+
+class RedisSubscription(QueuedSubscription):
+    """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
+
+    def __init__(self, claims: Claims, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
+        self.claims = claims
+        self.session_id = session_id
+        self.stream = stream
+        self.owner = claims.link.worker_id + "|" + secrets.token_hex(8)
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
+        self.queue: Mailbox = Mailbox()
+        self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        self.reason: str | None = None
+        self.last_queued: tuple[int, int] = (0, 0)
+        self.delivered: str | None = None
+        self.released = False
+        # While replay is being read, live events wait here so nothing jumps the queue.
+        self.held: list[tuple[str, bytes]] | None = []
+        self.held_bytes = 0
+        self.loaded = Event()
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """Where this worker routes the stream's live events from: (session id, request stream)."""
+        return self.session_id, self.stream
+
+    def offer(self, event_id: str, data: bytes) -> None:
+        """Queue a live event once; a consumer too slow to keep up is cut off instead of growing memory."""
+        if self.reason is not None:
+            return
+        if self.held is not None:
+            if len(self.held) >= self.maxsize or (self.held and self.held_bytes + len(data) > self.max_bytes):
+                self.cut_off()
+            else:
+                self.held.append((event_id, data))
+                self.held_bytes += len(data)
+            return
+        order = event_order(event_id)
+        if order <= self.last_queued:
+            return
+        if self.is_full(data):
+            self.cut_off()
+            return
+        self.last_queued = order
+        self.enqueue((event_id, data))
+
+    def hold(self) -> None:
+        """Start holding live events back while missed ones are read from the replay log."""
+        if self.held is None:
+            self.held = []
+            self.held_bytes = 0
+
+    def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None, bounded: bool = False) -> None:
+        """Queue missed events after floor, then the held live ones.
+
+        A new stream's replay bypasses the bound (the replay log is capped); a catch-up
+        after a lost subscriber connection is live traffic and counts against it.
+        """
+        if floor is not None:
+            self.last_queued = max(self.last_queued, event_order(floor))
+        held, self.held, self.held_bytes = self.held or [], None, 0
+        for event_id, data in entries:
+            order = event_order(event_id)
+            if bounded:
+                self.offer(event_id, data)
+            elif order > self.last_queued and self.reason is None:
+                self.last_queued = order
+                self.enqueue((event_id, data))
+        for event_id, data in held:
+            self.offer(event_id, data)
+        self.loaded.set()
+
+    def cut_off(self) -> None:
+        """Drop what a stream whose client stopped reading queued, let go of its claim, and cut it off."""
+        self.queue.items.clear()
+        self.queued_bytes = 0
+        self.held = None
+        self.claims.forget(self, detach=True)
+        super().cut_off()
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next (event id, json), None on timeout; raise StreamClosed once ended."""
+        item = self.next_item(timeout)
+        if item is None:
+            return None
+        self.delivered = item[0]
+        return join_event_id(item[0], self.stream), item[1]
+
+    def close(self, reason: str = "client gone") -> None:
+        """Let go of the stream; the session's own stream starts the resume window."""
+        if self.reason is None:
+            self.reason = reason
+        self.claims.forget(self, detach=True)

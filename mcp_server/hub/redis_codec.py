@@ -25,12 +25,17 @@ def entries_of(raw: list[Any], stream: str | None) -> list[tuple[str, bytes]]:
     """The (id, json) of replay entries that belong to one stream (None: the session's own)."""
     wanted = b"" if stream is None else stream.encode()
     entries = []
-    for event_id, fields in raw:
-        if not isinstance(fields, dict):  # a Lua reply: [field, value, field, value]
-            fields = dict(zip(fields[::2], fields[1::2], strict=True))
+    for event_id, raw_fields in raw:
+        fields = dict(field_pairs(raw_fields))
         if fields.get(b"s", b"") == wanted:
             entries.append((event_id.decode(), fields[b"d"]))
     return entries
+
+
+def field_pairs(reply: Any) -> Any:
+    """(field, value) pairs of a hash or stream entry: redis-py's client makes the reply a dict, the multiplexer
+    and Lua leave it [field, value, field, value]."""
+    return reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2], strict=True)
 
 
 def session_json(session: Session) -> bytes:

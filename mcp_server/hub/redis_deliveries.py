@@ -28,8 +28,6 @@ __all__ = ["Deliveries"]
 
 # A delivery token outlives the last retry of its answer by this much.
 DELIVERY_TOKEN_MARGIN_S = 5.0
-# How many (session, stream) pairs the publish script's key names are kept for before they are all made again.
-MAX_PUBLISH_KEYS = 10_000
 
 
 class Deliveries:
@@ -47,13 +45,12 @@ class Deliveries:
                                                 + DELIVERY_TOKEN_MARGIN_S))
         self._replay_max_arg = str(settings.replay_max)
         self._replay_max_bytes_arg = str(settings.replay_max_bytes)
-        # The publish script's keys of each (session, stream) this worker published to lately (bounded).
-        self._publish_keys: dict[tuple[str, str | None], tuple[str, ...]] = {}
         self.reset()
 
     def reset(self) -> None:
         """Nothing being stored yet (after a fork too: the parent's posts are not this process's)."""
-        self._unsettled = 0
+        # Answers posted and not stored yet (nor given up on): the drain waits for them.
+        self.unsettled = 0
         self._settled = Event()
         self._settled.set()
 
@@ -75,13 +72,8 @@ class Deliveries:
     def publish_arguments(self, session_id: str, message: Any,
                           stream: str | None) -> tuple[tuple[str, ...], list[Any]]:
         """The keys and arguments of the publish script for one message."""
-        script_keys = self._publish_keys.get((session_id, stream))
-        if script_keys is None:
-            keys = session_keys(session_id, stream)
-            script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"])
-            if len(self._publish_keys) >= MAX_PUBLISH_KEYS:
-                self._publish_keys.clear()
-            self._publish_keys[session_id, stream] = script_keys
+        keys = session_keys(session_id, stream)
+        script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"])
         return (script_keys, [dumps(message), self._replay_max_arg, session_id, stream or "", WORKER_CHANNEL,
                               self._replay_max_bytes_arg])
 
@@ -90,7 +82,7 @@ class Deliveries:
         token = self.new_token()
         # Encoded before it counts as in flight: an answer that cannot be encoded must not hold up the drain.
         keys, args = self.publish_arguments(session_id, message, stream)
-        self._unsettled += 1
+        self.unsettled += 1
         self._settled.clear()
 
         def stored(error: BaseException | None) -> None:
@@ -115,16 +107,12 @@ class Deliveries:
 
     def _settle_one(self) -> None:
         """One posted answer is stored (or given up on, and logged)."""
-        self._unsettled -= 1
-        if self._unsettled <= 0:
-            self._unsettled = 0
+        self.unsettled -= 1
+        if self.unsettled <= 0:
+            self.unsettled = 0
             self._settled.set()
 
     def flush(self, timeout: float) -> None:
         """Wait up to timeout seconds for every posted answer to be stored (or given up on)."""
         if not self._settled.is_set():
             self._settled.wait(timeout)
-
-    def posted_in_flight(self) -> int:
-        """How many posted answers are not stored yet (for tests)."""
-        return self._unsettled

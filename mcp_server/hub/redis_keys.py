@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "CONTROL_CHANNEL",
-    "FLEET",
-    "PREFIX",
-    "REGISTRY_STATE",
-    "REGISTRY_VERSION",
-    "SECRET_PREFIX",
-    "SESSION_INDEX",
-    "WORKER_CHANNEL",
-    "call_slots_key",
-    "delivery_key",
-    "owner_key",
-    "session_base",
-    "session_keys",
-    "used_rounds_key",
-]
+__all__ = ["CONTROL_CHANNEL", "FLEET", "PREFIX", "REGISTRY_STATE", "REGISTRY_VERSION", "SECRET_PREFIX", "SESSION_INDEX",
+           "WORKER_CHANNEL", "call_slots_key", "delivery_key", "owner_key", "session_base", "session_keys",
+           "used_rounds_key"]
 
 PREFIX = "mcp:"
 CONTROL_CHANNEL = PREFIX + "control"

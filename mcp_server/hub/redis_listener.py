@@ -18,7 +18,7 @@ from mcp_server.hub.redis_claims import Claims
 from mcp_server.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 from mcp_server.hub.redis_link import RedisLink
-from mcp_server.hub.redis_resp import pack, reply_parser
+from mcp_server.hub.redis_multiplex import READ_SIZE, HiredisParser, pack
 from mcp_server.hub.registry_sync import RegistrySync
 from mcp_server.hub.worker_calls import InflightCalls, PendingRequests
 
@@ -32,7 +32,6 @@ RECONNECT_MAX_S = 2.0
 # With Sentinel, how often each worker asks where the master is: a master that outlived its failover (a planned
 # one, a partition) still takes writes, which its demotion then throws away.
 MASTER_CHECK_S = 1.0
-READ_SIZE = 65536
 
 
 class Listener:
@@ -166,7 +165,7 @@ class SubscriberReader:
     def __init__(self, connection: Any) -> None:
         self.sock = connection._sock
         self.timeout = self.sock.gettimeout()  # MCP_REDIS_TIMEOUT_S, for the confirmations
-        self.parser = reply_parser()
+        self.parser = HiredisParser()
         self.waiting: list[Any] = []
 
     def send(self, *command: Any) -> None:

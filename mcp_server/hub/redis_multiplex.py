@@ -21,16 +21,48 @@ from typing import Any
 
 import gevent
 import gevent.lock
+import hiredis
 from gevent.hub import Waiter, get_hub
+from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub.redis_resp import is_error_reply, pack, reply_or_raise, reply_parser
-
-__all__ = ["Multiplexer"]
+__all__ = ["HiredisParser", "Multiplexer", "pack", "reply_or_raise"]
 
 READ_SIZE = 65536
+# One command (a tuple) in RESP, by hiredis (C): arguments are str (sent as UTF-8), bytes, int or float;
+# TypeError for anything else.
+pack = hiredis.pack_command
+
+
+class HiredisParser:
+    """Replies out of the bytes a connection receives, as redis-py gives them undecoded, by hiredis (C).
+
+    Bulk and simple strings are bytes, integers int, a nil None, arrays lists; an error reply is the exception
+    redis-py would raise for it (NoScriptError for NOSCRIPT, ReadOnlyError for READONLY...), returned, not raised.
+    """
+
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader(protocolError=ValueError, replyError=BaseParser.parse_error)
+
+    def feed(self, data: bytes) -> list[Any]:
+        """Every reply completed by data, in order; a reply cut short waits for the next feed."""
+        reader = self.reader
+        reader.feed(data)
+        replies = []
+        reply = reader.gets()
+        while reply is not False:
+            replies.append(reply)
+            reply = reader.gets()
+        return replies
+
+
+def reply_or_raise(reply: Any) -> Any:
+    """A command's reply, or its error reply raised."""
+    if isinstance(reply, RedisError):
+        raise reply
+    return reply
 
 
 class PendingCall:
@@ -68,8 +100,12 @@ class PendingCall:
 
 
 def script_failure(call: PendingCall) -> BaseException | None:
-    """What failed a posted script: its connection, or its own error reply (NOSCRIPT, LOADING: it did not run)."""
-    if call.error is None and is_error_reply(call.replies[-1]):
+    """What failed a posted script: its connection, or its own error reply (NOSCRIPT, LOADING: it did not run).
+
+    Any RedisError, not only a ResponseError: some error replies are, for redis-py, not a ResponseError: LOADING
+    (a restarted Redis reading its data back) is a BusyLoadingError, NOAUTH an AuthenticationError.
+    """
+    if call.error is None and isinstance(call.replies[-1], RedisError):
         return call.replies[-1]
     return call.error
 
@@ -113,7 +149,7 @@ class Multiplexer:
         reply = self._enqueue(data, expected=len(before) + 1).wait()[-1]
         if isinstance(reply, NoScriptError):
             self.execute("SCRIPT", "LOAD", script.script)
-            return reply_or_raise(self.send([command])[-1])
+            return reply_or_raise(self._enqueue(command).wait()[-1])
         return reply_or_raise(reply)
 
     def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
@@ -139,24 +175,9 @@ class Multiplexer:
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
-        return self.send(list(map(pack, commands)))
-
-    def send(self, packed: list[bytes]) -> list[Any]:
-        """Send commands already in RESP together and return their replies in order."""
-        if not packed:
+        if not commands:
             return []
-        return self._enqueue(b"".join(packed), expected=len(packed)).wait()
-
-    def post(self, commands: list[tuple[Any, ...]]) -> None:
-        """Have commands written before this greenlet goes on, and wait for no reply (the reader reads and drops it).
-
-        For a call slot's release: its greenlet does not wait for Redis once more, and the release is on its way
-        to Redis before the client can see the call's answer. The writer greenlet writes it with what the other
-        greenlets send this turn, one system call for them all (and one wake-up of Redis), and wakes this greenlet
-        when that write is done; if the connection fails first, it wakes it all the same (a lease runs out).
-        """
-        if commands:
-            self.wait_written(self.post_nowait(commands))
+        return self._enqueue(b"".join(map(pack, commands)), expected=len(commands)).wait()
 
     def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
         """Queue commands whose reply nobody needs, for the writer's next write; the post's number, for
@@ -265,7 +286,7 @@ class Multiplexer:
 
     def _read_forever(self, sock: Any) -> None:
         """Hand each reply to the call that asked, in order, until the connection fails."""
-        parser = reply_parser()
+        parser = HiredisParser()
         calls = self._calls
         try:
             while True:

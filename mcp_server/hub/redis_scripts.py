@@ -11,22 +11,7 @@ from __future__ import annotations
 
 from mcp_server.hub.redis_replay_scripts import DELIVER_SCRIPT, PUBLISH_SCRIPT
 
-__all__ = [
-    "ATTACH_SCRIPT",
-    "CALL_SLOT_SCRIPTS",
-    "CLOSE_SCRIPT",
-    "COUNT_SCRIPT",
-    "CREATE_SCRIPT",
-    "DELIVER_SCRIPT",
-    "DETACH_SCRIPT",
-    "GET_SCRIPT",
-    "PUBLISH_SCRIPT",
-    "REFRESH_SCRIPT",
-    "REGISTRY_SCRIPT",
-    "SCRIPTS",
-    "TOUCH_SCRIPT",
-    "UPDATE_SCRIPT",
-]
+__all__ = ["CALL_SLOT_SCRIPTS", "SCRIPTS"]
 
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.

@@ -12,39 +12,22 @@ from __future__ import annotations
 
 import logging
 import secrets
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import gevent
 from gevent.event import Event
 
 from mcp_server.encoding import dumps, loads
 from mcp_server.hub.base import HubUnavailable
+from mcp_server.hub.redis_codec import field_pairs
 from mcp_server.hub.redis_keys import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
+from mcp_server.hub.redis_link import RedisLink
 
 __all__ = ["ACK_TIMEOUT_S", "RegistrySync"]
 
 log = logging.getLogger("mcp.hub")
 
-
-class RegistryStore(Protocol):
-    """What the replication needs of the Redis hub: its worker id, a client, scripts, the control channel."""
-
-    @property
-    def worker_id(self) -> str:
-        """This worker's id in the fleet."""
-
-    @property
-    def client(self) -> Any:
-        """redis-py's client."""
-
-    def store(self) -> Any:
-        """A context in which Redis failures become HubUnavailable."""
-
-    def run_script(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run one of the hub's Lua scripts."""
-
-    def control(self, command: dict[str, Any]) -> int:
-        """Publish a command to every worker; return how many heard it."""
 
 # A worker that changed the registry waits this long for every worker to apply the change before it announces
 # list_changed; one that does not answer in time (stopped, or gone) catches up when it next subscribes.
@@ -78,8 +61,10 @@ class Acknowledgments:
 class RegistrySync:
     """One worker's side of the fleet's run-time registry changes."""
 
-    def __init__(self, hub: RegistryStore) -> None:
-        self.hub = hub
+    def __init__(self, link: RedisLink, control: Callable[[dict[str, Any]], int]) -> None:
+        self.link = link
+        # The hub's control: publish a command to every worker, and how many heard it.
+        self.control = control
         self.registry: Any = None
         self.reset()
 
@@ -98,10 +83,10 @@ class RegistrySync:
         change_id = secrets.token_hex(8)
         acks = self.acks[change_id] = Acknowledgments()
         try:
-            with self.hub.store():
-                version, heard = self.hub.run_script(
+            with self.link.guard:
+                version, heard = self.link.run(
                     "registry", [REGISTRY_STATE, REGISTRY_VERSION],
-                    [dumps([change["kind"], change["key"]]), dumps(change), CONTROL_CHANNEL, self.hub.worker_id,
+                    [dumps([change["kind"], change["key"]]), dumps(change), CONTROL_CHANNEL, self.link.worker_id,
                      change_id],
                 )
             acks.expect(int(heard))
@@ -116,7 +101,7 @@ class RegistrySync:
         """Apply every change the fleet made, oldest first; Redis errors propagate (the caller reconnects)."""
         if self.registry is not None:
             entries = []
-            for raw in self.hub.client.hgetall(REGISTRY_STATE).values():
+            for _, raw in field_pairs(self.link.execute("HGETALL", REGISTRY_STATE)):
                 try:
                     entry = loads(raw)
                     entries.append((int(entry["version"]), entry["change"]))
@@ -131,7 +116,7 @@ class RegistrySync:
         op = command.get("op")
         if op == "registry":
             # The worker that made the change has it already; it acknowledges too, since PUBLISH counted it.
-            if command.get("origin") != self.hub.worker_id and self.registry is not None:
+            if command.get("origin") != self.link.worker_id and self.registry is not None:
                 self.apply_quietly(command["change"], command["version"])
             gevent.spawn(self.acknowledge, command["id"])  # the reader must never wait on Redis
             return True
@@ -154,6 +139,6 @@ class RegistrySync:
     def acknowledge(self, change_id: str) -> None:
         """Tell the worker that made a change that this one has it."""
         try:
-            self.hub.control({"op": "registry-ack", "id": change_id, "worker": self.hub.worker_id})
+            self.control({"op": "registry-ack", "id": change_id, "worker": self.link.worker_id})
         except HubUnavailable:
             pass  # that worker stops waiting at its timeout

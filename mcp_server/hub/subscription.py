@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp_server.hub.mailbox import Empty, Mailbox
+from mcp_server.metrics import instruments
 
 __all__ = ["QueuedSubscription", "StreamClosed", "Subscription"]
 
@@ -81,6 +82,13 @@ class QueuedSubscription(Subscription):
         if self.queue.qsize() >= self.maxsize:
             return True
         return self.queued_bytes > 0 and self.queued_bytes + len(data) > self.max_bytes
+
+    def cut_off(self) -> None:
+        """Close a stream whose client stopped reading, instead of growing memory: end it, close its connection."""
+        log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
+        instruments().queue_dropped()
+        self.end("slow consumer")
+        self.cut_connection()
 
     def end(self, reason: str) -> None:
         """Make reads raise StreamClosed with reason, once what is already queued has been read."""

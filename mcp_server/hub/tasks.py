@@ -15,18 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-__all__ = [
-    "CANCELLED",
-    "COMPLETED",
-    "FAILED",
-    "INPUT_REQUIRED",
-    "TERMINAL",
-    "WORKING",
-    "MemoryTaskStore",
-    "TaskRecord",
-    "TaskStore",
-    "now_ms",
-]
+__all__ = ["CANCELLED", "COMPLETED", "FAILED", "INPUT_REQUIRED", "TERMINAL", "WORKING", "MemoryTaskStore", "TaskRecord",
+           "TaskStore", "now_ms"]
 
 WORKING = "working"
 INPUT_REQUIRED = "input_required"

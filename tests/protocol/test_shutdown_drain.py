@@ -85,7 +85,7 @@ def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_
             gevent.spawn_later(0.05, RELEASE.set)
             gevent.spawn_later(0.6, server.resume)
             assert dispatcher.drain() == 0
-            assert dispatcher.hub.posted_in_flight() == 0, "the drain returned before the answer was stored"
+            assert dispatcher.hub.deliveries.unsettled == 0, "the drain returned before the answer was stored"
         finally:
             server.resume()
         replay = server.client().xrange(session_keys(client.session.id)["replay"])

@@ -31,4 +31,4 @@ def streaming_session_ids(hub: Hub) -> list[str]:
     slots = getattr(hub, "slots", None)
     if slots is not None:
         return [session_id for session_id, slot in slots.items() if slot.subscriber is not None]
-    return [session_id for session_id, stream in hub.local if stream is None]  # type: ignore[attr-defined]
+    return [session_id for session_id, stream in hub.claims.local if stream is None]  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
 from mcp_server.hub.base import join_event_id
 from mcp_server.hub.memory import MemoryHub
+from mcp_server.session import SessionChange
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
 from tests.support.waiting import wait_until
@@ -36,12 +37,10 @@ def test_unknown_session_is_none(hub):
     assert hub.get_session("0" * 32) is None
 
 
-def test_saved_changes_are_seen_by_the_next_load(hub):
+def test_changes_are_seen_by_the_next_load(hub):
     session = new_session(hub)
-    session.log_level = "warning"
-    session.subscriptions.append("file:///a")
-    session.initialized = True
-    hub.save_session(session)
+    hub.update_session(session.id, SessionChange(assign={"log_level": "warning", "initialized": True},
+                                                 subscribe="file:///a"))
     loaded = hub.get_session(session.id)
     assert (loaded.log_level, loaded.subscriptions, loaded.initialized) == ("warning", ["file:///a"], True)
 
@@ -53,10 +52,10 @@ def test_closed_session_is_gone_and_closing_again_says_so(hub):
     assert hub.close_session(session.id) is False
 
 
-def test_saving_a_closed_session_does_not_bring_it_back(hub):
+def test_changing_a_closed_session_does_not_bring_it_back(hub):
     session = new_session(hub)
     hub.close_session(session.id)
-    hub.save_session(session)
+    assert hub.update_session(session.id, SessionChange(assign={"log_level": "warning"})).session is None
     assert hub.get_session(session.id) is None
 
 
@@ -106,7 +105,7 @@ def test_session_with_a_stream_open_does_not_expire(make_hub):
     if isinstance(hub, MemoryHub):
         hub.reap()
     else:
-        hub.refresh()
+        hub.claims.refresh()
     assert hub.get_session(session.id) is not None
     subscription.close()
 

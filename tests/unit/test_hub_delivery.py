@@ -10,7 +10,7 @@ import gevent
 import pytest
 
 from mcp_server.config import ConfigError, Settings
-from mcp_server.hub import redis_resp
+from mcp_server.hub import redis_multiplex
 from mcp_server.hub.redis import RedisHub, session_keys
 from mcp_server.hub.redis_keys import call_slots_key, delivery_key
 from mcp_server.session import SSE
@@ -117,11 +117,11 @@ def test_an_answer_delivered_later_does_not_wait_for_a_stalled_redis_and_is_stor
         started = time.monotonic()
         stalling.deliver_later(session.id, ANSWER)
         assert time.monotonic() - started < 1.0, "deliver_later waited for Redis"
-        assert stalling.posted_in_flight() == 1
+        assert stalling.deliveries.unsettled == 1
         # The posted attempt times out and is retried; when Redis resumes both may run: one appends.
         gevent.spawn_later(1.5, server.resume)
         stalling.flush(10.0)
-        assert stalling.posted_in_flight() == 0
+        assert stalling.deliveries.unsettled == 0
         assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
         assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                 b'{"jsonrpc":"2.0","id":7,"result":{}}']
@@ -136,7 +136,7 @@ def test_an_answer_delivered_later_to_a_redis_that_forgot_the_script_is_stored_o
         redis_server.client().script_flush()  # a restarted Redis: the posted EVALSHA gets NOSCRIPT
         hub.deliver_later(session.id, ANSWER)
         hub.flush(5.0)
-        assert hub.posted_in_flight() == 0
+        assert hub.deliveries.unsettled == 0
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
     finally:
@@ -150,7 +150,7 @@ def test_an_answer_delivered_later_is_given_up_with_an_error_log_past_the_bound(
         server.pause()
         stalling.deliver_later(session.id, ANSWER)
         stalling.flush(10.0)
-        assert stalling.posted_in_flight() == 0
+        assert stalling.deliveries.unsettled == 0
     assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
 
 
@@ -171,7 +171,7 @@ def test_a_posted_answer_is_the_deliver_script_packed_argument_by_argument(redis
         hub.flush(2.0)
         keys, args = hub.deliveries.publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
-        assert sent == [(redis_resp.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,
+        assert sent == [(redis_multiplex.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,
                                           delivery_key(session.id, tokens[0]), *args,
                                           hub.deliveries.remember_ms_arg)), 1)]
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
@@ -192,13 +192,13 @@ def test_a_posted_answer_carries_the_slot_given_back_ahead_of_it(redis_server): 
         with queued_commands(hub) as sent:
             hub.deliver_later(session.id, ANSWER)
         hub.flush(2.0)
-        assert hub.posted_in_flight() == 0
+        assert hub.deliveries.unsettled == 0
         [(data, expected)] = sent
-        release = redis_resp.pack(("ZREM", call_slots_key(session.id), token))
+        release = redis_multiplex.pack(("ZREM", call_slots_key(session.id), token))
         assert data.startswith(release) and expected == 2  # one write, the slot freed first, both replies read
         assert redis_server.client().zcard(call_slots_key(session.id)) == 0
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
-        assert hub.command("PING") == b"PONG"  # no reply left over for the next command to take
+        assert hub.link.execute("PING") == b"PONG"  # no reply left over for the next command to take
     finally:
         hub.stop()
 
@@ -210,10 +210,10 @@ def test_an_answer_that_cannot_be_encoded_is_not_counted_in_flight(redis_server)
         session = new_session(hub)
         with pytest.raises(TypeError):
             hub.deliver_later(session.id, {"jsonrpc": "2.0", "id": 1, "result": object()})
-        assert hub.posted_in_flight() == 0  # the drain does not wait for it
+        assert hub.deliveries.unsettled == 0  # the drain does not wait for it
         hub.deliver_later(session.id, ANSWER)
         hub.flush(2.0)
-        assert hub.posted_in_flight() == 0
+        assert hub.deliveries.unsettled == 0
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
     finally:
         hub.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.hub import QuotaFull, redis_call_slots
+from mcp_server.hub import QuotaFull, redis_sessions
 from mcp_server.session import Session
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
@@ -60,12 +60,12 @@ def test_a_session_s_call_slots_are_limited_and_given_back(make_hub):  # noqa: F
 
 @pytest.mark.redis
 def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_ends(redis_hubs, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(redis_call_slots, "CALL_LEASE_MS", 500)
+    monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 500)
     alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
     assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
     dead.call_slots.call_leases.clear()  # a killed worker renews nothing
     for _ in range(4):
         gevent.sleep(0.25)
-        alive.renew_call_leases()
+        alive.call_slots.renew_call_leases()
     assert other.take_call_slot("renewed", 1) is None
     assert other.take_call_slot("abandoned", 1)

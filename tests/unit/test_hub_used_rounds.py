@@ -12,9 +12,8 @@ import gevent
 import pytest
 
 from mcp_server.hub import CapacityError
-from mcp_server.hub.memory import MemoryHub
+from mcp_server.hub.memory import MemoryHub, UsedOnce
 from mcp_server.hub.redis_keys import used_rounds_key
-from mcp_server.hub.used_once import UsedOnce
 from tests.support.hubs import SteppedClock
 
 

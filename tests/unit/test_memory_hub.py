@@ -11,7 +11,7 @@ from mcp_server.encoding import loads
 from mcp_server.errors import REQUEST_TIMEOUT, RpcError
 from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
 from mcp_server.hub.memory import MemoryHub
-from mcp_server.session import Session
+from mcp_server.session import Session, SessionChange
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask
 
@@ -61,11 +61,10 @@ def message(n: int) -> dict:
 
 
 # sessions
-def test_a_created_session_can_be_loaded_saved_and_counted(hub, session):
+def test_a_created_session_can_be_loaded_changed_and_counted(hub, session):
     assert hub.get_session(session.id) is session
     assert hub.session_count() == 1
-    session.protocol_version = "2025-06-18"
-    hub.save_session(session)
+    hub.update_session(session.id, SessionChange(assign={"protocol_version": "2025-06-18"}))
     assert hub.get_session(session.id).protocol_version == "2025-06-18"
 
 

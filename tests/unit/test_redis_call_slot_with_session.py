@@ -5,8 +5,9 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.hub import redis_call_slots, redis_resp
+from mcp_server.hub import redis_multiplex, redis_sessions
 from mcp_server.hub.base import ALL_SLOTS_TAKEN
+from mcp_server.hub.redis_codec import session_json
 from mcp_server.hub.redis_keys import call_slots_key, session_base
 from mcp_server.session import SSE, STREAMABLE, SessionChange
 from tests.support.hubs import Hubs, new_session, queued_commands
@@ -16,7 +17,7 @@ def fresh_session(hub, transport: str = STREAMABLE, principal: str | None = "ali
     """A stored session this worker just looked up (its TTL refreshed: the one-script path applies)."""
     session = new_session(hub, transport=transport, principal=principal)
     assert hub.get_session(session.id) is not None
-    assert hub.ttl_is_fresh(session.id)
+    assert hub.sessions.ttl_is_fresh(session.id)
     return session
 
 
@@ -43,7 +44,7 @@ def test_a_fresh_session_comes_with_a_slot_taken_by_one_script(redis_hubs, redis
     # What is queued in RESP: "*<n>", "$<len>", then the first command's name; and how many replies it expects.
     sent = [(data.split(b"\r\n")[2], expected) for data, expected in queued]
     assert found is not None and found.id == session.id and found.principal == "alice"
-    assert token and token.startswith(hub.worker_id + "|")
+    assert token and token.startswith(hub.link.worker_id + "|")
     assert slots(redis_server, session.id) == [token.encode()]
     # One round trip, one command: the script, reading the session and taking the slot.
     assert sent == [(b"EVALSHA", 1)]
@@ -53,8 +54,8 @@ def test_a_fresh_session_comes_with_a_slot_taken_by_one_script(redis_hubs, redis
     seconds, micros = client.time()
     now_ms = seconds * 1000 + micros // 1000
     lease = client.zscore(call_slots_key(session.id), token)
-    assert now_ms < lease <= now_ms + redis_call_slots.CALL_LEASE_MS
-    assert 0 < client.pttl(call_slots_key(session.id)) <= redis_call_slots.CALL_LEASE_MS
+    assert now_ms < lease <= now_ms + redis_sessions.CALL_LEASE_MS
+    assert 0 < client.pttl(call_slots_key(session.id)) <= redis_sessions.CALL_LEASE_MS
 
 
 @pytest.mark.redis
@@ -109,7 +110,7 @@ def test_another_principal_or_transport_gets_nothing_and_takes_no_slot(redis_hub
     session = fresh_session(hub)
     held = hub.get_session_for_call(session.id, STREAMABLE, "alice", 3)[1]
     assert hub.get_session_for_call(session.id, transport, principal, 3) == (None, None)
-    assert hub.ttl_is_fresh(session.id)  # the probe went through the one-script path
+    assert hub.sessions.ttl_is_fresh(session.id)  # the probe went through the one-script path
     assert slots(redis_server, session.id) == [held.encode()]
 
 
@@ -129,7 +130,7 @@ def test_an_unknown_or_vanished_session_gets_nothing(redis_hubs, redis_server):
     assert hub.get_session_for_call("0" * 32, STREAMABLE, "alice", 3) == (None, None)
     session = fresh_session(hub)
     redis_server.client().delete(session_base(session.id))  # expired since this worker looked
-    assert hub.ttl_is_fresh(session.id)
+    assert hub.sessions.ttl_is_fresh(session.id)
     assert hub.get_session_for_call(session.id, STREAMABLE, "alice", 3) == (None, None)
     assert not redis_server.client().exists(call_slots_key(session.id))
 
@@ -140,7 +141,7 @@ def test_with_a_stale_ttl_the_session_is_looked_up_the_old_way_and_its_ttl_refre
     client = redis_server.client()
     session = new_session(hub, transport=STREAMABLE, principal="alice")
     assert client.pttl(session_base(session.id)) <= 5000  # pending: nobody came back to it yet
-    assert not hub.ttl_is_fresh(session.id)
+    assert not hub.sessions.ttl_is_fresh(session.id)
     # A foreign probe neither finds it nor refreshes it.
     assert hub.get_session_for_call(session.id, STREAMABLE, "bob", 1) == (None, None)
     assert client.pttl(session_base(session.id)) <= 5000
@@ -149,13 +150,13 @@ def test_with_a_stale_ttl_the_session_is_looked_up_the_old_way_and_its_ttl_refre
     assert token is None  # the dispatcher takes the slot
     assert slots(redis_server, session.id) == []
     assert client.pttl(session_base(session.id)) > 500_000  # the full idle TTL now
-    assert hub.ttl_is_fresh(session.id)
+    assert hub.sessions.ttl_is_fresh(session.id)
     assert hub.get_session_for_call(session.id, STREAMABLE, "alice", 1)[1]  # and the next one takes its slot
 
 
 @pytest.mark.redis
 def test_a_held_slot_is_renewed_and_one_never_held_lapses_after_its_lease(redis_hubs, redis_server, monkeypatch):
-    monkeypatch.setattr(redis_call_slots, "CALL_LEASE_MS", 1000)
+    monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 1000)
     hub = redis_hubs()
     running, abandoned = fresh_session(hub), fresh_session(hub)
     held = hub.get_session_for_call(running.id, STREAMABLE, "alice", 1)[1]
@@ -164,11 +165,11 @@ def test_a_held_slot_is_renewed_and_one_never_held_lapses_after_its_lease(redis_
     hub.hold_call_slot(running.id, held)  # its call runs: the worker renews its lease
     for _ in range(6):
         gevent.sleep(0.25)
-        hub.renew_call_leases()
+        hub.call_slots.renew_call_leases()
     # Both leases were 1 s, 1.5 s ago: the held one is still taken, the other came back.
     for session in (running, abandoned):
         hub.get_session(session.id)  # fresh again if its 2 s had passed: the one-script path applies
-        assert hub.ttl_is_fresh(session.id)
+        assert hub.sessions.ttl_is_fresh(session.id)
     found, refused = hub.get_session_for_call(running.id, STREAMABLE, "alice", 1)
     assert found.id == running.id and refused == ALL_SLOTS_TAKEN
     again = hub.get_session_for_call(abandoned.id, STREAMABLE, "alice", 1)[1]
@@ -218,7 +219,8 @@ def test_a_client_chosen_field_that_spells_the_owner_s_fields_makes_no_one_the_o
     forged = '"transport":"streamable","principal":"bob"'
     session = fresh_session(hub, principal="alice")
     hub.update_session(session.id, SessionChange(assign={"client_info": {"name": forged, forged: forged}}))
-    hub.save_session(hub.get_session(session.id))  # written back as workers write it, with that text inside
+    # Written back as workers write a session (session_json), with that text inside.
+    redis_server.client().set(session_base(session.id), session_json(hub.get_session(session.id)), keepttl=True)
     assert forged.encode() not in redis_server.client().get(session_base(session.id))  # stored escaped
     assert hub.get_session_for_call(session.id, STREAMABLE, "bob", 3) == (None, None)
     assert hub.get_session_for_call(session.id, STREAMABLE, "alice", 3)[1]
@@ -236,7 +238,7 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
     keys, fixed = hub.call_slots.slot_lookup(session.id, STREAMABLE, None, 4)
     script = hub.link.scripts["get_taking_call_slot"]
     # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token and the fixed arguments.
-    assert sent[-1] == redis_resp.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))
+    assert sent[-1] == redis_multiplex.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))
 
 
 @pytest.mark.redis
@@ -248,8 +250,8 @@ def test_a_posted_release_sent_packed_is_the_command_packed_argument_by_argument
     with queued_commands(hub) as sent:
         hub.give_back_call_slot(session.id, token, answer_waits=True)
     hub.wait_for_release(gevent.getcurrent())
-    assert sent == [(redis_resp.pack(("ZREM", call_slots_key(session.id), token)), 1)]
-    assert hub.command("PING") == b"PONG"  # the next command's reply is its own
+    assert sent == [(redis_multiplex.pack(("ZREM", call_slots_key(session.id), token)), 1)]
+    assert hub.link.execute("PING") == b"PONG"  # the next command's reply is its own
     assert slots(redis_server, session.id) == []
 
 
@@ -264,5 +266,5 @@ def test_a_posted_release_behind_one_held_for_an_answer_expects_both_replies(red
     hub.give_back_call_slot(second.id, posted, answer_waits=True)  # ... which this is: both in one post
     hub.wait_for_release(gevent.getcurrent())
     # Were one of the two replies not expected, it would be taken for this command's.
-    assert hub.command("PING") == b"PONG"
+    assert hub.link.execute("PING") == b"PONG"
     assert slots(redis_server, first.id) == [] and slots(redis_server, second.id) == []

@@ -15,10 +15,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from mcp_server.config import Settings
 from mcp_server.hub import redis_claims
-from mcp_server.hub.redis_claims import Claims
+from mcp_server.hub.redis_claims import Claims, RedisSubscription
 from mcp_server.hub.redis_codec import event_order
 from mcp_server.hub.redis_connection import OutageGuard
-from mcp_server.hub.redis_subscription import RedisSubscription
 from tests.support.waiting import wait_until
 
 

@@ -1,4 +1,4 @@
-"""The Redis hub's command interface (hub/redis_commands.py) and the call slot freed in the answer's round trip.
+"""The Redis hub's command interface (hub/redis_link.py) and the call slot freed in the answer's round trip.
 
 redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the hub's guarantees as the multiplexer
 does: what goes ahead runs first, a posted error reply raises nothing, a script Redis forgot runs once, a call
@@ -15,11 +15,11 @@ import pytest
 import redis
 
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_commands import RedisPyCommands, commands_for
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
-from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack
+from mcp_server.hub.redis_link import RedisPyCommands, commands_for
+from mcp_server.hub.redis_multiplex import Multiplexer, pack
+from mcp_server.session import SessionChange
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
 from tests.support.waiting import wait_until
@@ -89,16 +89,16 @@ def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_w
         # The per-call commands share the multiplexed connection: an exhausted pool does not stop them.
         assert hub.peek_session(session.id) is not None
         assert hub.take_call_slot(session.id, 1) is not None
-        hub.save_session(session)
+        hub.update_session(session.id, SessionChange(assign={"log_level": "warning"}))
         # redis-py's own path (the refresher's batch of lease renewals) waits for a pooled connection, and gives up
         # in time.
         started = time.monotonic()
         with pytest.raises(HubUnavailable):
-            hub.renew_call_leases()
+            hub.call_slots.renew_call_leases()
         assert time.monotonic() - started < 2
     finally:
         hub.client.connection_pool.release(held)
-    hub.renew_call_leases()
+    hub.call_slots.renew_call_leases()
 
 
 @pytest.mark.redis

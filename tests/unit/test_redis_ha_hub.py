@@ -18,9 +18,8 @@ from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
 from mcp_server.hub import HubUnavailable, StreamConflict, redis_connection
-from mcp_server.hub.redis_batch import ScriptBatch
 from mcp_server.hub.redis_keys import session_keys
-from mcp_server.hub.redis_link import RedisLink
+from mcp_server.hub.redis_link import RedisLink, ScriptBatch
 from mcp_server.hub.redis_scripts import SCRIPTS
 from mcp_server.session import SessionChange
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
@@ -72,9 +71,9 @@ def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_h
     worker.publish(session.id, message(1))
     worker.publish_once(session.id, message(2), None, "token-1")
     assert numbers(take(subscription, 2)) == [1, 2]
-    worker.refresh()
+    worker.claims.refresh()
     token = worker.take_call_slot(session.id, 2)
-    worker.renew_call_leases()
+    worker.call_slots.renew_call_leases()
     worker.give_back_call_slot(session.id, token)
     found, token = worker.get_session_for_call(session.id, session.transport, session.principal, 2)
     assert found is not None and token  # the session's TTL was just refreshed: read and slot in one script
@@ -218,7 +217,7 @@ def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream
 
     def refresh_first(link, name, keys, args):
         if name == "attach":
-            worker.refresh()
+            worker.claims.refresh()
         return run(link, name, keys, args)
 
     monkeypatch.setattr(RedisLink, "run", refresh_first)

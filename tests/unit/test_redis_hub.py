@@ -216,7 +216,7 @@ def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     for key in session_keys(session.id).values():
         client.pexpire(key, 2_000)
-    worker.refresh()  # the refresher, every few seconds while the stream is open
+    worker.claims.refresh()  # the refresher, every few seconds while the stream is open
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     subscription.close()  # detach: the resume window
@@ -296,7 +296,7 @@ def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, re
     claim = session_keys(session.id)["claim"]
     redis_server.client().delete(claim)  # as after a Redis restart, or an outage longer than the claim
     worker_b.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
-    worker_a.refresh()
+    worker_a.claims.refresh()
     assert redis_server.client().get(claim).decode() == subscription.owner
     worker_b.publish(session.id, message(2))
     assert numbers(take(subscription, 2)) == [1, 2]

@@ -16,8 +16,8 @@ import redis
 from redis.exceptions import BusyLoadingError
 
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_commands import commands_for
 from mcp_server.hub.redis_connection import CooperativeConnection
+from mcp_server.hub.redis_link import commands_for
 from mcp_server.hub.redis_multiplex import Multiplexer
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session

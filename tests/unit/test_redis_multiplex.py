@@ -14,12 +14,11 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_call_slots import MAX_UNWRITTEN_RELEASES
-from mcp_server.hub.redis_commands import commands_for
 from mcp_server.hub.redis_connection import CooperativeConnection
 from mcp_server.hub.redis_keys import call_slots_key
-from mcp_server.hub.redis_multiplex import Multiplexer
-from mcp_server.hub.redis_resp import pack
+from mcp_server.hub.redis_link import commands_for
+from mcp_server.hub.redis_multiplex import Multiplexer, pack
+from mcp_server.hub.redis_sessions import MAX_UNWRITTEN_RELEASES
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 
@@ -94,7 +93,7 @@ def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, 
     session = new_session(hub)
     assert isinstance(hub.link.commands, Multiplexer)
     assert hub.peek_session(session.id) is not None
-    name = "mcp-" + hub.worker_id
+    name = "mcp-" + hub.link.worker_id
     before = connections_named(redis_server, name)
 
     def call(n: int) -> None:
@@ -230,7 +229,7 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
 
     def waiting() -> None:
         with hub.link.guard:
-            hub.command("BLPOP", "nothing", 4)
+            hub.link.execute("BLPOP", "nothing", 4)
 
     greenlet = gevent.spawn(waiting)
     wait_until(lambda: blocked_clients(redis_server) == 1, what="the BLPOP blocking in Redis")
@@ -318,7 +317,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
 
     def blocked() -> None:
         with hub.link.guard:
-            hub.command("BLPOP", "nothing", 10)
+            hub.link.execute("BLPOP", "nothing", 10)
 
     def peek() -> str:
         try:
@@ -341,7 +340,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
     finally:
         redis_server.start()
     assert hub.peek_session(session.id) is None  # the restarted Redis kept nothing
-    counted = [gevent.spawn(hub.command, "INCR", "back") for _ in range(10)]
+    counted = [gevent.spawn(hub.link.execute, "INCR", "back") for _ in range(10)]
     gevent.joinall(counted, raise_error=True, timeout=10)
     assert sorted(greenlet.value for greenlet in counted) == list(range(1, 11))
 
@@ -452,7 +451,7 @@ def raw_reply(server, *command: str) -> bytes:
 def test_a_posted_command_is_written_before_its_greenlet_goes_on(muxes, redis_server):
     mux = muxes()
     assert mux.execute("PING") == b"PONG"
-    mux.post([("SET", "released", "yes")])
+    mux.wait_written(mux.post_nowait([("SET", "released", "yes")]))
     # Nothing has yielded since the post, so neither the writer greenlet nor the reader ran: the post wrote it.
     assert raw_reply(redis_server, "GET", "released") == b"$3\r\nyes\r\n"
 
@@ -462,7 +461,7 @@ def test_replies_to_posted_commands_reach_no_caller(muxes):
     assert mux.execute("SET", "n", "0") == b"OK"
 
     def work(k: int) -> list:
-        mux.post([("INCR", "n"), ("SET", f"k{k}", "posted")])
+        mux.wait_written(mux.post_nowait([("INCR", "n"), ("SET", f"k{k}", "posted")]))
         return [mux.execute("GET", f"k{k}"), mux.execute("ECHO", f"mine {k}")]
 
     greenlets = [gevent.spawn(work, k) for k in range(50)]
@@ -487,7 +486,7 @@ def test_posts_of_one_turn_go_out_in_one_write_and_each_greenlet_goes_on_after_i
     seen: list[bytes] = []
 
     def release(k: int) -> None:
-        mux.post([("SET", f"released{k}", "yes")])
+        mux.wait_written(mux.post_nowait([("SET", f"released{k}", "yes")]))
         # The greenlet goes on (the HTTP answer is written) only once its release is on its way to Redis.
         seen.append(raw_reply(redis_server, "GET", f"released{k}"))
 
@@ -518,7 +517,7 @@ def test_a_post_while_the_writer_is_mid_write_goes_on_only_after_its_own_write(m
     monkeypatch.setattr(type(sock), "sendall", slow)
     big = gevent.spawn(mux.execute, "SET", "big", b"x" * 4096)
     entered.wait(5)
-    mux.post([("SET", "after", "1")])
+    mux.wait_written(mux.post_nowait([("SET", "after", "1")]))
     # Not written between the two halves of the SET, and not left behind: a write of its own came after.
     assert len(writes) == 2 and b"after" not in writes[0] and b"after" in writes[1]
     assert raw_reply(redis_server, "GET", "after") == b"$1\r\n1\r\n"
@@ -544,7 +543,7 @@ def test_a_post_whose_write_fails_lets_its_greenlet_go_on_and_the_next_command_r
     mux = muxes()
     assert mux.execute("PING") == b"PONG"
     sock = break_writes(mux, monkeypatch)
-    posting = gevent.spawn(mux.post, [("SET", "lost", "1")])
+    posting = gevent.spawn(lambda: mux.wait_written(mux.post_nowait([("SET", "lost", "1")])))
     posting.join(5)
     assert posting.successful()  # woken when the connection failed, not left waiting for a write
     assert mux.execute("GET", "lost") is None  # on a new connection; the release's lease would run out
@@ -556,7 +555,8 @@ def test_a_posted_command_on_a_dead_connection_fails_nobody_and_the_next_command
     assert mux.execute("PING") == b"PONG"
     redis_server.client().client_kill_filter(_type="normal", skipme=True)
     gevent.sleep(0.2)  # the reader sees the connection go
-    mux.post([("SET", "lost", "1")])  # connects again, or fails the connection: either way nobody waits
+    # Connects again, or fails the connection: either way nobody waits.
+    mux.wait_written(mux.post_nowait([("SET", "lost", "1")]))
     assert mux.execute("SET", "kept", "1") == b"OK"
     assert mux.execute("GET", "kept") == b"1"
 
@@ -665,7 +665,7 @@ def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_eac
     hub = redis_hubs()
     session = new_session(hub)
     calls = 8 * MAX_UNWRITTEN_RELEASES
-    tokens = hub.script_batch()
+    tokens = hub.link.script_batch()
     for n in range(calls):
         tokens.add("take_call_slot", [call_slots_key(session.id)], [f"t{n}", str(calls), "15000"])
     tokens.execute()

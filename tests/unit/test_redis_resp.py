@@ -1,4 +1,5 @@
-"""hub/redis_resp.py: commands packed as redis-py sends them, and replies parsed alike however the bytes split."""
+"""The RESP of hub/redis_multiplex.py: commands packed as redis-py sends them, replies parsed alike however the
+bytes split."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 from redis.connection import PythonRespSerializer
 from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, ReadOnlyError, ResponseError
 
-from mcp_server.hub.redis_resp import HiredisParser, pack, reply_or_raise, reply_parser
+from mcp_server.hub.redis_multiplex import HiredisParser, pack, reply_or_raise
 
 # One reply of each kind, and what the parser makes of it.
 REPLIES = [
@@ -35,10 +36,6 @@ def make_parser():
 def holds_nothing(parser) -> bool:
     """No bytes wait in the parser for the rest of a reply."""
     return not parser.reader.has_data()
-
-
-def test_the_hub_parses_replies_with_hiredis():
-    assert isinstance(reply_parser(), HiredisParser)
 
 
 def test_pack_writes_text_as_utf8_bytes_as_they_are_and_integers_as_digits():

@@ -136,7 +136,7 @@ def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_hubs, r
     running = gevent.spawn(gevent.sleep, 30)
     worker.inflight.add(session.id, "req-1", running)
     admin = redis_server.client()
-    channels = [CONTROL_CHANNEL, WORKER_CHANNEL + worker.worker_id]
+    channels = [CONTROL_CHANNEL, WORKER_CHANNEL + worker.link.worker_id]
     cancel = dumps({"op": "cancel", "session": session.id, "request": "req-1", "origin": "another-worker"})
     original = SubscriberReader.send
     published: list[bool] = []
@@ -164,7 +164,7 @@ def test_a_quiet_subscriber_connection_pings_and_is_kept(redis_hubs, redis_serve
     monkeypatch.setattr(redis_listener, "LISTEN_DEAD_S", 0.5)
     worker = redis_hubs()
     assert wait_until(worker.ready)
-    name = "mcp-" + worker.worker_id
+    name = "mcp-" + worker.link.worker_id
 
     def subscriber() -> dict:
         (found,) = [client for client in redis_server.client().client_list()
