@@ -45,6 +45,10 @@ echo "== ruff and mypy (settings in pyproject.toml)"
 .venv/bin/ruff check .
 .venv/bin/mypy
 
+# A link to a missing page or heading fails here, before the slow parts (into site/, which git ignores).
+echo "== docs site (mkdocs build --strict)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
+
 echo "== node 22 and the MCP conformance suite (tests/conformance/node_modules)"
 (cd tests/conformance && npm install --silent --no-audit --no-fund >/dev/null)
 

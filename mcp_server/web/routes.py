@@ -1,6 +1,6 @@
 """The HTTP routes: one path, `/mcp`, serving both transports, plus the SDKs' default paths.
 
-How a request is told apart (see the README's endpoint table):
+How a request is told apart (see the endpoint table in docs/wires.md):
 GET without Mcp-Session-Id is a legacy stream; POST with `?session_id=` is a
 legacy message, whatever its body; a POST saying 2026-07-28 is the stateless
 wire; everything else on /mcp is Streamable HTTP. Each route only

@@ -4,7 +4,8 @@ Each sh or bash block of "## Debugging with curl" is read as commands (a trailin
 followed by the `# ` comment lines that show its output; a comment after a blank line is prose. A plain block
 shows more of the output of the stream still open (terminal 1). `127.0.0.1:8000` becomes the test server's
 address; `...` stands for anything, and a hex placeholder such as `5f0c...e2` takes the value that stood there in
-the output shown before it, and is put into the commands after it.
+the output shown before it, and is put into the commands after it. The stdio sample (`.venv/bin/python app.py
+--stdio`) runs with the test's own Python, from the repository root.
 
 Shown output with SSE fields must be the events the server sent, all of them and in order (`id:` lines, event
 names, the priming event); comment events (`: ping`) must appear; any other shown lines must appear in order.
@@ -13,8 +14,10 @@ names, the priming event); comment events (`: ping`) must appear; any other show
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +39,7 @@ SSE_FIELDS = ("id:", "event:", "data:", "retry:")
 README_ADDRESS = "127.0.0.1:8000"
 COMMAND_TIMEOUT_S = 30.0
 STREAM_WAIT_S = 15.0
+STDIO_COMMAND = ".venv/bin/python app.py --stdio"
 
 
 @dataclass
@@ -221,7 +225,9 @@ def test_every_curl_sample_shows_what_the_server_sends(server):
                 continue
             for command in parse_commands(body):
                 text = bindings.substitute(command.text, server.port)
-                if "curl " not in text:
+                if STDIO_COMMAND in text:  # the server is the command's own process
+                    text = text.replace(".venv/bin/python", shlex.quote(sys.executable))
+                elif "curl " not in text:
                     assignments.append(text)
                     continue
                 script = "\n".join([*assignments, text])
@@ -231,7 +237,7 @@ def test_every_curl_sample_shows_what_the_server_sends(server):
                     streams[-1].check(bindings)
                     continue
                 done = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
-                                      timeout=COMMAND_TIMEOUT_S)
+                                      timeout=COMMAND_TIMEOUT_S, cwd=ROOT)
                 assert done.returncode == 0, (text, done.stderr)
                 problem = output_problem(command.shown, done.stdout, bindings)
                 assert problem is None, f"{problem}\ncommand: {text}\nsent:\n{done.stdout}"
@@ -239,3 +245,4 @@ def test_every_curl_sample_shows_what_the_server_sends(server):
         for stream in streams:
             stream.stop()
     assert ran >= 15, "the README's samples were not all found"
+    assert STDIO_COMMAND in SECTION, "the README shows the stdio command"

@@ -2,7 +2,7 @@
 
 Every wire works through the master the Sentinels name; then the master is killed
 with SIGKILL while clients call, and the fleet follows the failover by itself. The
-test counts what was sent, acknowledged and kept, and holds the README's promise:
+test counts what was sent, acknowledged and kept, and holds the promise of docs/scaling.md:
 no request waits past MCP_REDIS_TIMEOUT_S (plus a margin), errors in the outage are
 503 / -32004 with Retry-After, calls acknowledged with 202 are answered exactly once
 (at most one repeated: the one in flight at the kill), and every session acknowledged
@@ -35,7 +35,7 @@ REDIS_TIMEOUT_S = 1.0
 # No request may take longer than this (MCP_REDIS_TIMEOUT_S plus a generous margin for a loaded machine).
 FAIL_FAST_S = REDIS_TIMEOUT_S + 4.0
 # The master refuses writes when no replica acknowledged within this many seconds (min-replicas-max-lag), so a
-# write it acknowledged more than MAX_LAG_S + 1 s before it died is on the replica (README: what a failover costs).
+# write it acknowledged more than MAX_LAG_S + 1 s before it died is on the replica (docs/scaling.md: a failover).
 MAX_LAG_S = 2
 LOAD_BEFORE_KILL_S = MAX_LAG_S + 3.0
 LOAD_AFTER_RECOVERY_S = 1.0

@@ -19,7 +19,7 @@ from tests.e2e.server_process import ROOT
 
 pytestmark = pytest.mark.e2e
 
-# Set to a path (e.g. docs/console.png) to save the README's screenshot of the console.
+# Set to a path (e.g. docs/console.png) to save the screenshot docs/console.md shows.
 README_SCREENSHOT_ENV = "MCP_CONSOLE_SCREENSHOT"
 
 
