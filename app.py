@@ -23,11 +23,11 @@ from typing import Any
 
 from flask import Flask
 
-from mcp_server.config import Settings
-from mcp_server.extension import MCP
-from mcp_server.logs import configure_logging
-from mcp_server.toolkit.registry import Registry
-from mcp_server.web.flask_extension import settings_of
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.extension import MCP
+from flask_mcp_gevent.logs import configure_logging
+from flask_mcp_gevent.toolkit.registry import Registry
+from flask_mcp_gevent.web.flask_extension import settings_of
 
 __all__ = ["create_app"]
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {"bind": args.bind} if args.bind else {}
     settings = Settings.from_environ(**overrides)
     if args.stdio:
-        from mcp_server.transports.stdio import run_stdio
+        from flask_mcp_gevent.transports.stdio import run_stdio
 
         return run_stdio(settings)
     serve_dev(settings)

@@ -1,6 +1,6 @@
 """gunicorn settings for the template: `gunicorn -c gunicorn.conf.py wsgi:app` (scripts/serve.sh).
 
-They live in the package (mcp_server/web/gunicorn_config.py), so that an installed copy serves with the same ones.
+They live in the package (flask_mcp_gevent/web/gunicorn_config.py), so that an installed copy serves with the same ones.
 """
 
-from mcp_server.web.gunicorn_config import *  # noqa: F403 (gunicorn reads its settings and hooks by name)
+from flask_mcp_gevent.web.gunicorn_config import *  # noqa: F403 (gunicorn reads its settings and hooks by name)

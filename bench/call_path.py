@@ -9,7 +9,7 @@ Every wire runs in this process: the HTTP ones through the Flask app's WSGI call
 worker calls) with gevent, stdio through its server on in-memory pipes. After the handshake and a warm-up
 call, sys.setprofile records the file of every Python function entered while one more call is sent and its
 answer read (on legacy SSE, read from the session's stream), the response closed; the files under
-mcp_server/ and mcp_tools/ are the modules counted. Each call is traced on its own (--repeat times):
+flask_mcp_gevent/ and mcp_tools/ are the modules counted. Each call is traced on its own (--repeat times):
 a module in every trace counts, one in only some is shown apart (a background greenlet that happened to run).
 """
 
@@ -28,19 +28,19 @@ from typing import Any
 
 import orjson
 
-import mcp_server
+import flask_mcp_gevent
 from bench.call_path_wires import WIRES, open_client
 
 __all__ = ["PROJECT_ROOT", "WIRES", "count_modules", "import_graph", "longest_import_chain", "trace_modules"]
 
-PROJECT_ROOT = Path(mcp_server.__file__).resolve().parents[1]
-PACKAGES = ("mcp_server", "mcp_tools")
+PROJECT_ROOT = Path(flask_mcp_gevent.__file__).resolve().parents[1]
+PACKAGES = ("flask_mcp_gevent", "mcp_tools")
 # gunicorn imports wsgi, which imports app, which builds the app from the packages.
 ENTRY_POINTS = ("wsgi", "app")
 
 
 def project_module(filename: str) -> str | None:
-    """`mcp_server/x.py` for a code object's file under one of the project's packages, else None."""
+    """`flask_mcp_gevent/x.py` for a code object's file under one of the project's packages, else None."""
     try:
         relative = Path(filename).resolve().relative_to(PROJECT_ROOT)
     except ValueError:
@@ -161,8 +161,8 @@ def print_table(rows: list[dict[str, Any]], chain: list[str], served_chain: list
 
 
 def short(module: str) -> str:
-    """mcp_server/protocol/tools.py -> protocol/tools (mcp_tools keeps its package name)."""
-    return module.removeprefix("mcp_server/").removesuffix(".py")
+    """flask_mcp_gevent/protocol/tools.py -> protocol/tools (mcp_tools keeps its package name)."""
+    return module.removeprefix("flask_mcp_gevent/").removesuffix(".py")
 
 
 def main(argv: list[str] | None = None) -> int:

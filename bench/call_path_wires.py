@@ -18,10 +18,10 @@ from gevent.queue import Queue
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
-from mcp_server.config import Settings
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.transports.stdio import StdioServer
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.transports.stdio import StdioServer
 
 __all__ = ["WIRES", "open_client"]
 

@@ -23,12 +23,12 @@ from flask import Flask, Response
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
-from mcp_server.dispatcher import jsonrpc_dispatch
-from mcp_server.encoding import dumps, format_sse_event
-from mcp_server.messages import parse_body
-from mcp_server.protocol.methods import METHODS
-from mcp_server.protocol.request_context import RequestContext
-from mcp_server.protocol.tools import run_tool, schema_errors
+from flask_mcp_gevent.dispatcher import jsonrpc_dispatch
+from flask_mcp_gevent.encoding import dumps, format_sse_event
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.protocol.methods import METHODS
+from flask_mcp_gevent.protocol.request_context import RequestContext
+from flask_mcp_gevent.protocol.tools import run_tool, schema_errors
 
 __all__ = ["main"]
 

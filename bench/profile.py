@@ -1,7 +1,7 @@
 """Summarise a py-spy collapsed-stack file: where the samples are, by self and by inclusive time.
 
     python -m bench.load --compare --servers ours --transports sse --duration 10 --profile /tmp/ours
-    python -m bench.profile /tmp/ours.sse [--top 25] [--match mcp_server]
+    python -m bench.profile /tmp/ours.sse [--top 25] [--match flask_mcp_gevent]
 """
 
 from __future__ import annotations

@@ -33,10 +33,10 @@ import gevent  # noqa: E402
 import greenlet  # noqa: E402
 
 from bench.redis_topologies import redis_topology  # noqa: E402
-from mcp_server.config import Settings  # noqa: E402
-from mcp_server.hub import create_hub  # noqa: E402
-from mcp_server.hub.redis import RedisHub  # noqa: E402
-from mcp_server.session import Session  # noqa: E402
+from flask_mcp_gevent.config import Settings  # noqa: E402
+from flask_mcp_gevent.hub import create_hub  # noqa: E402
+from flask_mcp_gevent.hub.redis import RedisHub  # noqa: E402
+from flask_mcp_gevent.session import Session  # noqa: E402
 
 __all__ = ["main"]
 

@@ -3,14 +3,21 @@
 A module here that decorates a function with `@tool`, `@resource`,
 `@resource_template` or `@prompt` is discovered at startup (`Registry.discover()`);
 modules whose names start with an underscore are not. The names a tool file uses
-come from the server's toolkit (mcp_server/toolkit/), re-exported here.
+come from the server's toolkit (flask_mcp_gevent/toolkit/), re-exported here.
 """
 
-from mcp_server.toolkit.checks import RegistryError
-from mcp_server.toolkit.content import ToolResult, audio, embedded_resource, image, resource_link, text
-from mcp_server.toolkit.context import Completion, Context, InputRequest, ProtocolError, ResourceNotFound, ToolError
-from mcp_server.toolkit.registry import Registry
-from mcp_server.toolkit.specs import PromptArgument, prompt, resource, resource_template, tool
+from flask_mcp_gevent.toolkit.checks import RegistryError
+from flask_mcp_gevent.toolkit.content import ToolResult, audio, embedded_resource, image, resource_link, text
+from flask_mcp_gevent.toolkit.context import (
+    Completion,
+    Context,
+    InputRequest,
+    ProtocolError,
+    ResourceNotFound,
+    ToolError,
+)
+from flask_mcp_gevent.toolkit.registry import Registry
+from flask_mcp_gevent.toolkit.specs import PromptArgument, prompt, resource, resource_template, tool
 
 __all__ = [
     "Completion",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, without installing
 
-from mcp_server.auth.api_keys import hash_key, new_key  # noqa: E402
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

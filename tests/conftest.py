@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from mcp_server.config import Settings
+from flask_mcp_gevent.config import Settings
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mcp_server.errors import SERVER_UNAVAILABLE
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
 from tests.e2e.raw_clients import BOTH, StreamableSession, initialize, notification, request
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

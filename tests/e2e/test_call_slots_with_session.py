@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
-from mcp_server.errors import INVALID_REQUEST
-from mcp_server.hub.redis_keys import call_slots_key
-from mcp_server.hub.redis_scripts import CALL_SLOT_SCRIPTS
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.errors import INVALID_REQUEST
+from flask_mcp_gevent.hub.redis_keys import call_slots_key
+from flask_mcp_gevent.hub.redis_scripts import CALL_SLOT_SCRIPTS
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, request
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

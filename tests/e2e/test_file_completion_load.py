@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from mcp_server.config import Settings
+from flask_mcp_gevent.config import Settings
 from tests.e2e.raw_clients import StreamableSession, request
 from tests.e2e.server_process import ServerProcess
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from flask_mcp_gevent.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND
 from tests.e2e.raw_clients import LegacyStream, StreamableSession, client, request
 from tests.e2e.server_process import ServerProcess
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
-from mcp_server.errors import SERVER_UNAVAILABLE
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
 from tests.e2e.raw_clients import BOTH, StreamableSession, call_tool, initialize
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

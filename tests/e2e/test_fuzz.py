@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, request
 from tests.e2e.server_process import ROOT, ServerProcess, free_port
 from tests.oauth_issuer import ISSUER, TestIssuer

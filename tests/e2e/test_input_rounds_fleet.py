@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.config import Settings
+from flask_mcp_gevent.config import Settings
 from tests.conformance.runner import FIXTURE_PLUGINS
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

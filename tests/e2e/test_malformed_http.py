@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
+from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 from tests.e2e.raw_http import exchange
 
 pytestmark = pytest.mark.e2e

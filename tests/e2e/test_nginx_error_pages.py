@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
+from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 from tests.e2e.raw_http import exchange
 from tests.e2e.server_process import ServerProcess
 from tests.e2e.test_deploy_nginx import Nginx, nginx_binary, proxied  # noqa: F401  (fixture)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from mcp_server.errors import INVALID_REQUEST
-from mcp_server.web.response_headers import SECURITY_HEADERS
+from flask_mcp_gevent.errors import INVALID_REQUEST
+from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS
 from tests.e2e.server_process import ServerProcess
 
 pytestmark = pytest.mark.e2e

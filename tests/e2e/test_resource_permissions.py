@@ -12,8 +12,8 @@ import json
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
-from mcp_server.errors import PERMISSION_DENIED
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.errors import PERMISSION_DENIED
 from tests.e2e.raw_clients import READ_TIMEOUT_S, StreamableSession, request
 from tests.e2e.server_process import ServerProcess
 

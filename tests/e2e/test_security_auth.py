@@ -18,8 +18,8 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from mcp_server.auth.api_keys import hash_key, new_key
-from mcp_server.errors import PERMISSION_DENIED
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.errors import PERMISSION_DENIED
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, initialize, request
 from tests.e2e.server_process import ServerProcess, free_port
 from tests.oauth_issuer import ISSUER, TestIssuer

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, initialize, request
 from tests.e2e.server_process import ServerProcess
 

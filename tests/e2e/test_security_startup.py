@@ -16,7 +16,7 @@ import subprocess
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from tests.e2e.server_process import GUNICORN, ROOT, ServerProcess, free_port
 
 pytestmark = pytest.mark.e2e

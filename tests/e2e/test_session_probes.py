@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from tests.e2e.raw_clients import BOTH, StreamableSession
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

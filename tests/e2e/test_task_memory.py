@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcp_server.encoding import dumps
+from flask_mcp_gevent.encoding import dumps
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 

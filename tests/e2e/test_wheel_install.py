@@ -26,7 +26,7 @@ pytestmark = pytest.mark.e2e
 DISTRIBUTION = "flask_mcp_gevent"
 HOST_APP = textwrap.dedent('''
     from flask import Flask
-    from mcp_server import MCP
+    from flask_mcp_gevent import MCP
 
     app = Flask(__name__)
     mcp = MCP(app)
@@ -65,13 +65,14 @@ def installed(wheel, tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_server_package_and_its_files_only(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     packages = {name.split("/")[0] for name in names if not name.startswith(f"{DISTRIBUTION}-")}
-    assert packages == {"mcp_server"}
-    assert "mcp_server/web/console_static/index.html" in names and "mcp_server/py.typed" in names
+    assert packages == {"flask_mcp_gevent"}
+    assert "flask_mcp_gevent/web/console_static/index.html" in names and "flask_mcp_gevent/py.typed" in names
 
 
 def test_a_host_app_runs_from_the_installed_package_under_gunicorn(installed, tmp_path):
     (tmp_path / "host.py").write_text(HOST_APP)
-    imported = subprocess.run([str(installed / "python"), "-c", "import mcp_server, sys; print(mcp_server.__file__)"],
+    where = "import flask_mcp_gevent; print(flask_mcp_gevent.__file__)"
+    imported = subprocess.run([str(installed / "python"), "-c", where],
                               capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert str(ROOT) not in imported and "site-packages" in imported
     port = free_port()

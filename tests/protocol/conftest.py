@@ -14,12 +14,12 @@ from typing import Any
 import gevent
 import pytest
 
-from mcp_server.auth.permissions import Authorizer
-from mcp_server.config import Settings
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import dumps, loads
-from mcp_server.messages import ParseFailure, parse_body
-from mcp_server.session import Session
+from flask_mcp_gevent.auth.permissions import Authorizer
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import dumps, loads
+from flask_mcp_gevent.messages import ParseFailure, parse_body
+from flask_mcp_gevent.session import Session
 from mcp_tools import Registry
 
 # Generous: every call here is in-process and finishes in milliseconds.

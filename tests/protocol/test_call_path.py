@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from bench.call_path import trace_modules
-from mcp_server.stateless import metadata
-from mcp_server.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from tests.protocol.conftest import Rpc
 
-ROUNDS = "mcp_server/protocol/input_rounds.py"
-TASKS = "mcp_server/protocol/task_methods.py"
+ROUNDS = "flask_mcp_gevent/protocol/input_rounds.py"
+TASKS = "flask_mcp_gevent/protocol/task_methods.py"
 ECHO = {"name": "echo", "arguments": {"text": "hi"}}
 
 

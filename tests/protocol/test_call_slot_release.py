@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.hub.redis_keys import call_slots_key
+from flask_mcp_gevent.hub.redis_keys import call_slots_key
 from tests.protocol.blocking_call import RELEASE, blocking_rpc, start_call
 from tests.protocol.conftest import Rpc
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.messages import parse_body
+from flask_mcp_gevent.messages import parse_body
 from mcp_tools import Registry, tool
 
 

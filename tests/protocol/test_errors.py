@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server import errors
-from mcp_server.protocol import methods as protocol
-from mcp_server.protocol.request_context import RequestContext
+from flask_mcp_gevent import errors
+from flask_mcp_gevent.protocol import methods as protocol
+from flask_mcp_gevent.protocol.request_context import RequestContext
 
 
 # -32700 parse error

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.encoding import dumps
-from mcp_server.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 
 @pytest.fixture

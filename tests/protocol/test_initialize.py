@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.session import LATEST, SUPPORTED
+from flask_mcp_gevent.session import LATEST, SUPPORTED
 
 INIT = (
     '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": %s, '

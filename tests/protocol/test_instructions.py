@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.auth.permissions import Authorizer, Grants
-from mcp_server.stateless import metadata
-from mcp_server.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.auth.permissions import Authorizer, Grants
+from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.encoding import dumps
-from mcp_server.messages import parse_body
-from mcp_server.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.support.tasks_client import WAIT_S, WITH_TASKS, Client, code_of
 from tests.support.waiting import wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.protocol.request_context import LOG_LEVELS
+from flask_mcp_gevent.protocol.request_context import LOG_LEVELS
 from mcp_tools import Registry, tool
 
 ENTRIES = {

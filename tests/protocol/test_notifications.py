@@ -6,7 +6,7 @@ import gevent
 import pytest
 from gevent.event import Event
 
-from mcp_server.messages import parse_body
+from flask_mcp_gevent.messages import parse_body
 from mcp_tools import Registry, tool
 
 OBJECT = {"type": "object", "properties": {}, "additionalProperties": False}

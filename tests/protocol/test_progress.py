@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.encoding import dumps
+from flask_mcp_gevent.encoding import dumps
 from mcp_tools import Registry, tool
 
 STEPS = {

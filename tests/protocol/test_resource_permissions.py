@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from mcp_server.auth.permissions import Authorizer, Grants
-from mcp_server.errors import PERMISSION_DENIED
+from flask_mcp_gevent.auth.permissions import Authorizer, Grants
+from flask_mcp_gevent.errors import PERMISSION_DENIED
 from mcp_tools import Registry, resource_template
 from tests.protocol.conftest import Rpc
 

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from mcp_server import notifications
-from mcp_server.encoding import loads
+from flask_mcp_gevent import notifications
+from flask_mcp_gevent.encoding import loads
 from mcp_tools import Registry, ResourceNotFound, ToolError, resource, resource_template
 from tests.conformance.fixtures import RED_PIXEL_PNG
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.encoding import dumps
-from mcp_server.messages import parse_body
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.messages import parse_body
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 

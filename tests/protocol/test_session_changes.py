@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import mcp_server.protocol.methods
-from mcp_server.errors import INVALID_PARAMS, INVALID_REQUEST
+import flask_mcp_gevent.protocol.methods
+from flask_mcp_gevent.errors import INVALID_PARAMS, INVALID_REQUEST
 from mcp_tools import Registry
 
 
@@ -21,7 +21,7 @@ def stored(rpc):
 
 
 def test_subscriptions_past_the_bound_are_refused_and_not_kept(make_rpc, monkeypatch):
-    monkeypatch.setattr(mcp_server.protocol.methods, "MAX_SUBSCRIPTIONS", 3)
+    monkeypatch.setattr(flask_mcp_gevent.protocol.methods, "MAX_SUBSCRIPTIONS", 3)
     rpc = make_rpc("2025-06-18")
     for n in range(3):
         assert rpc.request("resources/subscribe", {"uri": f"test://template/{n}/data"})["result"] == {}

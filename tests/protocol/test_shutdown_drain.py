@@ -5,11 +5,11 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.dispatcher import CALL_STOPPED_MESSAGE
-from mcp_server.encoding import loads
-from mcp_server.errors import SERVER_UNAVAILABLE
-from mcp_server.hub import StreamClosed
-from mcp_server.hub.redis import session_keys
+from flask_mcp_gevent.dispatcher import CALL_STOPPED_MESSAGE
+from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
+from flask_mcp_gevent.hub import StreamClosed
+from flask_mcp_gevent.hub.redis import session_keys
 from tests.protocol.blocking_call import RELEASE, blocking_rpc, start_call
 from tests.protocol.conftest import Rpc
 from tests.redis_server import RedisServer

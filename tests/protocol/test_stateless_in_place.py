@@ -12,10 +12,10 @@ import gevent
 import pytest
 from gevent.event import Event
 
-from mcp_server.encoding import dumps, loads
-from mcp_server.messages import parse_body
-from mcp_server.stateless.metadata import ephemeral_session
-from mcp_server.transports import stateless_http
+from flask_mcp_gevent.encoding import dumps, loads
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.transports import stateless_http
 from mcp_tools import Registry, tool
 
 WAIT_S = 5.0

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from mcp_server.protocol.methods import METHODS, STATELESS_METHODS
-from mcp_server.stateless import metadata
-from mcp_server.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.protocol.methods import METHODS, STATELESS_METHODS
+from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
-from mcp_server.hub import HubUnavailable
-from mcp_server.messages import parse_body
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.messages import parse_body
 
 STORE_UNAVAILABLE = {"code": SERVER_UNAVAILABLE, "message": STORE_UNAVAILABLE_MESSAGE}
 

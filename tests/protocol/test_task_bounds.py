@@ -9,8 +9,8 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.encoding import loads
-from mcp_server.protocol.task_shapes import TASKS_EXTENSION
+from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
 from mcp_tools import ProtocolError, Registry, tool
 from tests.support.tasks_client import WAIT_S, WITH_TASKS, Client, code_of
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.encoding import dumps, loads
-from mcp_server.messages import parse_body
-from mcp_server.protocol.task_runner import SHUTDOWN_MESSAGE
-from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.encoding import dumps, loads
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.protocol.task_runner import SHUTDOWN_MESSAGE
+from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from mcp_tools import ProtocolError, Registry, RegistryError, tool
 from tests.support.tasks_client import WAIT_S, WITH_TASKS, WITHOUT_TASKS, Client, code_of
 from tests.support.waiting import wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.protocol.pagination import encode_cursor
+from flask_mcp_gevent.protocol.pagination import encode_cursor
 
 
 def tools_by_name(rpc) -> dict:

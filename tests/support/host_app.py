@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Flask, abort, g, jsonify, request
 
-from mcp_server import MCP
+from flask_mcp_gevent import MCP
 
 # The app's own credentials: token -> user. alice may use every MCP tool; bob add and two order tools (the
 # app itself lets him read orders, not delete them).

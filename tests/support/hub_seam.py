@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 
-from mcp_server.hub import Hub
+from flask_mcp_gevent.hub import Hub
 
 __all__ = ["server_hub", "streaming_session_ids"]
 

@@ -12,13 +12,13 @@ from typing import Any
 import gevent
 import pytest
 
-from mcp_server import notifications
-from mcp_server.config import Settings
-from mcp_server.hub import Hub
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.hub.redis import RedisHub
-from mcp_server.protocol.request_context import RequestContext, RequestServices
-from mcp_server.session import Session
+from flask_mcp_gevent import notifications
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.hub import Hub
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.hub.redis import RedisHub
+from flask_mcp_gevent.protocol.request_context import RequestContext, RequestServices
+from flask_mcp_gevent.session import Session
 from mcp_tools import Registry
 from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (fixture)
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_server.encoding import dumps, loads
-from mcp_server.messages import parse_body
-from mcp_server.protocol.task_shapes import TASKS_EXTENSION
-from mcp_server.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.encoding import dumps, loads
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from tests.support.waiting import wait_until
 
 WITH_TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.auth.api_keys import ApiKeyStore, hash_key, new_key
-from mcp_server.config import ConfigError
+from flask_mcp_gevent.auth.api_keys import ApiKeyStore, hash_key, new_key
+from flask_mcp_gevent.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,13 +7,13 @@ from typing import Any
 import gevent
 import pytest
 
-from mcp_server.auth.permissions import Authorizer, Grants
-from mcp_server.config import Settings
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import dumps
-from mcp_server.errors import PERMISSION_DENIED
-from mcp_server.messages import parse_body
-from mcp_server.session import STREAMABLE
+from flask_mcp_gevent.auth.permissions import Authorizer, Grants
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.errors import PERMISSION_DENIED
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.session import STREAMABLE
 
 
 def call(dispatcher: Dispatcher, session, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.auth.api_keys import ApiKeyStore, hash_key, new_key
-from mcp_server.auth.bearer import Authenticator, bearer_token
-from mcp_server.auth.oauth import OAuthVerifier
-from mcp_server.auth.principal import Unauthenticated
-from mcp_server.config import Settings
+from flask_mcp_gevent.auth.api_keys import ApiKeyStore, hash_key, new_key
+from flask_mcp_gevent.auth.bearer import Authenticator, bearer_token
+from flask_mcp_gevent.auth.oauth import OAuthVerifier
+from flask_mcp_gevent.auth.principal import Unauthenticated
+from flask_mcp_gevent.config import Settings
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_server.auth.oauth import OAuthVerifier, metadata_document, metadata_url
-from mcp_server.auth.principal import AuthUnavailable, InsufficientScope, Unauthenticated
-from mcp_server.config import ConfigError, Settings
+from flask_mcp_gevent.auth.oauth import OAuthVerifier, metadata_document, metadata_url
+from flask_mcp_gevent.auth.principal import AuthUnavailable, InsufficientScope, Unauthenticated
+from flask_mcp_gevent.config import ConfigError, Settings
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
 

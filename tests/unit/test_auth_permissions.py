@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.auth.permissions import Authorizer, Grants, grants_from_scopes, matches
+from flask_mcp_gevent.auth.permissions import Authorizer, Grants, grants_from_scopes, matches
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_a_token_cannot_change_an_api_key_principal_s_fixed_grants():
 
 
 def test_remembered_principals_are_bounded(monkeypatch):
-    monkeypatch.setattr("mcp_server.auth.permissions.REMEMBERED_PRINCIPALS", 3)
+    monkeypatch.setattr("flask_mcp_gevent.auth.permissions.REMEMBERED_PRINCIPALS", 3)
     authorizer = Authorizer()
     for n in range(5):
         authorizer.remember(f"oauth:{n}", Grants(tools=("*",)))

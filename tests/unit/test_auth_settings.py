@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.config import ConfigError, Settings, is_local_bind
+from flask_mcp_gevent.config import ConfigError, Settings, is_local_bind
 
 
 @pytest.mark.parametrize("bind", ["127.0.0.1:8000", "127.0.0.2:80", "localhost:8000", "[::1]:8000", "::1",

@@ -10,12 +10,13 @@ from bench.call_path import count_modules, import_graph, longest_import_chain
 def test_one_legacy_call_enters_the_tool_the_protocol_and_the_stream_that_carries_the_answer():
     row = count_modules("legacy", repeat=1)
     # The tool and the protocol layer run the call; the stream read proves the trace spans the answer's way back.
-    for module in ("mcp_tools/echo.py", "mcp_server/protocol/tools.py", "mcp_server/transports/legacy_sse.py",
-                   "mcp_server/transports/event_stream.py", "mcp_server/web/pipeline.py"):
+    for module in ("mcp_tools/echo.py", "flask_mcp_gevent/protocol/tools.py",
+                   "flask_mcp_gevent/transports/legacy_sse.py", "flask_mcp_gevent/transports/event_stream.py",
+                   "flask_mcp_gevent/web/pipeline.py"):
         assert module in row["modules"]
     # Only the call is in the window: what serves other methods is not.
-    assert "mcp_server/protocol/prompts.py" not in row["modules"]
-    assert "mcp_server/protocol/resources.py" not in row["modules"]
+    assert "flask_mcp_gevent/protocol/prompts.py" not in row["modules"]
+    assert "flask_mcp_gevent/protocol/resources.py" not in row["modules"]
     assert 10 <= row["count"] <= 80
     assert row["count"] == len(row["modules"])
 

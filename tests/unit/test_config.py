@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from mcp_server.config import (
+from flask_mcp_gevent.config import (
     LOCALHOST_ORIGINS,
     ConfigError,
     Settings,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp_server.web.pipeline import ConnectionLimit
+from flask_mcp_gevent.web.pipeline import ConnectionLimit
 
 
 def ok_app(environ, start_response):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from mcp_server.web.console import CONSOLE_CSP, STATIC_DIR
-from mcp_server.web.response_headers import SECURITY_HEADERS
+from flask_mcp_gevent.web.console import CONSOLE_CSP, STATIC_DIR
+from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS
 
 CONSOLE_PATHS = ("/", "/console")
 

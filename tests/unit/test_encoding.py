@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp_server.encoding import KEEPALIVE_FRAME, dumps, dumps_line, format_sse_event, loads
+from flask_mcp_gevent.encoding import KEEPALIVE_FRAME, dumps, dumps_line, format_sse_event, loads
 
 
 def test_dumps_is_compact_utf8():

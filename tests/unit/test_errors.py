@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mcp_server.errors import PERMISSION_DENIED, RESOURCE_NOT_FOUND, RpcError, error_response, new_correlation_id
+from flask_mcp_gevent.errors import PERMISSION_DENIED, RESOURCE_NOT_FOUND, RpcError, error_response, new_correlation_id
 
 
 def test_error_response_leaves_out_data_unless_given():

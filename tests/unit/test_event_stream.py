@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 import gevent.event
 
-from mcp_server.transports.event_stream import RequestStream, is_response, priming_frame
+from flask_mcp_gevent.transports.event_stream import RequestStream, is_response, priming_frame
 
 
 def test_the_priming_frame_has_an_id_a_retry_and_empty_data_but_no_event_name():

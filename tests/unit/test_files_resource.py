@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from mcp_server.config import Settings
-from mcp_server.protocol.resources import match_template
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.protocol.resources import match_template
 from mcp_tools import ResourceNotFound, ToolError
 from mcp_tools.files import MAX_FILE_BYTES, read_file, resolve_path
 

@@ -1,4 +1,4 @@
-"""MCP added to an existing Flask app (mcp_server.extension.MCP), driven with Flask's test client.
+"""MCP added to an existing Flask app (flask_mcp_gevent.extension.MCP), driven with Flask's test client.
 
 The host app (tests/support/host_app.py) has its own routes, login and 404 page; these tests check that
 they stay its own, that the principal loader decides who may use what, and that routes made tools run
@@ -14,9 +14,9 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from mcp_server import MCP
-from mcp_server.config import ConfigError
-from mcp_server.toolkit.checks import RegistryError
+from flask_mcp_gevent import MCP
+from flask_mcp_gevent.config import ConfigError
+from flask_mcp_gevent.toolkit.checks import RegistryError
 from tests.support.host_app import create_app
 
 VERSION = "2025-06-18"

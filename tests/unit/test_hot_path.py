@@ -7,10 +7,10 @@ import json
 import pytest
 
 from app import create_app
-from mcp_server.auth.api_keys import hash_key, new_key
-from mcp_server.hub import HubUnavailable
-from mcp_server.web.mcp_app import dispatcher_of
-from mcp_server.web.pipeline import HotPath
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.web.pipeline import HotPath
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -187,7 +187,7 @@ def test_a_bug_on_the_hot_path_is_a_json_500_with_only_a_correlation_id(monkeypa
     def broken(dispatcher, environ, principal):
         raise RuntimeError("secret detail at /srv/app/module.py")
 
-    monkeypatch.setattr("mcp_server.web.pipeline.handle_post", broken)
+    monkeypatch.setattr("flask_mcp_gevent.web.pipeline.handle_post", broken)
     answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": "application/json"})
     assert answer.status_code == 500
     assert answer.json["error"]["code"] == -32603 and set(answer.json["error"]["data"]) == {"correlationId"}

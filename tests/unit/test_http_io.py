@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.config import Settings
-from mcp_server.encoding import dumps
-from mcp_server.messages import parse_body
-from mcp_server.transports.http_io import BodyLimitExceeded, check_body, json_depth_and_longest_string
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.transports.http_io import BodyLimitExceeded, check_body, json_depth_and_longest_string
 
 SETTINGS = Settings.from_environ({"MCP_MAX_JSON_DEPTH": "8", "MCP_MAX_STRING_BYTES": "100", "MCP_MAX_BATCH": "3",
                                   "MCP_MAX_ARGUMENT_BYTES": "200"})

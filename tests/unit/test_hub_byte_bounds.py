@@ -15,12 +15,12 @@ from typing import Any
 import gevent
 import pytest
 
-from mcp_server.config import Settings
-from mcp_server.encoding import dumps
-from mcp_server.hub import Hub, StreamClosed
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.hub.redis import RedisHub, session_keys
-from mcp_server.session import Session
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.hub import Hub, StreamClosed
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.hub.redis import RedisHub, session_keys
+from flask_mcp_gevent.session import Session
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis)]

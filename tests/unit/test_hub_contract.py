@@ -13,13 +13,13 @@ import json
 import gevent
 import pytest
 
-from mcp_server import notifications
-from mcp_server.encoding import dumps
-from mcp_server.errors import REQUEST_TIMEOUT, RpcError
-from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
-from mcp_server.hub.base import join_event_id
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.session import SessionChange
+from flask_mcp_gevent import notifications
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
+from flask_mcp_gevent.hub import CapacityError, StreamClosed, StreamConflict
+from flask_mcp_gevent.hub.base import join_event_id
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.session import SessionChange
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
 from tests.support.waiting import wait_until

@@ -9,11 +9,11 @@ from contextlib import contextmanager
 import gevent
 import pytest
 
-from mcp_server.config import ConfigError, Settings
-from mcp_server.hub import redis_multiplex
-from mcp_server.hub.redis import RedisHub, session_keys
-from mcp_server.hub.redis_keys import call_slots_key, delivery_key
-from mcp_server.session import SSE
+from flask_mcp_gevent.config import ConfigError, Settings
+from flask_mcp_gevent.hub import redis_multiplex
+from flask_mcp_gevent.hub.redis import RedisHub, session_keys
+from flask_mcp_gevent.hub.redis_keys import call_slots_key, delivery_key
+from flask_mcp_gevent.session import SSE
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import new_session, queued_commands, take
 

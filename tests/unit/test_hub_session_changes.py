@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gevent
 
-from mcp_server.session import SessionChange
+from flask_mcp_gevent.session import SessionChange
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import new_session
 

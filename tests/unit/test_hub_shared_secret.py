@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcp_server.config import Settings
-from mcp_server.stateless.request_state import RequestStateCodec, SharedCodec
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.stateless.request_state import RequestStateCodec, SharedCodec
 
 
 def test_a_secret_is_the_same_on_every_call_and_differs_by_name(make_hub):

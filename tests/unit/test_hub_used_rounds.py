@@ -11,9 +11,9 @@ import secrets
 import gevent
 import pytest
 
-from mcp_server.hub import CapacityError
-from mcp_server.hub.memory import MemoryHub, UsedOnce
-from mcp_server.hub.redis_keys import used_rounds_key
+from flask_mcp_gevent.hub import CapacityError
+from flask_mcp_gevent.hub.memory import MemoryHub, UsedOnce
+from flask_mcp_gevent.hub.redis_keys import used_rounds_key
 from tests.support.hubs import SteppedClock
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from mcp_server.protocol.instructions import MAX_NAMED_TOOLS, MAX_SUMMARY_CHARS, describe_tools
+from flask_mcp_gevent.protocol.instructions import MAX_NAMED_TOOLS, MAX_SUMMARY_CHARS, describe_tools
 from mcp_tools import Registry, tool
 
 OBJECT = {"type": "object", "properties": {}, "additionalProperties": False}

@@ -18,15 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # A package name covers every module inside it.
 LAYERS = (
     # layer        modules
-    ("extension", ("mcp_server.extension",)),
-    ("web", ("mcp_server.web",)),
-    ("transports", ("mcp_server.transports",)),
-    ("dispatcher", ("mcp_server.dispatcher", "mcp_server.notifications")),
-    ("protocol", ("mcp_server.protocol",)),
-    ("leaves", ("mcp_server.hub", "mcp_server.auth", "mcp_server.config", "mcp_server.session",
-                "mcp_server.encoding", "mcp_server.errors", "mcp_server.messages",
-                "mcp_server.limits", "mcp_server.logs", "mcp_server.metrics", "mcp_server.stateless",
-                "mcp_server.toolkit")),
+    ("extension", ("flask_mcp_gevent.extension",)),
+    ("web", ("flask_mcp_gevent.web",)),
+    ("transports", ("flask_mcp_gevent.transports",)),
+    ("dispatcher", ("flask_mcp_gevent.dispatcher", "flask_mcp_gevent.notifications")),
+    ("protocol", ("flask_mcp_gevent.protocol",)),
+    ("leaves", ("flask_mcp_gevent.hub", "flask_mcp_gevent.auth", "flask_mcp_gevent.config",
+                "flask_mcp_gevent.session", "flask_mcp_gevent.encoding", "flask_mcp_gevent.errors",
+                "flask_mcp_gevent.messages", "flask_mcp_gevent.limits", "flask_mcp_gevent.logs",
+                "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit")),
 )
 MAX_LINES = 400
 # What a transport may take from Flask: the response class, which needs no request or app context.
@@ -46,7 +46,7 @@ def sources(package: str) -> dict[str, Path]:
     return {module_name(path): path for path in sorted((ROOT / package).rglob("*.py"))}
 
 
-MODULES = {**sources("mcp_server"), **sources("mcp_tools")}
+MODULES = {**sources("flask_mcp_gevent"), **sources("mcp_tools")}
 
 
 def is_type_checking(node: ast.If) -> bool:
@@ -95,7 +95,7 @@ def imported_modules(name: str) -> list[tuple[int, str]]:
 
 
 def layer_of(module: str) -> int | None:
-    """The index in LAYERS of a module's layer (0 is the top), None for what is not in mcp_server's layers."""
+    """The index in LAYERS of a module's layer (0 is the top), None for what is not in flask_mcp_gevent's layers."""
     for index, (_, prefixes) in enumerate(LAYERS):
         if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
             return index
@@ -113,7 +113,7 @@ def in_package(name: str, package: str) -> bool:
 
 
 def test_every_module_of_the_server_has_a_layer():
-    unplaced = [name for name in MODULES if in_package(name, "mcp_server") and name != "mcp_server"
+    unplaced = [name for name in MODULES if in_package(name, "flask_mcp_gevent") and name != "flask_mcp_gevent"
                 and layer_of(name) is None]
     assert unplaced == [], "add these modules to LAYERS"
 
@@ -121,24 +121,24 @@ def test_every_module_of_the_server_has_a_layer():
 def test_protocol_and_transports_never_import_flask_request_objects_or_the_web_layer():
     wrong = []
     for name in MODULES:
-        if not (in_package(name, "mcp_server.protocol") or in_package(name, "mcp_server.transports")):
+        if not (in_package(name, "flask_mcp_gevent.protocol") or in_package(name, "flask_mcp_gevent.transports")):
             continue
-        transport = in_package(name, "mcp_server.transports")
+        transport = in_package(name, "flask_mcp_gevent.transports")
         for line, module, member in imports_of(name):
             top = module.split(".")[0]
             allowed_flask = transport and module == "flask" and member in TRANSPORT_FLASK_NAMES
-            if in_package(module, "mcp_server.web") or (top == "flask" and not allowed_flask):
+            if in_package(module, "flask_mcp_gevent.web") or (top == "flask" and not allowed_flask):
                 wrong.append(f"{where(name, line)} imports {module}{'.' + member if member else ''}")
             elif top == "werkzeug" and not transport:
                 wrong.append(f"{where(name, line)} imports {module} (the protocol knows nothing of HTTP)")
     assert wrong == []
 
 
-@pytest.mark.parametrize("above", ["mcp_server.protocol", "mcp_server.dispatcher", "mcp_server.transports",
-                                   "mcp_server.web"])
+@pytest.mark.parametrize("above", ["flask_mcp_gevent.protocol", "flask_mcp_gevent.dispatcher",
+                                   "flask_mcp_gevent.transports", "flask_mcp_gevent.web"])
 def test_the_hub_never_imports_what_sits_above_it(above):
     wrong = [f"{where(name, line)} imports {module}"
-             for name in MODULES if in_package(name, "mcp_server.hub")
+             for name in MODULES if in_package(name, "flask_mcp_gevent.hub")
              for line, module in imported_modules(name) if in_package(module, above)]
     assert wrong == []
 
@@ -147,16 +147,16 @@ def test_mcp_tools_takes_only_the_toolkit_from_the_server():
     wrong = [f"{where(name, line)} imports {module}"
              for name in MODULES if in_package(name, "mcp_tools")
              for line, module in imported_modules(name)
-             if in_package(module, "mcp_server") and not in_package(module, "mcp_server.toolkit")]
+             if in_package(module, "flask_mcp_gevent") and not in_package(module, "flask_mcp_gevent.toolkit")]
     assert wrong == []
 
 
 def test_the_toolkit_imports_nothing_else_of_the_server_and_no_flask():
     """A tool file imports the toolkit through mcp_tools, so the toolkit must not pull in the server or Flask."""
     wrong = [f"{where(name, line)} imports {module}"
-             for name in MODULES if in_package(name, "mcp_server.toolkit")
+             for name in MODULES if in_package(name, "flask_mcp_gevent.toolkit")
              for line, module in imported_modules(name)
-             if (in_package(module, "mcp_server") and not in_package(module, "mcp_server.toolkit"))
+             if (in_package(module, "flask_mcp_gevent") and not in_package(module, "flask_mcp_gevent.toolkit"))
              or module.split(".")[0] in {"flask", "werkzeug", "gevent"}]
     assert wrong == []
 
@@ -164,7 +164,7 @@ def test_the_toolkit_imports_nothing_else_of_the_server_and_no_flask():
 def test_the_server_never_imports_mcp_tools():
     """The server reaches the tool files only through the registry's discovery, by package name."""
     wrong = [f"{where(name, line)} imports {module}"
-             for name in MODULES if in_package(name, "mcp_server")
+             for name in MODULES if in_package(name, "flask_mcp_gevent")
              for line, module in imported_modules(name) if in_package(module, "mcp_tools")]
     assert wrong == []
 
@@ -183,11 +183,11 @@ def test_the_toolkit_and_mcp_tools_import_by_name_only_what_they_are_given():
     """The registry's dynamic imports take their names from callers; no string in mcp_tools names the server."""
     wrong = []
     for name in MODULES:
-        if not (in_package(name, "mcp_tools") or in_package(name, "mcp_server.toolkit")):
+        if not (in_package(name, "mcp_tools") or in_package(name, "flask_mcp_gevent.toolkit")):
             continue
         if in_package(name, "mcp_tools"):
-            wrong += [f"{where(name, line)} names mcp_server in {text!r}"
-                      for line, text in string_constants(name) if re.search(r"\bmcp_server\b", text)]
+            wrong += [f"{where(name, line)} names flask_mcp_gevent in {text!r}"
+                      for line, text in string_constants(name) if re.search(r"\bflask_mcp_gevent\b", text)]
         for node in ast.walk(ast.parse(MODULES[name].read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) \
                     in DYNAMIC_IMPORTS and node.args and isinstance(node.args[0], ast.Constant):
@@ -196,9 +196,9 @@ def test_the_toolkit_and_mcp_tools_import_by_name_only_what_they_are_given():
 
 
 def test_the_server_names_mcp_tools_only_as_the_package_discovery_reads():
-    named = [(name, text) for name in MODULES if in_package(name, "mcp_server")
+    named = [(name, text) for name in MODULES if in_package(name, "flask_mcp_gevent")
              for _, text in string_constants(name) if re.search(r"\bmcp_tools\b", text)]
-    assert named == [("mcp_server.toolkit.registry", "mcp_tools")]
+    assert named == [("flask_mcp_gevent.toolkit.registry", "mcp_tools")]
 
 
 def test_no_import_runs_up_the_layers():
@@ -215,9 +215,9 @@ def test_no_import_runs_up_the_layers():
 
 
 def import_graph() -> dict[str, list[str]]:
-    """Each mcp_server module and the mcp_server modules it imports."""
+    """Each flask_mcp_gevent module and the flask_mcp_gevent modules it imports."""
     return {name: sorted({module for _, module in imported_modules(name) if module in MODULES and module != name})
-            for name in MODULES if in_package(name, "mcp_server")}
+            for name in MODULES if in_package(name, "flask_mcp_gevent")}
 
 
 def circles(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -268,8 +268,8 @@ def test_no_module_is_over_400_lines():
 
 
 # The transports that serve a wire; the other transports modules are pieces they share.
-WIRE_TRANSPORTS = ("mcp_server.transports.legacy_sse", "mcp_server.transports.streamable_http",
-                   "mcp_server.transports.stateless_http", "mcp_server.transports.stdio")
+WIRE_TRANSPORTS = ("flask_mcp_gevent.transports.legacy_sse", "flask_mcp_gevent.transports.streamable_http",
+                   "flask_mcp_gevent.transports.stateless_http", "flask_mcp_gevent.transports.stdio")
 
 
 def test_no_transport_imports_another():
@@ -281,10 +281,10 @@ def test_no_transport_imports_another():
 
 def test_web_modules_find_the_dispatcher_without_importing_the_routes():
     # The extension registers the routes; the rest, the hot path included, need only the dispatcher.
-    allowed = {"mcp_server.web.flask_extension"}
+    allowed = {"flask_mcp_gevent.web.flask_extension"}
     wrong = [f"{where(name, line)} imports the routes"
-             for name in MODULES if in_package(name, "mcp_server.web") and name not in allowed
-             for line, module in imported_modules(name) if module == "mcp_server.web.routes"]
+             for name in MODULES if in_package(name, "flask_mcp_gevent.web") and name not in allowed
+             for line, module in imported_modules(name) if module == "flask_mcp_gevent.web.routes"]
     assert wrong == []
 
 
@@ -295,14 +295,14 @@ HUB_SLOT_METHODS = ("get_session_for_call", "take_call_slot", "hold_call_slot", 
 def test_only_the_call_slots_use_the_hubs_call_slot_methods():
     # A slot's whole life in limits.CallSlots: taken with the session, claimed, given back, waited for.
     wrong = [f"{name} calls hub.{method}" for name in MODULES
-             if in_package(name, "mcp_server") and not in_package(name, "mcp_server.hub")
-             and name != "mcp_server.limits"
+             if in_package(name, "flask_mcp_gevent") and not in_package(name, "flask_mcp_gevent.hub")
+             and name != "flask_mcp_gevent.limits"
              for method in HUB_SLOT_METHODS if f".{method}(" in MODULES[name].read_text()]
     assert wrong == []
 
 
 def test_the_dispatcher_does_not_ask_which_transport_it_serves():
-    source = MODULES["mcp_server.dispatcher"].read_text()
-    named = [member for _, module, member in imports_of("mcp_server.dispatcher")
-             if module == "mcp_server.session" and member in ("SSE", "STREAMABLE", "STDIO", "STATELESS")]
+    source = MODULES["flask_mcp_gevent.dispatcher"].read_text()
+    named = [member for _, module, member in imports_of("flask_mcp_gevent.dispatcher")
+             if module == "flask_mcp_gevent.session" and member in ("SSE", "STREAMABLE", "STDIO", "STATELESS")]
     assert named == [] and "session.transport" not in source

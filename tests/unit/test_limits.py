@@ -6,14 +6,14 @@ import gevent
 import pytest
 from gevent.event import Event
 
-from mcp_server.config import Settings
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import dumps
-from mcp_server.errors import SERVER_UNAVAILABLE
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.limits import CallSlots, SessionQuota, SessionQuotaExceeded
-from mcp_server.messages import parse_body
-from mcp_server.session import STREAMABLE, Session
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.limits import CallSlots, SessionQuota, SessionQuotaExceeded
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.session import STREAMABLE, Session
 from mcp_tools import Registry, tool
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gevent
 
-from mcp_server.notifications import announce_list_changed, resource_updated
-from mcp_server.protocol.listen import ListenRegistry, listen_messages
+from flask_mcp_gevent.notifications import announce_list_changed, resource_updated
+from flask_mcp_gevent.protocol.listen import ListenRegistry, listen_messages
 from tests.support.waiting import wait_until
 
 TAG = "io.modelcontextprotocol/subscriptionId"

@@ -7,7 +7,7 @@ import sys
 
 import gevent
 
-from mcp_server.logs import (
+from flask_mcp_gevent.logs import (
     JsonFormatter,
     TextFormatter,
     configure_logging,

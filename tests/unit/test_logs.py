@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from mcp_server.logs import HANDLER_NAME, TEXT_FORMAT, JsonFormatter, TextFormatter, configure_logging
+from flask_mcp_gevent.logs import HANDLER_NAME, TEXT_FORMAT, JsonFormatter, TextFormatter, configure_logging
 
 
 def record(message: str, *args, exc_info=None) -> logging.LogRecord:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracemalloc
 
-from mcp_server.encoding import dumps
+from flask_mcp_gevent.encoding import dumps
 
 MESSAGE = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hello"}], "isError": False}}
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server import notifications
-from mcp_server.config import Settings
-from mcp_server.encoding import loads
-from mcp_server.errors import REQUEST_TIMEOUT, RpcError
-from mcp_server.hub import CapacityError, StreamClosed, StreamConflict
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.session import Session, SessionChange
+from flask_mcp_gevent import notifications
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
+from flask_mcp_gevent.hub import CapacityError, StreamClosed, StreamConflict
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.session import Session, SessionChange
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.encoding import dumps, dumps_line, loads, loads_exact
-from mcp_server.messages import INVALID, REQUEST, RESPONSE, ParseFailure, needs_exact_reading, parse_body
+from flask_mcp_gevent.encoding import dumps, dumps_line, loads, loads_exact
+from flask_mcp_gevent.messages import INVALID, REQUEST, RESPONSE, ParseFailure, needs_exact_reading, parse_body
 
 
 def only(data: bytes):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.messages import (
+from flask_mcp_gevent.messages import (
     INVALID,
     NOTIFICATION,
     REQUEST,

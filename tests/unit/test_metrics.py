@@ -8,13 +8,13 @@ import gevent
 import pytest
 from prometheus_client import CollectorRegistry
 
-from mcp_server.config import Settings
-from mcp_server.hub.memory import MemoryHub
-from mcp_server.messages import parse_body
-from mcp_server.metrics import Instruments, instruments
-from mcp_server.protocol.listen import ListenRegistry, subscriptions_listen
-from mcp_server.session import Session
-from mcp_server.transports.event_stream import RequestStream, stream_events
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.metrics import Instruments, instruments
+from flask_mcp_gevent.protocol.listen import ListenRegistry, subscriptions_listen
+from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.transports.event_stream import RequestStream, stream_events
 
 KNOWN = {"tools/call": None, "ping": None}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.errors import INVALID_PARAMS, RpcError
-from mcp_server.protocol.pagination import decode_cursor, encode_cursor, paginate
+from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
+from flask_mcp_gevent.protocol.pagination import decode_cursor, encode_cursor, paginate
 
 
 def test_without_cursor_the_first_page_comes_back_with_a_next_cursor():

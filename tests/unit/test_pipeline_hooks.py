@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from app import create_app
-from mcp_server.web.flask_hooks import FLASK_ONLY_HOOKS, installed_hooks, pipeline_hooks
+from flask_mcp_gevent.web.flask_hooks import FLASK_ONLY_HOOKS, installed_hooks, pipeline_hooks
 
 
 def hot_path_enabled(app: Flask) -> bool:

@@ -9,21 +9,21 @@ import re
 import jsonrpcserver.methods
 import pytest
 
-from mcp_server import metrics
-from mcp_server.auth.permissions import Authorizer, Grants
-from mcp_server.config import Settings
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import dumps
-from mcp_server.hub import Hub
-from mcp_server.messages import Message, parse_body
-from mcp_server.protocol import methods
-from mcp_server.protocol.request_context import RequestContext
-from mcp_server.session import STATELESS, Session
+from flask_mcp_gevent import metrics
+from flask_mcp_gevent.auth.permissions import Authorizer, Grants
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.hub import Hub
+from flask_mcp_gevent.messages import Message, parse_body
+from flask_mcp_gevent.protocol import methods
+from flask_mcp_gevent.protocol.request_context import RequestContext
+from flask_mcp_gevent.session import STATELESS, Session
 from mcp_tools import Context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Where the code that handlers and tools run lives: none of it may reach the server past ctx.
-CONTEXT_USERS = [ROOT / "mcp_server" / "protocol", ROOT / "mcp_tools", ROOT / "tests" / "e2e" / "plugins"]
+CONTEXT_USERS = [ROOT / "flask_mcp_gevent" / "protocol", ROOT / "mcp_tools", ROOT / "tests" / "e2e" / "plugins"]
 
 
 def python_files() -> list[pathlib.Path]:
@@ -51,8 +51,8 @@ def test_the_context_tools_see_is_what_the_request_context_offers():
 
 
 def test_the_hub_neither_speaks_json_rpc_nor_calls_back():
-    source = (ROOT / "mcp_server" / "hub" / "base.py").read_text()
-    assert "mcp_server.errors" not in source and "jsonrpc" not in source
+    source = (ROOT / "flask_mcp_gevent" / "hub" / "base.py").read_text()
+    assert "flask_mcp_gevent.errors" not in source and "jsonrpc" not in source
     for gone in ("request", "broadcast", "on_broadcast", "streaming_session_ids"):
         assert not hasattr(Hub, gone), gone
 
@@ -110,7 +110,7 @@ def test_the_authorizer_is_given_to_the_dispatcher_when_it_is_built():
 
 def test_the_flask_extension_builds_the_dispatcher_with_the_authenticators_authorizer():
     from app import create_app
-    from mcp_server.web.security import AUTH_EXTENSION_KEY
+    from flask_mcp_gevent.web.security import AUTH_EXTENSION_KEY
 
     app = create_app({"MCP_API_KEYS_FILE": str(ROOT / "config" / "api_keys.example.json")})
     try:

@@ -31,8 +31,8 @@ def test_without_a_rate_limit_nothing_charges_batches():
 
 
 def test_on_sentinel_and_cluster_the_counters_live_where_the_hub_does():
-    from mcp_server.config import Settings
-    from mcp_server.web.rate_limit import rate_limit_storage
+    from flask_mcp_gevent.config import Settings
+    from flask_mcp_gevent.web.rate_limit import rate_limit_storage
 
     sentinel = Settings.from_mapping({"MCP_REDIS_SENTINELS": "10.0.0.1:26379,10.0.0.2:26379",
                                       "MCP_REDIS_SENTINEL_MASTER": "mcp", "MCP_REDIS_SENTINEL_PASSWORD": "s",

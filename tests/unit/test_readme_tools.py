@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.protocol.request_context import RequestContext
+from flask_mcp_gevent.protocol.request_context import RequestContext
 from mcp_tools import Context, Registry
 
 ROOT = Path(__file__).resolve().parents[2]

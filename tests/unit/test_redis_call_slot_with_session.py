@@ -5,11 +5,11 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.hub import redis_multiplex, redis_sessions
-from mcp_server.hub.base import ALL_SLOTS_TAKEN
-from mcp_server.hub.redis_codec import session_json
-from mcp_server.hub.redis_keys import call_slots_key, session_base
-from mcp_server.session import SSE, STREAMABLE, SessionChange
+from flask_mcp_gevent.hub import redis_multiplex, redis_sessions
+from flask_mcp_gevent.hub.base import ALL_SLOTS_TAKEN
+from flask_mcp_gevent.hub.redis_codec import session_json
+from flask_mcp_gevent.hub.redis_keys import call_slots_key, session_base
+from flask_mcp_gevent.session import SSE, STREAMABLE, SessionChange
 from tests.support.hubs import Hubs, new_session, queued_commands
 
 

@@ -13,11 +13,11 @@ import gevent
 from gevent.event import Event
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from mcp_server.config import Settings
-from mcp_server.hub import redis_claims
-from mcp_server.hub.redis_claims import Claims, RedisSubscription
-from mcp_server.hub.redis_codec import event_order
-from mcp_server.hub.redis_connection import OutageGuard
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.hub import redis_claims
+from flask_mcp_gevent.hub.redis_claims import Claims, RedisSubscription
+from flask_mcp_gevent.hub.redis_codec import event_order
+from flask_mcp_gevent.hub.redis_connection import OutageGuard
 from tests.support.waiting import wait_until
 
 

@@ -14,12 +14,12 @@ import gevent
 import pytest
 import redis
 
-from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_connection import CooperativeConnection
-from mcp_server.hub.redis_keys import call_slots_key
-from mcp_server.hub.redis_link import RedisPyCommands, commands_for
-from mcp_server.hub.redis_multiplex import Multiplexer, pack
-from mcp_server.session import SessionChange
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
+from flask_mcp_gevent.hub.redis_keys import call_slots_key
+from flask_mcp_gevent.hub.redis_link import RedisPyCommands, commands_for
+from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
+from flask_mcp_gevent.session import SessionChange
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
 from tests.support.waiting import wait_until

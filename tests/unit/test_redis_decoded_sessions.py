@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mcp_server.hub import redis_codec
-from mcp_server.hub.redis_codec import DecodedSessions, session_json
-from mcp_server.session import SSE, Session
+from flask_mcp_gevent.hub import redis_codec
+from flask_mcp_gevent.hub.redis_codec import DecodedSessions, session_json
+from flask_mcp_gevent.session import SSE, Session
 
 
 def stored(**fields) -> tuple[Session, bytes]:

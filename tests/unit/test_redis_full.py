@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_connection import unavailable
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.hub.redis_connection import unavailable
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session
 

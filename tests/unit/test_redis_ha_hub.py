@@ -17,11 +17,11 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
-from mcp_server.hub import HubUnavailable, StreamConflict, redis_connection
-from mcp_server.hub.redis_keys import session_keys
-from mcp_server.hub.redis_link import RedisLink, ScriptBatch
-from mcp_server.hub.redis_scripts import SCRIPTS
-from mcp_server.session import SessionChange
+from flask_mcp_gevent.hub import HubUnavailable, StreamConflict, redis_connection
+from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.hub.redis_link import RedisLink, ScriptBatch
+from flask_mcp_gevent.hub.redis_scripts import SCRIPTS
+from flask_mcp_gevent.session import SessionChange
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, free_port
 from tests.support.hubs import Hubs, message, new_session, numbers, take

@@ -12,12 +12,12 @@ import time
 import gevent
 import pytest
 
-from mcp_server import notifications
-from mcp_server.config import Settings
-from mcp_server.encoding import dumps, loads
-from mcp_server.hub import HubUnavailable, StreamClosed, StreamConflict
-from mcp_server.hub.redis import RedisHub, session_keys
-from mcp_server.session import SessionChange
+from flask_mcp_gevent import notifications
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.encoding import dumps, loads
+from flask_mcp_gevent.hub import HubUnavailable, StreamClosed, StreamConflict
+from flask_mcp_gevent.hub.redis import RedisHub, session_keys
+from flask_mcp_gevent.session import SessionChange
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, take

@@ -15,10 +15,10 @@ import pytest
 import redis
 from redis.exceptions import BusyLoadingError
 
-from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_connection import CooperativeConnection
-from mcp_server.hub.redis_link import commands_for
-from mcp_server.hub.redis_multiplex import Multiplexer
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
+from flask_mcp_gevent.hub.redis_link import commands_for
+from flask_mcp_gevent.hub.redis_multiplex import Multiplexer
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session
 from tests.support.waiting import wait_until

@@ -13,12 +13,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from mcp_server.hub import HubUnavailable
-from mcp_server.hub.redis_connection import CooperativeConnection
-from mcp_server.hub.redis_keys import call_slots_key
-from mcp_server.hub.redis_link import commands_for
-from mcp_server.hub.redis_multiplex import Multiplexer, pack
-from mcp_server.hub.redis_sessions import MAX_UNWRITTEN_RELEASES
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
+from flask_mcp_gevent.hub.redis_keys import call_slots_key
+from flask_mcp_gevent.hub.redis_link import commands_for
+from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
+from flask_mcp_gevent.hub.redis_sessions import MAX_UNWRITTEN_RELEASES
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 

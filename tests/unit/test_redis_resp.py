@@ -7,7 +7,7 @@ import pytest
 from redis.connection import PythonRespSerializer
 from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, ReadOnlyError, ResponseError
 
-from mcp_server.hub.redis_multiplex import HiredisParser, pack, reply_or_raise
+from flask_mcp_gevent.hub.redis_multiplex import HiredisParser, pack, reply_or_raise
 
 # One reply of each kind, and what the parser makes of it.
 REPLIES = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.config import Settings
-from mcp_server.toolkit.specs import Tool
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.toolkit.specs import Tool
 from mcp_tools import (
     PromptArgument,
     Registry,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcp_server.config import Settings
-from mcp_server.hub.redis import RedisHub
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.hub.redis import RedisHub
 from mcp_tools import Registry, RegistryError, tool
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.protocol.tools import error_result, shape_tool_result, to_text
+from flask_mcp_gevent.protocol.tools import error_result, shape_tool_result, to_text
 from mcp_tools import ToolResult, image, text
 
 NEW, OLD = "2025-06-18", "2025-03-26"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.encoding import dumps
-from mcp_server.messages import parse_body
-from mcp_server.stateless import metadata
-from mcp_server.stateless.metadata import HANDSHAKE_VERSIONS, Era, http_era
-from mcp_server.web.pipeline import is_stateless
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.metadata import HANDSHAKE_VERSIONS, Era, http_era
+from flask_mcp_gevent.web.pipeline import is_stateless
 
 STATELESS_CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                "params": {"name": "echo", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}

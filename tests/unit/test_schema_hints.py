@@ -1,4 +1,4 @@
-"""A tool's input schema inferred from its type hints and docstring (mcp_server/toolkit/hints.py, MCP.tool)."""
+"""A tool's input schema inferred from its type hints and docstring (flask_mcp_gevent/toolkit/hints.py, MCP.tool)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 import pytest
 from jsonschema import Draft202012Validator
 
-from mcp_server import MCP
-from mcp_server.toolkit.checks import RegistryError
-from mcp_server.toolkit.hints import doc_descriptions, input_schema_of
+from flask_mcp_gevent import MCP
+from flask_mcp_gevent.toolkit.checks import RegistryError
+from flask_mcp_gevent.toolkit.hints import doc_descriptions, input_schema_of
 
 
 def schema(fn: Any) -> dict[str, Any]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.config import LOCALHOST_ORIGINS
-from mcp_server.web.pipeline import host_allowed
-from mcp_server.web.response_headers import origin_allowed
+from flask_mcp_gevent.config import LOCALHOST_ORIGINS
+from flask_mcp_gevent.web.pipeline import host_allowed
+from flask_mcp_gevent.web.response_headers import origin_allowed
 
 
 @pytest.mark.parametrize(

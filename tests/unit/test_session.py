@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from mcp_server.session import Session, new_session_id
+from flask_mcp_gevent.session import Session, new_session_id
 
 
 def test_session_ids_carry_128_random_bits_as_visible_ascii():

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from mcp_server.session import SESSION_ID_MAX_CHARS, new_session_id
-from mcp_server.transports.http_io import HttpProblem, lookup_session
+from flask_mcp_gevent.session import SESSION_ID_MAX_CHARS, new_session_id
+from flask_mcp_gevent.transports.http_io import HttpProblem, lookup_session
 
 
 class CountingHub:

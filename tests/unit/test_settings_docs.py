@@ -6,7 +6,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from mcp_server.config import PREFIX, Settings, cast_setting
+from flask_mcp_gevent.config import PREFIX, Settings, cast_setting
 
 SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 ROW = re.compile(r"^\| `(MCP_[A-Z0-9_]+)` \| (.*?) \| (.+) \|$")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.stateless.metadata import (
+from flask_mcp_gevent.stateless.metadata import (
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
     SUPPORTED_VERSIONS,

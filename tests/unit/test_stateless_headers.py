@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.stateless.metadata import InvalidHeaderValue, decode_value, encode_value, get_header
+from flask_mcp_gevent.stateless.metadata import InvalidHeaderValue, decode_value, encode_value, get_header
 
 
 @pytest.mark.parametrize(("value", "encoded"), [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.config import ConfigError, Settings
-from mcp_server.stateless.metadata import STATELESS_VERSIONS, SUPPORTED_VERSIONS, supported_versions
+from flask_mcp_gevent.config import ConfigError, Settings
+from flask_mcp_gevent.stateless.metadata import STATELESS_VERSIONS, SUPPORTED_VERSIONS, supported_versions
 
 
 def test_legacy_is_on_by_default():

@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from mcp_server.config import ConfigError, Settings
-from mcp_server.stateless.request_state import (
+from flask_mcp_gevent.config import ConfigError, Settings
+from flask_mcp_gevent.stateless.request_state import (
     RequestStateCodec,
     RequestStateError,
     arguments_digest,

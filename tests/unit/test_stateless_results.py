@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.errors import RpcError, error_response
-from mcp_server.stateless.results import (
+from flask_mcp_gevent.errors import RpcError, error_response
+from flask_mcp_gevent.stateless.results import (
     CACHEABLE_METHODS,
     CacheHint,
     cache_hint,
@@ -16,7 +16,7 @@ from mcp_server.stateless.results import (
     stateless_error,
 )
 
-INFO = {"name": "flask-mcp-server", "version": "1.0.0"}
+INFO = {"name": "flask-mcp-gevent", "version": "1.0.0"}
 SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from mcp_server.errors import (
+from flask_mcp_gevent.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -14,7 +14,7 @@ from mcp_server.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcp_server.stateless.validation import (
+from flask_mcp_gevent.stateless.validation import (
     HeaderParam,
     InvalidHeaderAnnotation,
     check_param_headers,

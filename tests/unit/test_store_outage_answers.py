@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from mcp_server.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
-from mcp_server.hub import HubUnavailable
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
+from flask_mcp_gevent.hub import HubUnavailable
 
 INIT = {"jsonrpc": "2.0", "id": 41, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}

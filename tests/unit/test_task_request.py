@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.encoding import loads
-from mcp_server.errors import RpcError
-from mcp_server.protocol.task_request import check_answer_bytes, kept_capabilities, task_request
-from mcp_server.protocol.task_shapes import TASKS_EXTENSION, declares_tasks
+from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.errors import RpcError
+from flask_mcp_gevent.protocol.task_request import check_answer_bytes, kept_capabilities, task_request
+from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION, declares_tasks
 
 CAPABILITIES = {
     "elicitation": {"form": {"deep": "x" * 1000}, "url": {}},
@@ -58,8 +58,8 @@ def test_answers_are_counted_in_utf8_bytes():
 
 
 def test_an_error_too_big_to_keep_is_cut_to_fit_the_bound_even_when_every_character_is_escaped():
-    from mcp_server.errors import RpcError
-    from mcp_server.protocol.task_runner import kept_error
+    from flask_mcp_gevent.errors import RpcError
+    from flask_mcp_gevent.protocol.task_runner import kept_error
 
     for text in ("é" * 5000, "\x01" * 5000):  # 2 bytes of UTF-8 each; 6 bytes of JSON each (\u0001)
         error, status_message = kept_error(RpcError(-32603, text, {"pad": "x" * 5000}), 1024)

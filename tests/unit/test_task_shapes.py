@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mcp_server.encoding import dumps
-from mcp_server.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
-from mcp_server.protocol.task_shapes import detailed, notification, payload_bytes
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
+from flask_mcp_gevent.protocol.task_shapes import detailed, notification, payload_bytes
 
 TASK_FIELDS = {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
 

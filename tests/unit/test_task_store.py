@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gevent
 
-from mcp_server.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
+from flask_mcp_gevent.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
 
 LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')
 HOUR_MS = 3_600_000

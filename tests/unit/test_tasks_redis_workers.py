@@ -9,8 +9,8 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from mcp_server.dispatcher import Dispatcher
-from mcp_server.encoding import loads
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import loads
 from mcp_tools import Registry, tool
 from tests.support.tasks_client import WAIT_S, Client
 from tests.support.waiting import wait_until

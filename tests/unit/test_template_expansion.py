@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.protocol.resources import expand_template, match_template
+from flask_mcp_gevent.protocol.resources import expand_template, match_template
 
 
 @pytest.mark.parametrize(

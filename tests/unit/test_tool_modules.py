@@ -21,7 +21,7 @@ def module_names() -> list[str]:
 
 
 def test_mcp_tools_holds_module_files_only_and_none_starting_with_an_underscore():
-    """What a template user opens first is the tools: the machinery lives in mcp_server/toolkit/."""
+    """What a template user opens first is the tools: the machinery lives in flask_mcp_gevent/toolkit/."""
     entries = [path.name for path in TOOLS_FOLDER.iterdir() if path.name != "__pycache__"]
     assert sorted(name for name in entries if not name.endswith(".py")) == []
     assert sorted(name for name in entries if name.startswith("_") and name != "__init__.py") == []

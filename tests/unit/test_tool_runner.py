@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_server.protocol.tools import MAX_REPORTED_ERRORS, schema_errors
+from flask_mcp_gevent.protocol.tools import MAX_REPORTED_ERRORS, schema_errors
 from mcp_tools import Registry, tool
 
 SCHEMA = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_server.transports import legacy_sse, streamable_http
+from flask_mcp_gevent.transports import legacy_sse, streamable_http
 
 TRANSPORTS = Path(legacy_sse.__file__).parent
 MCP_SERVER = TRANSPORTS.parent
@@ -30,12 +30,12 @@ def imports_of(path: Path) -> list[tuple[str, str]]:
 def test_no_transport_reads_flask_globals_or_the_web_layer(path):
     for module, name in imports_of(path):
         assert not (module.startswith("flask") and name in FLASK_GLOBALS), f"{path.name} imports flask.{name}"
-        assert not module.startswith("mcp_server.web"), f"{path.name} imports {module}"
+        assert not module.startswith("flask_mcp_gevent.web"), f"{path.name} imports {module}"
 
 
 def test_streamable_http_does_not_import_the_legacy_transport():
     modules = {module for module, _ in imports_of(Path(streamable_http.__file__))}
-    assert "mcp_server.transports.legacy_sse" not in modules
+    assert "flask_mcp_gevent.transports.legacy_sse" not in modules
 
 
 @pytest.mark.parametrize("module, functions", [

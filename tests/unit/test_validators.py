@@ -1,4 +1,4 @@
-"""The quick schema check (mcp_server/toolkit/validators.py) never accepts what jsonschema's Draft 2020-12 refuses.
+"""The quick schema check (toolkit/validators.py) never accepts what jsonschema's Draft 2020-12 refuses.
 
 Thousands of generated values against schemas using every keyword it knows, and the seed tools' own schemas: the
 QuickValidator's verdict equals jsonschema's every time, and the quick check alone says "valid" only when
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from mcp_server.toolkit.registry import Registry
-from mcp_server.toolkit.validators import QuickValidator, quick_check
+from flask_mcp_gevent.toolkit.registry import Registry
+from flask_mcp_gevent.toolkit.validators import QuickValidator, quick_check
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"text": {"type": "string", "description": "d"}}, "required": ["text"],

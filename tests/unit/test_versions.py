@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server.session import LATEST, SUPPORTED, allows_batches, at_least, negotiate
+from flask_mcp_gevent.session import LATEST, SUPPORTED, allows_batches, at_least, negotiate
 
 
 @pytest.mark.parametrize("version", SUPPORTED)

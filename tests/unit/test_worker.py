@@ -18,8 +18,8 @@ from gunicorn.http.errors import (
     UnsupportedTransferCoding,
 )
 
-from mcp_server.web.gunicorn_worker import NamedListener, error_page, explain, status_for
-from mcp_server.web.response_headers import SECURITY_HEADERS_WITH_CACHE
+from flask_mcp_gevent.web.gunicorn_worker import NamedListener, error_page, explain, status_for
+from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
 
 @pytest.mark.parametrize(("exc", "status"), [

@@ -12,7 +12,7 @@ import subprocess
 import httpx
 import pytest
 
-from mcp_server.auth.api_keys import hash_key, new_key
+from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from tests.e2e.console.console_page import TOKEN_KEY, ConsolePage
 from tests.e2e.raw_clients import READ_TIMEOUT_S, StreamableSession, request
 from tests.e2e.server_process import ServerProcess

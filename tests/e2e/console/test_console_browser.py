@@ -40,7 +40,7 @@ def test_the_page_loads_with_no_console_errors_and_no_csp_violations(browser, co
     console.browser_log()
     console.open()
     assert console.status() == "connected"
-    assert console.find("#server-name").text == "flask-mcp-server"
+    assert console.find("#server-name").text == "flask-mcp-gevent"
     assert "2025-11-25" in console.find("#protocol-versions").text
     # Unpinned, the page speaks the newest era the server lists, and says which.
     assert console.find("#protocol-version").text == "2026-07-28"

@@ -42,7 +42,7 @@ def test_the_console_connects_over_2026_07_28_without_errors(browser, stateless_
     assert console.status() == "connected"
     assert console.find("#protocol-version").text == "2026-07-28"
     assert console.find("#wire").text == "stateless HTTP (the stateless era)"
-    assert console.find("#server-name").text == "flask-mcp-server"
+    assert console.find("#server-name").text == "flask-mcp-gevent"
     assert "count_down" in console.find("#instructions").text
     # The refused initialize is a 400 the page expected; nothing else may fail.
     assert [entry for entry in severe(console.browser_log()) if "400" not in entry["message"]] == []

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import secrets
 
-from mcp_server.encoding import loads
-from mcp_server.hub import CapacityError
-from mcp_server.hub.redis_keys import session_keys
+from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.hub import CapacityError
+from flask_mcp_gevent.hub.redis_keys import session_keys
 from mcp_tools import tool
 from tests.support.hub_seam import server_hub
 

@@ -1,0 +1,1 @@
+"""An existing Flask app with MCP added: see app.py."""

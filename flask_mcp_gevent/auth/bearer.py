@@ -1,0 +1,72 @@
+"""Authenticator: turn an Authorization header into a Principal, by API key or by OAuth token.
+
+Tokens are read from the `Authorization: Bearer` header only, never from the query
+string, and go nowhere else: this server calls no upstream API with them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask_mcp_gevent.auth.api_keys import ApiKeyStore
+from flask_mcp_gevent.auth.oauth import OAuthVerifier
+from flask_mcp_gevent.auth.permissions import Authorizer
+from flask_mcp_gevent.auth.principal import Principal, Unauthenticated
+
+__all__ = ["Authenticator", "bearer_token"]
+
+# RFC 6750 b64token: what may follow "Bearer ".
+TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
+MAX_TOKEN_CHARS = 8192
+
+
+def bearer_token(header: str | None) -> str:
+    """Return the token of an `Authorization: Bearer <token>` header; raise Unauthenticated otherwise."""
+    if not header:
+        raise Unauthenticated("authentication required: send 'Authorization: Bearer <token>'", error=None)
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer":
+        raise Unauthenticated("only Bearer tokens are accepted: send 'Authorization: Bearer <token>'",
+                              error="invalid_request")
+    if not token or len(token) > MAX_TOKEN_CHARS or not TOKEN_PATTERN.match(token):
+        raise Unauthenticated("the bearer token is malformed", error="invalid_request")
+    return token
+
+
+def looks_like_jwt(token: str) -> bool:
+    """JWTs are three base64url parts joined by dots; API keys have no dots."""
+    return token.count(".") == 2
+
+
+class Authenticator:
+    """Authenticates requests by API key, OAuth token, or both, and feeds the Authorizer."""
+
+    def __init__(self, api_keys: ApiKeyStore | None, oauth: OAuthVerifier | None) -> None:
+        self.api_keys = api_keys
+        self.oauth = oauth
+        self.authorizer = Authorizer(api_keys.grants_by_principal() if api_keys else {})
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Authenticator | None:
+        """Build the authenticator the settings ask for; None when authentication is off."""
+        if not settings.authentication_configured:
+            return None
+        api_keys = ApiKeyStore.load(settings.api_keys_file) if settings.api_keys_file else None
+        oauth = OAuthVerifier(settings) if settings.oauth_jwks_url else None
+        return cls(api_keys, oauth)
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        """Return the principal behind an Authorization header, or raise why there is none."""
+        token = bearer_token(authorization)
+        if self.api_keys is not None and not looks_like_jwt(token):
+            principal = self.api_keys.authenticate(token)
+            if principal is None:
+                raise Unauthenticated("unknown API key")
+            return principal
+        if self.oauth is not None and looks_like_jwt(token):
+            principal = self.oauth.verify(token)
+            self.authorizer.remember(principal.name, principal.grants)
+            return principal
+        raise Unauthenticated("the bearer token is not a credential this server accepts")

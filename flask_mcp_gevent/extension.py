@@ -1,0 +1,230 @@
+"""`MCP`: add an MCP server to the Flask app you already have, or build the template's app with it.
+
+    mcp = MCP(app)                     # or mcp = MCP(); mcp.init_app(app) inside a factory
+
+    @mcp.tool
+    def add(a: int, b: int) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+An MCP object holds what its decorators declare (its `registry`); each app it is given gets its own server
+(app.extensions["mcp"], a web.flask_extension.McpExtension: a dispatcher with a copy of those declarations,
+the routes under `path`), so two apps in one process serve their own tools. A declaration made after
+init_app reaches the apps already served at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flask import Flask
+
+from flask_mcp_gevent.config import ConfigError, Settings
+from flask_mcp_gevent.stateless.validation import InvalidHeaderAnnotation, header_params
+from flask_mcp_gevent.toolkit.checks import RegistryError, where
+from flask_mcp_gevent.toolkit.hints import build_arguments, doc_descriptions, input_schema_of
+from flask_mcp_gevent.toolkit.registry import Registry
+from flask_mcp_gevent.toolkit.specs import (
+    TEMPLATE_VARIABLE,
+    Prompt,
+    PromptArgument,
+    Resource,
+    ResourceTemplate,
+    Tool,
+    prompt,
+    resource,
+    resource_template,
+    spec_of,
+    tool,
+)
+from flask_mcp_gevent.web.flask_extension import McpExtension
+from flask_mcp_gevent.web.route_tools import route_tool
+
+__all__ = ["MCP"]
+
+Spec = Tool | Resource | ResourceTemplate | Prompt
+Decorated = Callable[..., Any]
+
+
+class MCP:
+    """An MCP server on a Flask app: the decorators, the principal loader, routes made tools."""
+
+    def __init__(self, app: Flask | None = None, path: str = "/mcp",
+                 settings: Settings | Mapping[str, Any] | None = None, *, registry: Registry | None = None,
+                 whole_app: bool = False) -> None:
+        """Serve MCP at path; settings are MCP_* names without the prefix, lower case, over the environment.
+
+        registry: declarations to start from (the template passes its mcp_tools/ ones; a host's start empty).
+        whole_app: the app is all MCP, as the template's: console at /, /healthz, JSON errors everywhere.
+        """
+        if not path.startswith("/") or path == "/" or path.endswith("/"):
+            raise ConfigError(f"MCP(path={path!r}): the path must start with '/' and name a sub-path, as '/mcp'")
+        self.path = path
+        self.settings = settings
+        self.registry = registry if registry is not None else Registry()
+        self.whole_app = whole_app
+        self.loader: Callable[[Any], Any] | None = None
+        self.routes: list[dict[str, Any]] = []
+        self.servers: weakref.WeakSet[McpExtension] = weakref.WeakSet()
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        """Serve this object's declarations on app, with its own dispatcher (app.extensions["mcp"])."""
+        settings = self.settings_for(app)
+        server = McpExtension(settings=settings, registry=self.registry_for(settings), path=self.path,
+                              whole_app=self.whole_app)
+        server.init_app(app)
+        self.servers.add(server)
+        if self.loader is not None:
+            server.use_loader(self.loader)
+        for route in self.routes:
+            expose_on(server, route)
+
+    def settings_for(self, app: Flask) -> Settings:
+        """The settings this app's server runs with: given, else the app's MCP_SETTINGS, else the environment."""
+        if isinstance(self.settings, Settings):
+            return self.settings
+        if self.settings is None:
+            return app.config.get("MCP_SETTINGS") or Settings.from_environ()
+        return settings_from(self.settings)
+
+    def registry_for(self, settings: Settings) -> Registry:
+        """A registry for one app: this object's declarations, plus the MCP_PLUGINS modules."""
+        registry = Registry()
+        for table in (self.registry.tools, self.registry.resources, self.registry.templates, self.registry.prompts):
+            for spec in table.values():
+                registry.declare(spec)
+        for module in settings.plugins:
+            registry.add_module(importlib.import_module(module))
+        return registry
+
+    # declarations
+    def declare(self, spec: Spec) -> None:
+        """Add a spec to this object's registry and to every app's it serves."""
+        if isinstance(spec, Tool):
+            check_headers(spec)
+        self.registry.declare(spec)
+        for server in list(self.servers):
+            server.dispatcher.registry.declare(spec)  # type: ignore[union-attr]
+
+    def tool(self, fn: Decorated | None = None, /, *, name: str | None = None,
+             input_schema: dict[str, Any] | None = None, description: str | None = None,
+             output_schema: dict[str, Any] | None = None, title: str | None = None,
+             annotations: dict[str, Any] | None = None, task: str | None = None,
+             ask_before_task: bool = False) -> Any:
+        """Declare a tool: `@mcp.tool` infers its input schema from the hints, `@mcp.tool(input_schema=...)` wins."""
+
+        def declare(fn: Decorated) -> Decorated:
+            label = f"tool {name or fn.__name__!r}"
+            schema = input_schema if input_schema is not None else input_schema_of(fn, label)
+            target = fn if input_schema is not None else with_built_arguments(fn)
+            tool(name or fn.__name__, input_schema=schema, description=description, output_schema=output_schema,
+                 title=title, annotations=annotations, task=task, ask_before_task=ask_before_task)(target)
+            self.declare(spec_of(target))
+            return fn
+
+        return declare if fn is None else declare(fn)
+
+    def resource(self, uri: str, *, name: str | None = None, description: str | None = None,
+                 mime_type: str | None = None, title: str | None = None) -> Callable[[Decorated], Decorated]:
+        """Declare the reader of a resource: a fixed URI, or a template with {variables} its parameters take."""
+        if callable(uri):
+            raise RegistryError("use @mcp.resource('scheme://uri'), not bare @mcp.resource")
+        mark = resource_template if TEMPLATE_VARIABLE.search(uri) else resource
+
+        def declare(fn: Decorated) -> Decorated:
+            mark(uri, name=name, description=description, mime_type=mime_type, title=title)(fn)
+            self.declare(spec_of(fn))
+            return fn
+
+        return declare
+
+    def prompt(self, fn: Decorated | None = None, /, *, name: str | None = None, description: str | None = None,
+               title: str | None = None) -> Any:
+        """Declare a prompt; its arguments are its parameters (required without a default), as its docstring says."""
+
+        def declare(fn: Decorated) -> Decorated:
+            prompt(name, arguments=prompt_arguments(fn), description=description, title=title)(fn)
+            self.declare(spec_of(fn))
+            return fn
+
+        return declare if fn is None else declare(fn)
+
+    def principal_loader(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Declare who an HTTP caller is: fn(request) returns an API-keys-like entry, or None for 401."""
+        self.loader = fn
+        for server in list(self.servers):
+            server.use_loader(fn)
+        return fn
+
+    def expose_route(self, endpoint: str, name: str | None = None, description: str | None = None,
+                     body_schema: dict[str, Any] | None = None, *, method: str | None = None) -> None:
+        """Make an existing route a tool, called through the whole app as the MCP caller (web/route_tools.py)."""
+        route = {"endpoint": endpoint, "name": name, "description": description, "body_schema": body_schema,
+                 "method": method}
+        self.routes.append(route)
+        for server in list(self.servers):
+            expose_on(server, route)
+
+
+def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
+    """Declare a route's tool on one app's server, which from now on keeps its callers' credentials."""
+    assert server.app is not None and server.dispatcher is not None
+    spec = route_tool(server.app, credentials=server.credentials.headers_of, **route)
+    check_headers(spec)
+    server.forward_credentials()
+    server.dispatcher.registry.declare(spec)
+
+
+def check_headers(spec: Tool) -> None:
+    """Refuse a tool whose x-mcp-header annotations break the 2026-07-28 rules, as the dispatcher does at start."""
+    try:
+        header_params(spec.input_schema)
+    except InvalidHeaderAnnotation as problem:
+        raise RegistryError(f"tool {spec.name!r}: {problem}") from None
+
+
+def with_built_arguments(fn: Decorated) -> Decorated:
+    """fn, or a wrapper of it that turns JSON arguments into the dataclasses and enums its hints name."""
+    build = build_arguments(fn)
+    if build is None:
+        return fn
+
+    @functools.wraps(fn)
+    def call(**arguments: Any) -> Any:
+        return fn(**build(arguments))
+
+    return call
+
+
+def prompt_arguments(fn: Decorated) -> list[PromptArgument]:
+    """A prompt's arguments from fn's parameters (ctx aside) and the Args section of its docstring."""
+    descriptions = doc_descriptions(fn)
+    arguments = []
+    for name, parameter in inspect.signature(fn).parameters.items():
+        if name == "ctx":
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise RegistryError(f"prompt {fn.__name__!r} ({where(fn)}): parameter {name!r} (*args or **kwargs): "
+                                "name each argument")
+        arguments.append(PromptArgument(name, descriptions.get(name, ""), parameter.default is parameter.empty))
+    return arguments
+
+
+def settings_from(values: Mapping[str, Any]) -> Settings:
+    """Settings from {name: value} (MCP_* names without the prefix, lower case) over the environment."""
+    known = {field.name for field in dataclasses.fields(Settings)} - {"extra"}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"MCP(settings=...): unknown setting(s) {', '.join(unknown)}; the names are the MCP_* "
+                          "variables without the prefix, in lower case (page_size for MCP_PAGE_SIZE)")
+    overrides: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                                 for name, value in values.items()}
+    return Settings.from_environ(None, **overrides)

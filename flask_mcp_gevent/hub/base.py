@@ -1,0 +1,307 @@
+"""The hub contract: how sessions are stored and how messages reach their streams.
+
+Both backends (memory, redis) implement `Hub`; here too are the event-id helpers and
+the hub's exceptions. Subscriptions live in hub/subscription.py, the per-worker
+registries in hub/worker_calls.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import gevent
+
+from flask_mcp_gevent.hub.subscription import Subscription
+from flask_mcp_gevent.hub.tasks import MemoryTaskStore, TaskStore
+from flask_mcp_gevent.hub.worker_calls import InflightCalls, PendingRequests
+from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.config import Settings
+
+__all__ = ["ALL_SLOTS_TAKEN", "CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
+
+log = logging.getLogger("mcp.hub")
+
+
+# What get_session_for_call returns for the slot when the session already runs its most calls.
+ALL_SLOTS_TAKEN = ""
+
+# Retrying an acknowledged answer through a store outage: the first wait between attempts, and the longest.
+DELIVERY_BACKOFF_MIN_S = 0.1
+DELIVERY_BACKOFF_MAX_S = 2.0
+# Request ids are the client's: at most this much of one goes into a log line, escaped by repr().
+MAX_LOGGED_ID_CHARS = 40
+
+# Event ids are "<position>" on a session's own stream and "<position>/<stream>" on a request's stream, so a
+# Last-Event-ID alone says which stream to resume.
+STREAM_SEPARATOR = "/"
+# Secrets the fleet shares (shared_secret): 256 random bits.
+SHARED_SECRET_BYTES = 32
+
+
+def join_event_id(position: str, stream: str | None) -> str:
+    """Build the event id of an event at position on stream (None: the session's own stream)."""
+    return position if stream is None else f"{position}{STREAM_SEPARATOR}{stream}"
+
+
+def split_event_id(event_id: str | None) -> tuple[str | None, str | None]:
+    """Split an event id into its position and its stream (None: the session's own stream)."""
+    if event_id is None:
+        return None, None
+    position, _, stream = event_id.partition(STREAM_SEPARATOR)
+    return position, (stream or None)
+
+
+def answered(message: Any) -> str:
+    """Name what an answer answers, for a log line: its request id (escaped and cut short), or a batch."""
+    if isinstance(message, list):
+        return f"a batch of {len(message)}"
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return "request " + repr(request_id)[:MAX_LOGGED_ID_CHARS]
+
+
+class CapacityError(RuntimeError):
+    """The hub holds as many sessions as it may."""
+
+
+class QuotaFull(CapacityError):
+    """The session's owner (a principal, or an anonymous client's address) holds as many sessions as it may."""
+
+
+class HubUnavailable(RuntimeError):
+    """The hub's backing store cannot be reached right now."""
+
+
+class StreamConflict(RuntimeError):
+    """The session already has a stream open and may not have a second one."""
+
+
+class Hub(ABC):
+    """Sessions, delivery, replay, server-to-client requests and cancellation."""
+
+    # True when answers published after this worker exits still reach their clients (through another worker).
+    outlives_worker = False
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.inflight = InflightCalls()
+        self.pending = PendingRequests()
+        self._secrets: dict[str, bytes] = {}
+        # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
+        self.worker_listener: Callable[[dict[str, Any]], None] | None = None
+        # The tasks extension's tasks (hub/tasks.py; the Redis hub's are in Redis, hub/redis_tasks.py).
+        self.tasks: TaskStore = MemoryTaskStore()
+
+    # sessions
+    @abstractmethod
+    def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
+        """Store a new session; raise CapacityError when full, QuotaFull when owner already holds owner_limit.
+
+        The session lives pending_ttl_s until its first follow-up request (get_session) or stream.
+        """
+
+    @property
+    def pending_ttl_s(self) -> float:
+        """How long a session that never came back after initialize lives (never longer than the full TTL)."""
+        return min(self.settings.pending_session_ttl_s, self.settings.session_ttl_s)
+
+    @abstractmethod
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Load a session and refresh its idle timer; None if unknown or expired.
+
+        With accept, a session it refuses (another principal's) is None and its timer is left alone.
+        """
+
+    def peek_session(self, session_id: str) -> Session | None:
+        """Load a session without refreshing its idle timer (for bookkeeping, not for client requests)."""
+        return self.get_session(session_id)
+
+    @abstractmethod
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Apply a change to the stored session in one atomic step, so concurrent changes never undo each other."""
+
+    @abstractmethod
+    def close_session(self, session_id: str) -> bool:
+        """End a session and its stream; return whether it existed."""
+
+    @abstractmethod
+    def session_count(self) -> int:
+        """How many sessions exist."""
+
+    # concurrent tool calls per session (counted fleet-wide where the hub is shared)
+    @abstractmethod
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Take one of a session's limit call slots; return its token, or None when all are taken."""
+
+    @abstractmethod
+    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
+                            answer_waits: bool = False) -> None:
+        """Free a slot taken with take_call_slot; answer_follows: this greenlet stores the call's answer next.
+
+        A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows);
+        whoever passes answer_follows calls free_held_slot once the answer went out, or did not.
+        answer_waits: another greenlet writes the call's answer to the client, and calls wait_for_release with
+        this one first; a hub may then send the release without this greenlet waiting for it.
+        """
+
+    def free_held_slot(self) -> None:
+        """Free a slot this greenlet gave back with answer_follows whose answer never went out (none held here)."""
+        return None
+
+    def wait_for_release(self, greenlet: Any) -> None:
+        """Before a call's answer is written: wait until the slot its greenlet gave back is on its way (here, it is)."""
+        return None
+
+    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
+                             limit: int) -> tuple[Session | None, str | None]:
+        """Load a session of this transport and principal for one tools/call, its slot too where that is cheaper.
+
+        The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
+        (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
+        """
+        return self.get_own_session(session_id, transport, principal), None
+
+    def get_own_session(self, session_id: str, transport: str, principal: str | None) -> Session | None:
+        """Load a session of this transport and principal; anyone else's is None, its idle timer left alone."""
+        return self.get_session(
+            session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
+
+    def hold_call_slot(self, session_id: str, token: str) -> None:
+        """Keep a slot that get_session_for_call took for as long as its call runs (a hub with leases renews it)."""
+        return None
+
+    # delivery
+    @abstractmethod
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Queue a message for a stream of the session (None: its own) and its replay log; return its event id."""
+
+    def deliver(self, session_id: str, message: Any, stream: str | None = None, *,
+                token: str | None = None) -> str | None:
+        """Publish an answer the client was promised (a legacy 202), retrying through a store outage.
+
+        Attempts go on, with backoff, for up to MCP_DELIVERY_RETRY_S; all carry one token (a new one unless
+        given), so an attempt that reached the store although its reply was lost is not appended again. Past
+        the bound the answer is logged as lost: never dropped without a trace.
+        """
+        token = token or self.delivery_token()
+        started = time.monotonic()
+        delay = DELIVERY_BACKOFF_MIN_S
+        while True:
+            try:
+                event_id = self.publish_once(session_id, message, stream, token)
+            except HubUnavailable:
+                remaining = started + self.settings.delivery_retry_s - time.monotonic()
+                if remaining <= 0:
+                    log.error("gave up storing the answer to %s of session %s: the session store stayed "
+                              "unreachable for MCP_DELIVERY_RETRY_S (%g s); the client may never get it",
+                              answered(message), session_id[:8], self.settings.delivery_retry_s)
+                    return None
+                gevent.sleep(min(remaining, delay * (0.5 + random.random())))
+                delay = min(delay * 2, DELIVERY_BACKOFF_MAX_S)
+                continue
+            if delay > DELIVERY_BACKOFF_MIN_S:
+                log.info("answer to %s of session %s stored after %.1f s of retries", answered(message),
+                         session_id[:8], time.monotonic() - started)
+            return event_id
+
+    def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
+        """Deliver an answer whose event id nobody needs (a legacy 202's): a hub may store it without waiting.
+
+        The promise is deliver's: stored once, retried through an outage, or logged as lost. Here: deliver.
+        """
+        self.deliver(session_id, message, stream)
+
+    def flush(self, timeout: float) -> None:
+        """Wait up to timeout seconds for the answers deliver_later is still storing (here it stores at once)."""
+        return None
+
+    def delivery_token(self) -> str:
+        """A token that names one delivery among every delivery of the fleet (a hub may make it cheaper)."""
+        return secrets.token_hex(8)
+
+    def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
+        """Publish a message at most once per token (a store that can fail after storing overrides this)."""
+        return self.publish(session_id, message, stream)
+
+    @abstractmethod
+    def subscribe(
+        self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+    ) -> Subscription:
+        """Attach a stream; exclusive raises StreamConflict if one is attached, else it is replaced.
+
+        A last_event_id from a request's stream resumes that stream (its later events only), not the session's.
+        """
+
+    @abstractmethod
+    def broadcast_session_ids(self) -> list[str]:
+        """The sessions a broadcast from this worker must reach: every live one, with a stream or not."""
+
+    # control
+    @abstractmethod
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Route a client's answer to the tool waiting for it, on whichever worker."""
+
+    @abstractmethod
+    def cancel(self, session_id: str, request_id: Any) -> None:
+        """Cancel a running request on whichever worker runs it."""
+
+    # notifications for every worker's listen streams (an opaque dict to each worker's listener)
+    def listen_here(self, handler: Callable[[dict[str, Any]], None]) -> None:
+        """Name the function that hands a notification told to every worker to this worker's listen streams."""
+        self.worker_listener = handler
+
+    def tell_every_worker(self, message: dict[str, Any]) -> None:
+        """Hand a notification once to every worker's handler (one worker here: this one)."""
+        self.hand_to_this_worker(message)
+
+    def hand_to_this_worker(self, message: dict[str, Any]) -> None:
+        """Give a notification to this worker's listener; a failing listener is logged, never raised to the sender."""
+        handler = self.worker_listener
+        if handler is None:
+            return
+        try:
+            handler(message)
+        except Exception:
+            log.exception("handing notification %s to this worker failed", message.get("method"))
+
+    # run-time registry changes
+    def share_registry(self, registry: Any) -> None:
+        """Take this worker's run-time registry changes to every worker (one worker here: nothing to do)."""
+        return None
+
+    def prepare(self) -> None:
+        """Get ready to serve, before a worker accepts its first connection (nothing to do here)."""
+        return None
+
+    # secrets every worker of the fleet must share
+    def shared_secret(self, name: str) -> bytes:
+        """A random secret for name, the same for every caller that shares this hub (here: this process only)."""
+        return self._secrets.setdefault(name, secrets.token_bytes(SHARED_SECRET_BYTES))
+
+    # multi-round requests made single-use (ctx.consume_answers): recorded where every worker of the fleet sees them
+    @abstractmethod
+    def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
+        """Record a request's id as used for ttl_s seconds: True for its first use, False while it is recorded.
+
+        Raise CapacityError when this hub may record no more just now, HubUnavailable when its store is down.
+        """
+
+    @abstractmethod
+    def is_used(self, rounds_id: bytes) -> bool:
+        """Whether use_once recorded this id and it has not expired yet."""
+
+    # operations
+    def ready(self) -> bool:
+        """True when the hub's dependencies answer."""
+        return True
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Close every stream promptly (on SIGTERM)."""

@@ -1,0 +1,381 @@
+"""The embedded hub: sessions in a dict, mailboxes for delivery, a bounded replay log.
+
+Everything lives in one worker process, which is why more than one worker needs
+the Redis hub. Every structure is bounded: sessions, queue and replay length and bytes, consumed requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import gevent
+
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.hub.base import CapacityError, Hub, QuotaFull, StreamConflict, join_event_id, split_event_id
+from flask_mcp_gevent.hub.mailbox import Mailbox
+from flask_mcp_gevent.hub.subscription import QueuedSubscription, Subscription
+from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.config import Settings
+
+__all__ = ["MemoryHub", "UsedOnce"]
+
+log = logging.getLogger("mcp.hub")
+
+
+class MemorySubscription(QueuedSubscription):
+    """A stream attached to one session slot."""
+
+    def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None, max_bytes: int) -> None:
+        self.session_id = slot.session.id
+        self.slot = slot
+        self.stream = stream
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
+        self.queue: Mailbox = Mailbox()
+        self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        self.reason: str | None = None
+
+    def offer(self, event: tuple[str, bytes]) -> None:
+        """Queue an event; a consumer too slow to keep up is cut off instead of growing memory."""
+        if self.reason is not None:
+            return
+        if self.is_full(event[1]):
+            self.cut_off()
+            return
+        self.enqueue(event)
+
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next event, None on timeout; raise StreamClosed once ended."""
+        item = self.next_item(timeout)
+        if item is None:
+            self.slot.touch()
+            return None
+        if self.stream is None:
+            self.slot.delivered = int(item[0])
+        self.slot.touch()
+        return item
+
+    def close(self, reason: str = "client gone") -> None:
+        """Detach from the slot; the session waits resume_window_s for a reconnect."""
+        if self.slot.subscriber is self:
+            self.slot.subscriber = None
+            self.slot.detached_at = self.slot.clock()
+        elif self.stream is not None and self.slot.request_subscribers.get(self.stream) is self:
+            del self.slot.request_subscribers[self.stream]
+        if self.reason is None:
+            self.reason = reason
+
+
+class SessionSlot:
+    """One session with its replay log and the streams attached to it, if any."""
+
+    __slots__ = ("session", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
+                 "subscriber", "request_subscribers", "last_seen", "detached_at", "pending", "clock")
+
+    def __init__(self, session: Session, replay_max: int, replay_max_bytes: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.session = session
+        self.clock = clock
+        # (event id, JSON, request stream or None for the session's own stream), oldest first.
+        self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
+        self.replay_bytes = 0
+        self.replay_max_bytes = replay_max_bytes
+        self.next_event_id = 1
+        self.delivered = 0
+        self.subscriber: MemorySubscription | None = None
+        # Resumed request streams (Streamable HTTP POST streams picked up again with Last-Event-ID).
+        self.request_subscribers: dict[str, MemorySubscription] = {}
+        self.last_seen = clock()
+        self.detached_at: float | None = None
+        # Until the client comes back after initialize, the session lives only the short pending TTL.
+        self.pending = True
+
+    def touch(self) -> None:
+        """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
+        self.last_seen = self.clock()
+        self.detached_at = None
+
+    def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
+        """Append to the replay log, dropping the oldest entries past its length or bytes (never the newest)."""
+        if len(self.replay) == self.replay.maxlen:
+            self.replay_bytes -= len(self.replay[0][1])  # the deque drops it on append
+        self.replay.append((event_id, data, stream))
+        self.replay_bytes += len(data)
+        while self.replay_bytes > self.replay_max_bytes and len(self.replay) > 1:
+            self.replay_bytes -= len(self.replay.popleft()[1])
+
+
+class MemoryHub(Hub):
+    """The single-worker hub."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(settings)
+        # Every expiry decision reads this clock, so tests can step time instead of sleeping.
+        self.clock = clock
+        self.slots: dict[str, SessionSlot] = {}
+        self._reaper: gevent.Greenlet | None = None
+        # The sessions each owner opened; ended ones are pruned when the owner reaches its limit.
+        self.owned: dict[str, list[str]] = {}
+        self.owned_count = 0
+        self.calls_running: dict[str, int] = {}
+        # Multi-round requests made single-use, in this process only: several workers without Redis keep their own.
+        self.used_rounds = UsedOnce(settings.request_state_used_max, clock)
+
+    def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
+        """Store a new session; CapacityError at MCP_MAX_SESSIONS, QuotaFull when owner holds owner_limit."""
+        self.reap()
+        if len(self.slots) >= self.settings.max_sessions:
+            raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
+        # gevent never switches between these checks and the insert, so no lock is needed.
+        if owner is not None and len(self.owned.get(owner, ())) >= owner_limit \
+                and len(self.prune_owner(owner)) >= owner_limit:
+            raise QuotaFull(owner)
+        self.slots[session.id] = SessionSlot(session, self.settings.replay_max,
+                                            self.settings.replay_max_bytes, self.clock)
+        if owner is not None:
+            self.own(owner, session.id)
+        self._start_reaper()
+
+    def prune_owner(self, owner: str) -> list[str]:
+        """Forget an owner's sessions that have ended; return the live ones."""
+        ids = self.owned.get(owner, [])
+        live = [sid for sid in ids if self.peek_session(sid) is not None]
+        self.owned_count -= len(ids) - len(live)
+        if live:
+            self.owned[owner] = live
+        else:
+            self.owned.pop(owner, None)
+        return live
+
+    def own(self, owner: str, session_id: str) -> None:
+        """Count a new session against its owner."""
+        self.owned.setdefault(owner, []).append(session_id)
+        self.owned_count += 1
+        if self.owned_count > 2 * self.settings.max_sessions:
+            # Many owners that each left a few sessions behind: sweep them all once.
+            for name in list(self.owned):
+                self.prune_owner(name)
+
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Count one more call of the session, unless it already runs limit."""
+        count = self.calls_running.get(session_id, 0)
+        if count >= limit:
+            return None
+        self.calls_running[session_id] = count + 1
+        return "local"
+
+    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
+                            answer_waits: bool = False) -> None:
+        """Count one call fewer; a session with none running leaves nothing behind."""
+        count = self.calls_running.get(session_id, 0) - 1
+        if count > 0:
+            self.calls_running[session_id] = count
+        else:
+            self.calls_running.pop(session_id, None)
+
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Return the live session and mark it active (unless accept refuses it)."""
+        slot = self.slots.get(session_id)
+        if slot is None or self._expired(slot, self.clock()):
+            return None
+        if accept is not None and not accept(slot.session):
+            return None
+        slot.touch()
+        slot.pending = False  # the client came back: the session gets the full TTL
+        return slot.session
+
+    def peek_session(self, session_id: str) -> Session | None:
+        """Return the live session without marking it active."""
+        slot = self.slots.get(session_id)
+        if slot is None or self._expired(slot, self.clock()):
+            return None
+        return slot.session
+
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Change the shared session object in place: nothing else runs in between, so it is atomic."""
+        session = self.peek_session(session_id)
+        if session is None:
+            return SessionUpdate(False, None)
+        return SessionUpdate(change.apply(session), session)
+
+    def close_session(self, session_id: str) -> bool:
+        """Remove the session and end its stream."""
+        slot = self.slots.pop(session_id, None)
+        if slot is None:
+            return False
+        for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
+            if subscriber is not None:
+                subscriber.end("session closed")
+        return True
+
+    def session_count(self) -> int:
+        """How many sessions this worker holds."""
+        return len(self.slots)
+
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Append to the replay log and hand to the attached stream, if any."""
+        slot = self.slots.get(session_id)
+        if slot is None:
+            return None
+        event_id = join_event_id(str(slot.next_event_id), stream)
+        slot.next_event_id += 1
+        data = dumps(message)
+        slot.remember(event_id, data, stream)
+        subscriber = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
+        if subscriber is not None:
+            subscriber.offer((event_id, data))
+        return event_id
+
+    def subscribe(
+        self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+    ) -> Subscription:
+        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
+        slot = self.slots.get(session_id)
+        if slot is None:
+            raise KeyError(session_id)
+        position, stream = split_event_id(last_event_id)
+        current = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
+        if current is not None:
+            if exclusive:
+                raise StreamConflict(session_id)
+            current.end("replaced by a newer stream")
+        after = slot.delivered if last_event_id is None else parse_position(position)
+        subscription = MemorySubscription(slot, self.settings.queue_max, stream, self.settings.queue_max_bytes)
+        for event_id, data, event_stream in slot.replay:
+            if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
+                subscription.enqueue((event_id, data))
+        if stream is None:
+            slot.subscriber = subscription
+            slot.detached_at = None
+        else:
+            slot.request_subscribers[stream] = subscription
+        slot.touch()
+        slot.pending = False
+        return subscription
+
+    def broadcast_session_ids(self) -> list[str]:
+        """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
+        return list(self.slots)
+
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Wake the tool waiting for this answer."""
+        return self.pending.resolve(session_id, response)
+
+    def cancel(self, session_id: str, request_id: Any) -> None:
+        """Kill the running request, if it runs here."""
+        self.inflight.cancel(session_id, request_id)
+
+    def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
+        """Record the id in this process's bounded map (CapacityError when full of live ones)."""
+        return self.used_rounds.use(rounds_id, ttl_s)
+
+    def is_used(self, rounds_id: bytes) -> bool:
+        """Whether this process recorded the id and it has not expired."""
+        return self.used_rounds.holds(rounds_id)
+
+    def shutdown(self) -> None:
+        """End every stream so the worker can exit promptly."""
+        for slot in list(self.slots.values()):
+            for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
+                if subscriber is not None:
+                    subscriber.end("server shutting down")
+        if self._reaper is not None:
+            self._reaper.kill(block=False)
+
+    def reap(self) -> int:
+        """Drop expired sessions; return how many."""
+        now = self.clock()
+        expired = [sid for sid, slot in self.slots.items() if self._expired(slot, now)]
+        for sid in expired:
+            self.close_session(sid)
+        if expired:
+            log.info("expired %d idle session(s)", len(expired))
+        return len(expired)
+
+    def _expired(self, slot: SessionSlot, now: float) -> bool:
+        """A session expires when idle past the TTL, or detached past the resume window."""
+        if slot.subscriber is not None or slot.request_subscribers:
+            return False
+        if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
+            return True
+        ttl = self.pending_ttl_s if slot.pending else self.settings.session_ttl_s
+        return now - slot.last_seen > ttl
+
+    def _start_reaper(self) -> None:
+        """Start the periodic expiry greenlet on first use (never at import time)."""
+        if self._reaper is None or self._reaper.dead:
+            self._reaper = gevent.spawn(self._reap_forever)
+
+    def _reap_forever(self) -> None:
+        """Expire idle sessions every few seconds."""
+        interval = max(0.5, min(self.pending_ttl_s, self.settings.resume_window_s or 30.0, 30.0) / 4)
+        while True:
+            gevent.sleep(interval)
+            try:
+                self.reap()
+            except Exception:
+                log.exception("session reaper failed")
+
+
+def parse_position(value: str | None) -> int:
+    """Read the position part of a Last-Event-ID; an unreadable one replays nothing rather than everything."""
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 1 << 62
+
+
+class UsedOnce:
+    """Ids used once, remembered in this process until they expire: the memory hub's record of consumed requests.
+
+    Bounded in count (MCP_REQUEST_STATE_USED_MAX) and so in bytes: every entry is one 16-byte id and one expiry
+    time. Full of ids still remembered, it refuses a new one (CapacityError) rather than forget one early, since a
+    forgotten id could be used again.
+    """
+
+    def __init__(self, max_ids: int, clock: Callable[[], float] = time.monotonic) -> None:
+        """Hold at most max_ids at once; clock is injectable so tests can step time."""
+        self.max_ids = max_ids
+        self.clock = clock
+        # Oldest first: with one lifetime for all (the state's), the first entry is also the first to expire.
+        self.expiries: OrderedDict[bytes, float] = OrderedDict()
+
+    def use(self, used_id: bytes, ttl_s: float) -> bool:
+        """Record an id as used for ttl_s seconds: True the first time, False while it is remembered.
+
+        gevent never switches inside this method, so two greenlets cannot both see an id as new.
+        """
+        if self.holds(used_id):
+            return False
+        if len(self.expiries) >= self.max_ids:
+            raise CapacityError(f"this worker remembers its maximum of {self.max_ids} consumed requests "
+                                "(MCP_REQUEST_STATE_USED_MAX) until they expire")
+        self.expiries[used_id] = self.clock() + ttl_s
+        self.expiries.move_to_end(used_id)  # an expired entry left behind a longer-lived one is renewed at the end
+        return True
+
+    def holds(self, used_id: bytes) -> bool:
+        """Whether the id is remembered: by its own expiry, as an entry of a shorter lifetime may sit behind."""
+        now = self.clock()
+        self.forget_expired(now)
+        expiry = self.expiries.get(used_id)
+        return expiry is not None and expiry > now
+
+    def forget_expired(self, now: float) -> None:
+        """Drop the ids whose time is over, oldest first, up to the first one still remembered."""
+        while self.expiries:
+            used_id, expiry = next(iter(self.expiries.items()))
+            if expiry > now:
+                return
+            del self.expiries[used_id]
+
+    def __len__(self) -> int:
+        """How many ids are remembered."""
+        return len(self.expiries)

@@ -1,0 +1,248 @@
+"""The Redis hub's one command path: a worker's client, its scripts, and the commands every part sends.
+
+Every part of the hub (sessions, call slots, claims, deliveries, the listener, tasks) sends through one RedisLink.
+Over plain TCP (redis://) the multiplexer (redis_multiplex.py) sends every greenlet's commands on one connection,
+which redis-py cannot; over TLS, a Unix socket, Sentinel or Cluster, redis-py's client sends them (RedisPyCommands).
+The link also knows which process it serves: after a fork, the parent's connections and identity are not this one's.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gevent
+import redis
+from redis.cluster import RedisCluster
+from redis.exceptions import AskError, MovedError, RedisError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from flask_mcp_gevent.hub.redis_connection import CooperativeConnection, OutageGuard, connect, is_cluster
+from flask_mcp_gevent.hub.redis_multiplex import Multiplexer
+
+__all__ = ["RedisLink", "RedisPyCommands", "ScriptBatch", "commands_for"]
+
+# Forks this process has gone through: a link checks it, not os.getpid() (a system call), on every command.
+_forks = [0]
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+# Commands sent ahead of another, in the same write where the path allows (a call slot's release).
+Ahead = tuple[tuple[Any, ...], ...]
+
+
+class RedisPyCommands:
+    """The multiplexer's methods on redis-py's client: TLS, Unix sockets, Sentinel's master, a Cluster's nodes.
+
+    Each command waits for its reply: what goes ahead is sent first, and a post is written when it returns.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead = ()) -> Any:
+        """Run a script through redis-py (which loads it on NOSCRIPT), after the commands in before."""
+        self.post_nowait(list(before))
+        return script(keys=list(keys), args=list(args))
+
+    def execute(self, *args: Any, before: Ahead = ()) -> Any:
+        """Send one command after the commands in before; its reply as redis-py gives it."""
+        self.post_nowait(list(before))
+        return self.client.execute_command(*args)
+
+    def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
+        """Send commands now, one by one (this path cannot queue them); an error reply nobody asked for raises
+        nothing, a lost connection does. Written already: number 0."""
+        for command in commands:
+            try:
+                self.client.execute_command(*command)
+            except ResponseError:
+                pass
+        return 0
+
+    def written(self, number: int) -> bool:
+        """Every post is written by the time it returns."""
+        return True
+
+    def wait_written(self, number: int) -> None:
+        """Nothing to wait for: every post is written by the time it returns."""
+
+    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead,
+                    on_done: Callable[[BaseException | None], None]) -> None:
+        """Run a script, wait, and tell on_done how it went (from this greenlet)."""
+        try:
+            self.run(script, keys, args, before)
+        except (RedisError, OSError) as error:
+            on_done(error)
+            return
+        on_done(None)
+
+    def close(self) -> None:
+        """Nothing of its own to close: its connections are the client's."""
+
+
+def commands_for(client: Any) -> Multiplexer | RedisPyCommands:
+    """The multiplexer over a plain BlockingConnectionPool of gevent TCP sockets; redis-py's client otherwise."""
+    pool = getattr(client, "connection_pool", None)
+    if (type(client) is redis.Redis and type(pool) is redis.BlockingConnectionPool
+            and issubclass(pool.connection_class, CooperativeConnection)):
+        return Multiplexer(pool, pool.timeout)
+    return RedisPyCommands(client)
+
+
+class ScriptBatch:
+    """Many runs of the hub's scripts in one round trip per Redis server (a cluster blocks scripts in its pipelines):
+    queued in a pipeline, one on a single server, one per master that owns their keys on a cluster."""
+
+    def __init__(self, client: Any, scripts: dict[str, Any]) -> None:
+        self.client = client
+        self.scripts = scripts
+        self.pipelines: dict[str, tuple[Any, list[int]]] = {}
+        # For each run, in the order added: which pipeline, and its place there.
+        self.order: list[tuple[str, int]] = []
+
+    def add(self, name: str, keys: list[str], args: list[Any]) -> None:
+        """Queue one run of a script (all its keys in one hash slot, so on one master)."""
+        server, target = "", self.client
+        if is_cluster(self.client):
+            node = self.client.get_node_from_key(keys[0])
+            server, target = node.name, node.redis_connection
+        if server not in self.pipelines:
+            # A plain server's pipeline loads the scripts it lacks before it runs (a promoted replica has none).
+            self.pipelines[server] = (target.pipeline(transaction=False), [0])
+        pipeline, count = self.pipelines[server]
+        self.scripts[name](keys=keys, args=args, client=pipeline)
+        self.order.append((server, count[0]))
+        count[0] += 1
+
+    def execute(self) -> list[Any]:
+        """Run every pipeline; the replies in the order the runs were added."""
+        replies: dict[str, list[Any]] = {}
+        for server, (pipeline, _) in self.pipelines.items():
+            try:
+                replies[server] = pipeline.execute()
+            except (MovedError, AskError):
+                # Slots moved between masters: the cluster client learns the new map on its next command
+                # (callers are periodic and try again).
+                self.client.nodes_manager.initialize()
+                raise RedisConnectionError("Redis Cluster slots moved during a batch") from None
+        return [replies[server][place] for server, place in self.order]
+
+
+class RedisLink:
+    """One worker's commands and scripts, on the multiplexer or redis-py's client, whichever its Redis allows."""
+
+    def __init__(self, settings: Any, start: Callable[[], None], scripts: dict[str, str]) -> None:
+        self.settings = settings
+        # The Lua sources of every script the hub runs, by name.
+        self.sources = scripts
+        # The hub's start: connecting lazily (after gunicorn forks) starts the worker's greenlets too.
+        self.start = start
+        self.guard = OutageGuard()
+        self.worker_id = ""
+        self.fork_seen = -1
+        # redis-py's client (a Redis, or a RedisCluster): Any, since redis-py types its replies as sync or async.
+        self._client: Any = None
+        self.scripts: dict[str, Any] = {}
+        self.commands: Multiplexer | RedisPyCommands | None = None
+        # Commands a greenlet left to go out ahead of its next one (a call slot's release ahead of its answer).
+        self.ahead: dict[gevent.Greenlet, tuple[Any, ...]] = {}
+
+    def forked(self) -> bool:
+        """True when this process is not the one the link last served (or it never served one)."""
+        return self.fork_seen != _forks[0]
+
+    def reset(self) -> None:
+        """Forget what a parent process owned: its client, command path and identity."""
+        self.fork_seen = _forks[0]
+        # The pid makes a stream's owner readable in Redis (which process holds it); the token, unique.
+        self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
+        self._client = None
+        self.commands = None
+        self.scripts = {}
+        self.ahead = {}
+
+    @property
+    def client(self) -> Any:
+        """The command connection pool's client, created on first use (a cluster's asks a node for its slots)."""
+        self.start()
+        if self._client is None:
+            client = connect(self.settings, "mcp-" + self.worker_id)
+            self.scripts = {name: client.register_script(source) for name, source in self.sources.items()}
+            self.commands = commands_for(client)
+            self._client = client
+        return self._client
+
+    def path(self) -> Multiplexer | RedisPyCommands:
+        """The command path of this process, creating the client on first use."""
+        if self.fork_seen != _forks[0] or self.commands is None:
+            self.client  # noqa: B018  (starts the worker's greenlets, creates the client and its commands)
+        assert self.commands is not None
+        return self.commands
+
+    def script_batch(self) -> ScriptBatch:
+        """Script runs to queue and run together: one round trip per Redis server (refreshes, renewals)."""
+        return ScriptBatch(self.client, self.scripts)
+
+    def run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """Run one of the hub's Lua scripts after what this greenlet left to send ahead; its reply."""
+        commands = self.path()
+        return commands.run(self.scripts[name], keys, args, self.take_ahead_commands())
+
+    def execute(self, *args: Any) -> Any:
+        """Send one Redis command after what this greenlet left to send ahead; its reply."""
+        return self.path().execute(*args, before=self.take_ahead_commands())
+
+    def post(self, *args: Any) -> None:
+        """Have one command written before this greenlet goes on, and wait for no reply.
+
+        For a call slot's release: its greenlet does not wait for Redis once more, and the release is on its way
+        to Redis before the client can see the call's answer. The multiplexer's writer writes it with what the
+        other greenlets send this turn, one system call for them all (and one wake-up of Redis), and wakes this
+        greenlet when that write is done; if the connection fails first, it wakes it all the same (a lease runs out).
+        """
+        self.wait_written(self.post_nowait(*args))
+
+    def post_nowait(self, *args: Any) -> int:
+        """Queue one command whose reply nobody needs, not waiting for its write; the post's number."""
+        return self.path().post_nowait([*self.take_ahead_commands(), args])
+
+    def written(self, number: int) -> bool:
+        """Whether the post with this number is written (or its connection failed)."""
+        return self.path().written(number)
+
+    def wait_written(self, number: int) -> None:
+        """Return once the post with this number is written (or its connection failed)."""
+        self.path().wait_written(number)
+
+    def post_script(self, name: str, keys: Sequence[Any], args: Sequence[Any],
+                    on_done: Callable[[BaseException | None], None]) -> None:
+        """Run one of the hub's scripts without waiting for its reply; on_done hears None or its failure."""
+        self.path().post_script(self.scripts[name], keys, args, self.take_ahead_commands(), on_done)
+
+    def subscribers(self, channel: str) -> int:
+        """How many connections listen on a channel of a cluster, on every node (PUBSUB NUMSUB counts one's)."""
+        numsub = self.client.pubsub_numsub(channel, target_nodes=RedisCluster.ALL_NODES)
+        return int(dict(numsub).get(channel.encode(), 0))
+
+    def send_ahead(self, command: tuple[Any, ...]) -> None:
+        """Send a command ahead of this greenlet's next one, in the same write (one per greenlet at a time)."""
+        self.ahead[gevent.getcurrent()] = command
+
+    def take_ahead(self) -> tuple[Any, ...] | None:
+        """The command this greenlet left to send ahead, taken back (None when there is none)."""
+        if not self.ahead:
+            return None
+        return self.ahead.pop(gevent.getcurrent(), None)
+
+    def take_ahead_commands(self) -> Ahead:
+        """take_ahead as the commands to send before the next one: none or one."""
+        command = self.take_ahead()
+        return () if command is None else (command,)
+
+    def stop(self) -> None:
+        """Close this worker's connections (tests; a worker simply exits)."""
+        if self.commands is not None:
+            self.commands.close()
+        if self._client is not None:
+            self._client.close()

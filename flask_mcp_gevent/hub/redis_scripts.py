@@ -1,0 +1,290 @@
+"""The Redis hub's keys and Lua scripts: each script is one atomic step in a session's life.
+
+Atomic matters twice: appending to the replay log and routing to the worker that
+holds the stream happen together (one order of events per session, on every
+worker), and claiming a stream and reading what it missed happen together
+(every event is either in the replay read or published to the new holder after).
+Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree.
+"""
+
+from __future__ import annotations
+
+from flask_mcp_gevent.hub.redis_replay_scripts import DELIVER_SCRIPT, PUBLISH_SCRIPT
+
+__all__ = ["CALL_SLOT_SCRIPTS", "SCRIPTS"]
+
+
+# Prepended to the scripts that read the time: Redis's clock in milliseconds.
+NOW_MS = """
+local function redis_now_ms()
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+end
+"""
+
+# KEYS: index[, owner]. ARGV: ttl ms, max sessions, session id[, owner limit].
+# Takes a place for a new session in the fleet's index (and its owner's set); the caller then stores the session
+# (its key is in another hash slot). Returns 1 when taken, 0 when the fleet is full, -1 when the owner is.
+# The owner's set lists the sessions it opened; when it looks full, the ids the index no longer lists (closed
+# or expired) are dropped first, so nothing else has to keep it fresh.
+CREATE_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+if KEYS[2] and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+    if not redis.call('ZSCORE', KEYS[1], id) then redis.call('ZREM', KEYS[2], id) end
+  end
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
+end
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[1]), ARGV[3])
+if KEYS[2] then redis.call('ZADD', KEYS[2], now_ms, ARGV[3]) end
+return 1
+"""
+
+# KEYS: index. ARGV: ttl ms, session id, session id, ... Moves the index's expiry of sessions whose TTL a session
+# script just renewed (their keys are in other hash slots); an entry already past its expiry stays past it.
+TOUCH_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
+for i = 2, #ARGV do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if score and tonumber(score) > now_ms then redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[1]), ARGV[i]) end
+end
+return 1
+"""
+
+# KEYS: session, detached, replay, delivered[, replay sizes, replay bytes]. ARGV: ttl ms.
+# A client request ends a resume window: the session gets the full idle TTL again (Streamable clients need no stream).
+# The caller then moves the session's expiry in the index (TOUCH_SCRIPT). Every script that moves a session's TTL
+# moves its replay log's (the log and its bookkeeping) with it: the publish script sets theirs only on keys it makes.
+GET_SCRIPT = """
+local data = redis.call('GET', KEYS[1])
+if not data then return false end
+redis.call('DEL', KEYS[2])
+for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do redis.call('PEXPIRE', key, ARGV[1]) end
+return data
+"""
+
+# KEYS: session. ARGV: fields to assign (a JSON object), subscription to add ('' for none), subscription to
+# remove ('' for none), most subscriptions a session may hold (-1: no bound), '1' to refuse once negotiated.
+# One session change, read and written in one atomic step (concurrent requests of a session never undo each
+# other). Returns {0} for an unknown session, {1, json} once changed, {2, json} when refused. cjson writes an
+# empty list as {} and keeps 14 digits of a number, so the hub stores what the client chose as JSON text
+# (strings pass unchanged) and an empty subscription list is left out.
+UPDATE_SCRIPT = """
+local data = redis.call('GET', KEYS[1])
+if not data then return {0} end
+local session = cjson.decode(data)
+if ARGV[5] == '1' and type(session.protocol_version) == 'string' then return {2, data} end
+local subscriptions = session.subscriptions
+if type(subscriptions) ~= 'table' then subscriptions = {} end
+local function position(uri)
+  for i, held in ipairs(subscriptions) do
+    if held == uri then return i end
+  end
+  return nil
+end
+if ARGV[2] ~= '' and not position(ARGV[2]) then
+  local limit = tonumber(ARGV[4])
+  if limit >= 0 and #subscriptions >= limit then return {2, data} end
+  table.insert(subscriptions, ARGV[2])
+end
+local gone = ARGV[3] ~= '' and position(ARGV[3])
+if gone then table.remove(subscriptions, gone) end
+for name, value in pairs(cjson.decode(ARGV[1])) do session[name] = value end
+if #subscriptions > 0 then session.subscriptions = subscriptions else session.subscriptions = nil end
+data = cjson.encode(session)
+redis.call('SET', KEYS[1], data, 'KEEPTTL')
+return {1, data}
+"""
+
+# KEYS: session, claim, replay, delivered, detached[, replay sizes, replay bytes].
+# ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
+# request stream ('' for the session's own)[, the claim's worker if it is alive ('' if not)].
+# On a Redis Cluster, PUBSUB NUMSUB counts only one node's subscribers: there the caller asks every node
+# whether the worker holding the claim is alive, and passes the answer as the last ARGV.
+# Claim the session's stream and read what it missed in the same atomic step: every event is
+# either in the replay returned here or published to this worker afterwards. Returns
+# {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
+ATTACH_SCRIPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
+local current = redis.call('GET', KEYS[2])
+if current and current ~= ARGV[1] then
+  local worker, token = string.match(current, '^([^|]*)|(.*)$')
+  if worker and worker ~= ARGV[8] then
+    local alive = ARGV[10] == worker
+    if not ARGV[10] then alive = redis.call('PUBSUB', 'NUMSUB', ARGV[7] .. worker)[2] > 0 end
+    if alive then
+      if ARGV[2] == '1' then return {-1} end
+      redis.call('PUBLISH', ARGV[7] .. worker,
+                 'e\\n' .. ARGV[6] .. '\\n' .. ARGV[9] .. '\\n' .. token .. '\\nreplaced by a newer stream')
+    end
+  end
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
+if ARGV[9] == '' then redis.call('DEL', KEYS[5]) end
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[5]) end
+end
+local after = ARGV[3]
+if after == '' then after = redis.call('GET', KEYS[4]) end
+if after == '$' then
+  local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
+  return {1, {}, last and last[1] or '0-0'}
+end
+if after then return {1, redis.call('XRANGE', KEYS[3], '(' .. after, '+'), after} end
+return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
+"""
+
+# KEYS: claim, delivered, session, replay, detached[, replay sizes, replay bytes].
+# ARGV: owner, delivered id, resume window ms, '1' for the session's own stream.
+# Only the stream that still holds its claim lets go of it; the session's own stream also records what it
+# delivered and starts the resume window.
+DETACH_SCRIPT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if ARGV[4] ~= '1' then return 1 end
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl == -2 then return 0 end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', math.max(ttl, 1)) end
+local window = tonumber(ARGV[3])
+if window <= 0 then
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[2])
+  if KEYS[7] then redis.call('DEL', KEYS[6], KEYS[7]) end
+  return 1
+end
+redis.call('SET', KEYS[5], '1', 'PX', window)
+if ttl < 0 or ttl > window then
+  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[2], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, window) end
+end
+return 1
+"""
+
+# KEYS: claim, session, replay, delivered, detached[, replay sizes, replay bytes].
+# ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it).
+# Returns 0 when the session is gone, 1 when the claim held (the session in its resume window), 4 when the claim
+# held and the session's TTL moved (the caller moves it in the index too), 2 when the claim is gone (the caller
+# re-takes it only if the stream is still open: it may have closed since the refresh began),
+# 3 when another stream holds it now.
+REFRESH_SCRIPT = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+local current = redis.call('GET', KEYS[1])
+if not current then return 2 end
+if current ~= ARGV[1] then return 3 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3]) end
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[3]) end
+  return 4
+end
+return 1
+"""
+
+# KEYS: session, replay, delivered, claim, detached, replay sizes, replay bytes. ARGV: session id, control channel.
+# Every worker hears that the session closed and ends its streams (the session's own and request streams).
+# The caller then takes it out of the index (another hash slot).
+CLOSE_SCRIPT = """
+local existed = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
+return existed
+"""
+
+# KEYS: registry state, registry version. ARGV: field ([kind, key] as JSON), change JSON, control channel,
+# origin worker, change id.
+# Record a run-time registry change and tell every worker in one step, so versions are heard in the order given.
+# A version is at least Redis's clock in milliseconds, so versions keep growing after a Redis that lost its data.
+# Returns {version, how many workers heard it}.
+REGISTRY_SCRIPT = NOW_MS + """
+local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, redis_now_ms())
+redis.call('SET', KEYS[2], string.format('%.0f', version))
+local text = string.format('%.0f', version)
+redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. text .. ',"change":' .. ARGV[2] .. '}')
+local heard = redis.call('PUBLISH', ARGV[3], '{"op":"registry","origin":"' .. ARGV[4] .. '","id":"' .. ARGV[5]
+                         .. '","version":' .. text .. ',"change":' .. ARGV[2] .. '}')
+return {version, heard}
+"""
+
+# KEYS: index.
+COUNT_SCRIPT = NOW_MS + """
+local now_ms = redis_now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+return redis.call('ZCARD', KEYS[1])
+"""
+
+
+# Prepended to the scripts that take a call slot: whether fewer than limit leases in the set are still running.
+# Leases that ran out (a killed worker's) are removed only when the set looks full, so a take costs one command
+# fewer while it does not.
+FREE_SLOT = """
+local function has_free_slot(calls, limit, now_ms)
+  if redis.call('ZCARD', calls) < limit then return true end
+  redis.call('ZREMRANGEBYSCORE', calls, '-inf', now_ms)
+  return redis.call('ZCARD', calls) < limit
+end
+"""
+
+# A session's running tool calls: a sorted set of lease tokens scored by when each lease ends. The worker
+# running a call renews its lease; a lease of a killed worker runs out, so its slot comes back by itself.
+# KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
+TAKE_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
+local now_ms = redis_now_ms()
+if not has_free_slot(KEYS[1], tonumber(ARGV[2]), now_ms) then return 0 end
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+# KEYS: calls. ARGV: token, lease ms. A lease that already ran out stays out: its slot may be someone else's.
+RENEW_CALL_SLOT_SCRIPT = NOW_MS + """
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], redis_now_ms() + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+"""
+
+# KEYS: session, calls. ARGV: token, limit, lease ms, transport, principal ('' for none), '1' if there is one[,
+# '"transport":' and '"principal":' as the worker writes them, each with its value in JSON].
+# A session read for a tools/call and that call's slot, in one round trip; the slot is taken only for a session
+# of this transport and principal (another principal's probe takes none). Returns false for an unknown session,
+# else {json, 1} with the slot taken, {json, 0} when all are, {json, -1} for someone else's session.
+# The JSON as workers write it holds those two fields exactly as given (no other field holds raw JSON text that
+# could look like them: the client's are stored as strings), so finding both spares decoding it; JSON written
+# otherwise (by the update script's cjson, or an older release) is decoded and compared field by field.
+GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
+local data = redis.call('GET', KEYS[1])
+if not data then return false end
+if not (ARGV[8] and string.find(data, ARGV[7], 1, true) and string.find(data, ARGV[8], 1, true)) then
+  local stored = cjson.decode(data)
+  local principal = stored.principal
+  if principal == cjson.null then principal = nil end
+  if stored.transport ~= ARGV[4] or (principal ~= nil) ~= (ARGV[6] == '1') or (principal and principal ~= ARGV[5]) then
+    return {data, -1}
+  end
+end
+local now_ms = redis_now_ms()
+if not has_free_slot(KEYS[2], tonumber(ARGV[2]), now_ms) then return {data, 0} end
+redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[3]), ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return {data, 1}
+"""
+
+CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT,
+                     "get_taking_call_slot": GET_TAKING_CALL_SLOT_SCRIPT}
+
+
+SCRIPTS = {
+    "create": CREATE_SCRIPT,
+    "get": GET_SCRIPT,
+    "publish": PUBLISH_SCRIPT,
+    "deliver": DELIVER_SCRIPT,
+    "attach": ATTACH_SCRIPT,
+    "detach": DETACH_SCRIPT,
+    "refresh": REFRESH_SCRIPT,
+    "close": CLOSE_SCRIPT,
+    "count": COUNT_SCRIPT,
+    "touch": TOUCH_SCRIPT,
+    "registry": REGISTRY_SCRIPT,
+    **CALL_SLOT_SCRIPTS,
+    "update": UPDATE_SCRIPT,
+}

@@ -1,0 +1,309 @@
+"""The Redis hub's session store: each session's JSON with an idle TTL, counted fleet-wide in one index; and its
+call slots: a session's running tool calls counted across the fleet, each slot a renewed lease."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gevent
+
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.hub.base import ALL_SLOTS_TAKEN, CapacityError, HubUnavailable, QuotaFull
+from flask_mcp_gevent.hub.redis_claims import Claims
+from flask_mcp_gevent.hub.redis_codec import (
+    CLIENT_CHOSEN_FIELDS,
+    DecodedSessions,
+    client_chosen_json,
+    milliseconds,
+    session_json,
+)
+from flask_mcp_gevent.hub.redis_keys import (
+    CONTROL_CHANNEL,
+    SESSION_INDEX,
+    call_slots_key,
+    owner_key,
+    session_base,
+    session_keys,
+)
+from flask_mcp_gevent.hub.redis_link import RedisLink
+from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+
+# get_session refreshes a session's TTL with a script at most this often per worker (a plain GET between),
+# and never less often than a tenth of the TTL; the memory of when is bounded.
+REFRESH_TTL_EVERY_S = 2.0
+MAX_TTL_REFRESH_MEMORY = 100_000
+# How long a running tool call's slot is held without a renewal (the refresher renews it while the call runs),
+# so the slots of a killed worker come back within this.
+CALL_LEASE_S = 15.0
+CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
+# Leases renewed per round trip.
+RENEW_BATCH = 500
+# Releases left unwaited for (a stream that ended before its answer) kept before the written ones are dropped.
+MAX_UNWRITTEN_RELEASES = 256
+# Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
+_token_numbers = itertools.count()
+
+log = logging.getLogger("mcp.hub")
+
+
+class Sessions:
+    """RedisHub's session store: it sends through the hub's link and ends a closed session's streams."""
+
+    def __init__(self, link: RedisLink, settings: Any, claims: Claims, pending_ttl_s: float) -> None:
+        self.link = link
+        self.settings = settings
+        self.claims = claims
+        # A session's stored JSON decoded once and kept while it does not change (shared with the call slots).
+        self.decoded = DecodedSessions()
+        # When this worker last refreshed each session's TTL (bounded).
+        self.ttl_refreshed: dict[str, float] = {}
+        self.refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
+                                       settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
+        # How long a session that never came back after initialize lives (Hub.pending_ttl_s).
+        self.pending_ttl_s = pending_ttl_s
+
+    def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
+        """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner.
+
+        Both counts are of the whole fleet, checked and taken in one script; then the session is stored (its key
+        is in its own hash slot). A failure between the two leaves a place taken for the pending TTL, no more.
+        """
+        ttl_ms = milliseconds(self.pending_ttl_s)
+        script_keys = [SESSION_INDEX]
+        args: list[Any] = [ttl_ms, self.settings.max_sessions, session.id]
+        if owner is not None:
+            script_keys.append(owner_key(owner))
+            args.append(owner_limit)
+        with self.link.guard:
+            taken = self.link.run("create", script_keys, args)
+            if taken == 1:
+                self.link.execute("SET", session_keys(session.id)["session"], session_json(session), "PX", ttl_ms)
+        if taken == -1:
+            raise QuotaFull(owner)
+        if not taken:
+            raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
+
+    def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
+        """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker).
+
+        With accept, the session is read first without touching it, and refreshed only if accept takes it.
+        """
+        now = time.monotonic()
+        # A session read moments ago has a fresh TTL: a plain GET (one Redis command, not a script) suffices.
+        fresh = self.ttl_is_fresh(session_id, now)
+        if fresh or accept is not None:
+            session = self.peek_session(session_id)
+            if session is None or (accept is not None and not accept(session)):
+                return None
+            if fresh:
+                return session
+        keys = session_keys(session_id)
+        ttl_ms = milliseconds(self.settings.session_ttl_s)
+        with self.link.guard:
+            data = self.link.run("get", [keys["session"], keys["detached"], keys["replay"], keys["delivered"],
+                                     keys["replay_sizes"], keys["replay_bytes"]], [ttl_ms])
+            if data is not None:
+                self.link.run("touch", [SESSION_INDEX], [ttl_ms, session_id])
+        if data is None:
+            self.ttl_refreshed.pop(session_id, None)
+            return None
+        if len(self.ttl_refreshed) >= MAX_TTL_REFRESH_MEMORY:
+            self.ttl_refreshed.clear()
+        self.ttl_refreshed[session_id] = now
+        return self.decoded.decode(session_id, data)
+
+    def ttl_is_fresh(self, session_id: str, now: float | None = None) -> bool:
+        """True when this worker refreshed the session's TTL moments ago (a plain read suffices now)."""
+        refreshed = self.ttl_refreshed.get(session_id)
+        if refreshed is None:
+            return False
+        return (time.monotonic() if now is None else now) - refreshed < self.refresh_ttl_every_s
+
+    def peek_session(self, session_id: str) -> Session | None:
+        """Load a session without refreshing its idle TTL (quota checks)."""
+        with self.link.guard:
+            data = self.link.execute("GET", session_keys(session_id)["session"])
+        return None if data is None else self.decoded.decode(session_id, data)
+
+    def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
+        """Apply a change in one Lua script (read, change, write), keeping the session's TTL."""
+        assign = {name: client_chosen_json(value) if name in CLIENT_CHOSEN_FIELDS else value
+                  for name, value in change.assign.items()}
+        limit = -1 if change.subscription_limit is None else change.subscription_limit
+        with self.link.guard:
+            reply = self.link.run(
+                "update",
+                [session_keys(session_id)["session"]],
+                [dumps(assign), change.subscribe or "", change.unsubscribe or "", limit,
+                 "1" if change.unless_negotiated else "0"],
+            )
+        if reply[0] == 0:
+            return SessionUpdate(False, None)
+        return SessionUpdate(reply[0] == 1, self.decoded.decode(session_id, reply[1]))
+
+    def close_session(self, session_id: str) -> bool:
+        """Delete the session's keys and end its streams on whichever workers hold them."""
+        self.ttl_refreshed.pop(session_id, None)
+        self.decoded.forget(session_id)
+        self.claims.end_session(session_id, "session closed")
+        keys = session_keys(session_id)
+        with self.link.guard:
+            existed = self.link.run(
+                "close",
+                [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
+                 keys["replay_sizes"], keys["replay_bytes"]],
+                [session_id, CONTROL_CHANNEL],
+            )
+            self.link.execute("ZREM", SESSION_INDEX, session_id)
+        return bool(existed)
+
+    def session_count(self) -> int:
+        """How many sessions exist across every worker."""
+        with self.link.guard:
+            return int(self.link.run("count", [SESSION_INDEX], []))
+
+
+@functools.lru_cache(maxsize=1024)
+def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
+    """The session JSON's transport and principal fields as session_json writes them (see the script)."""
+    return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
+
+
+def release_command(session_id: str, token: str) -> tuple[str, str, str]:
+    """The command that frees a slot."""
+    return "ZREM", call_slots_key(session_id), token
+
+
+def session_of(release: tuple[Any, ...]) -> str:
+    """The start of the session id a release command names (for a log line)."""
+    return str(release[1]).partition("{")[2].partition("}")[0][:8]
+
+
+class CallSlots:
+    """RedisHub's call slots: it sends through the hub's link and reads sessions as the session store decodes them."""
+
+    def __init__(self, link: RedisLink, sessions: Sessions) -> None:
+        self.link = link
+        self.sessions = sessions
+        self.reset()
+
+    def reset(self) -> None:
+        """No slots held yet (after a fork too: the parent's are not this process's)."""
+        # The call slots this worker holds, token -> session id, renewed while their calls run.
+        self.call_leases: dict[str, str] = {}
+        # answer_waits releases not waited for yet: greenlet -> the post's number.
+        self.unwritten_releases: dict[gevent.Greenlet, int] = {}
+        self._prune_releases_at = MAX_UNWRITTEN_RELEASES
+
+    def take_call_slot(self, session_id: str, limit: int) -> str | None:
+        """Take a leased slot among the session's calls on every worker; None when limit are running."""
+        token = self.new_token()
+        with self.link.guard:
+            taken = self.link.run("take_call_slot", [call_slots_key(session_id)],
+                                  [token, str(limit), str(CALL_LEASE_MS)])
+        if not taken:
+            return None
+        self.call_leases[token] = session_id
+        return token
+
+    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
+                             limit: int) -> tuple[Session | None, str | None]:
+        """Load a session and take its call's slot in one round trip (its TTL must need no refresh: see the hub).
+
+        The slot's lease starts when hold_call_slot says the call runs: a request that never does (cancelled
+        before its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
+        """
+        token = self.new_token()  # which makes the command path too
+        keys, fixed = self.slot_lookup(session_id, transport, principal, limit)
+        with self.link.guard:
+            reply = self.link.run("get_taking_call_slot", keys, [token, *fixed])
+        if reply is None:
+            return None, None
+        data, taken = reply
+        session = self.sessions.decoded.decode(session_id, data)
+        if taken < 0 or session.transport != transport or session.principal != principal:
+            return None, None
+        return session, token if taken else ALL_SLOTS_TAKEN
+
+    def slot_lookup(self, session_id: str, transport: str, principal: str | None,
+                    limit: int) -> tuple[list[str], list[str]]:
+        """The slot lookup's keys and its arguments after the token."""
+        keys = [session_base(session_id), call_slots_key(session_id)]
+        fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
+                 *owner_fields(transport, principal)]
+        return keys, fixed
+
+    def hold_call_slot(self, session_id: str, token: str) -> None:
+        """Renew the slot's lease while its call runs, as for one take_call_slot took."""
+        self.call_leases[token] = session_id
+
+    def new_token(self) -> str:
+        """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
+        self.link.path()
+        return f"{self.link.worker_id}|{next(_token_numbers)}"
+
+    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
+                            answer_waits: bool = False) -> None:
+        """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot).
+
+        With answer_follows, the ZREM goes ahead of the answer this greenlet stores next (in the same write where
+        the path allows); with answer_waits, it is queued for the next write and the answer's writer waits for it
+        (wait_for_release), not this greenlet.
+        """
+        self.call_leases.pop(token, None)
+        release = release_command(session_id, token)
+        if answer_follows:
+            self.link.send_ahead(release)
+        else:
+            self._free(release, answer_waits)
+
+    def _free(self, release: tuple[Any, ...], answer_waits: bool = False) -> None:
+        """Post a slot's release (queued for the answer's writer with answer_waits); unreachable, its lease runs out."""
+        try:
+            with self.link.guard:
+                if answer_waits:
+                    self._post_release(release)
+                else:
+                    self.link.post(*release)
+        except HubUnavailable:
+            log.info("could not free a call slot of session %s: Redis unreachable", session_of(release))
+
+    def _post_release(self, release: tuple[Any, ...]) -> None:
+        """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
+        unwritten = self.unwritten_releases
+        if len(unwritten) >= self._prune_releases_at:  # answers that never waited: forget the releases written since
+            for greenlet, number in list(unwritten.items()):
+                if self.link.written(number):
+                    del unwritten[greenlet]
+            # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
+            # turn with thousands of calls ending does not scan them all for each one.
+            self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
+        unwritten[gevent.getcurrent()] = self.link.post_nowait(*release)
+
+    def wait_for_release(self, greenlet: Any) -> None:
+        """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
+        if self.unwritten_releases:
+            number = self.unwritten_releases.pop(greenlet, None)
+            if number is not None:
+                self.link.wait_written(number)
+
+    def free_held_slot(self) -> None:
+        """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
+        release = self.link.take_ahead() if self.link.ahead else None
+        if release is not None:
+            self._free(release)
+
+    def renew_call_leases(self) -> None:
+        """Extend the lease of every call slot this worker holds, in one round trip per batch."""
+        leases = list(self.call_leases.items())
+        for start in range(0, len(leases), RENEW_BATCH):
+            with self.link.guard:
+                scripts = self.link.script_batch()
+                for token, session_id in leases[start:start + RENEW_BATCH]:
+                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, str(CALL_LEASE_MS)])
+                scripts.execute()

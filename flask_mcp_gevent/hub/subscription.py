@@ -1,0 +1,110 @@
+"""A stream's view of its session, and the queue-fed base both hubs' subscriptions share."""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from flask_mcp_gevent.hub.mailbox import Empty, Mailbox
+from flask_mcp_gevent.metrics import instruments
+
+__all__ = ["QueuedSubscription", "StreamClosed", "Subscription"]
+
+log = logging.getLogger("mcp.hub")
+
+# Queued behind a stream's last event when it ends.
+STREAM_END = object()
+
+
+class StreamClosed(Exception):
+    """The subscription ended; `reason` says why (shutdown, slow consumer, session closed)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Subscription(ABC):
+    """A stream's view of its session: missed events first, then live ones."""
+
+    session_id: str
+    # None for the session's own stream; a request stream's key when a POST stream is resumed.
+    stream: str | None = None
+    # Set by the transport: closes the connection under a stream cut off for falling behind, because the
+    # greenlet serving it is blocked writing to a client that does not read and would never see the end.
+    on_cut_off: Callable[[], None] | None = None
+
+    def cut_connection(self) -> None:
+        """Close the stream's connection, if the transport said how."""
+        if self.on_cut_off is not None:
+            try:
+                self.on_cut_off()
+            except OSError:
+                log.debug("connection of session %s already gone", self.session_id[:8])
+
+    @abstractmethod
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next (event_id, json_bytes), None after timeout; raise StreamClosed when ended."""
+
+    @abstractmethod
+    def close(self, reason: str = "client gone") -> None:
+        """Stop receiving and free what the subscription holds."""
+
+    @abstractmethod
+    def end(self, reason: str) -> None:
+        """Make reads raise StreamClosed with reason, after what it already holds has been read."""
+
+    def __iter__(self) -> Iterator[tuple[str, bytes] | None]:
+        """Iterate forever: events, or None when nothing arrived within a second."""
+        while True:
+            yield self.get(1.0)
+
+
+class QueuedSubscription(Subscription):
+    """A subscription fed through a Mailbox: the ending, reading and bounds both backends share."""
+
+    queue: Mailbox
+    reason: str | None = None
+    maxsize: int
+    max_bytes: int
+    # Bytes of JSON waiting in the queue: bounded like the count, since one answer may be megabytes.
+    queued_bytes: int = 0
+
+    def enqueue(self, event: tuple[str, bytes]) -> None:
+        """Queue an event, counting its bytes."""
+        self.queue.put_nowait(event)
+        self.queued_bytes += len(event[1])
+
+    def is_full(self, data: bytes) -> bool:
+        """Whether queueing data would pass the bounds; an empty queue takes one event of any size."""
+        if self.queue.qsize() >= self.maxsize:
+            return True
+        return self.queued_bytes > 0 and self.queued_bytes + len(data) > self.max_bytes
+
+    def cut_off(self) -> None:
+        """Close a stream whose client stopped reading, instead of growing memory: end it, close its connection."""
+        log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
+        instruments().queue_dropped()
+        self.end("slow consumer")
+        self.cut_connection()
+
+    def end(self, reason: str) -> None:
+        """Make reads raise StreamClosed with reason, once what is already queued has been read."""
+        if self.reason is None:
+            self.reason = reason
+            self.queue.put_nowait(STREAM_END)
+
+    def next_item(self, timeout: float) -> Any:
+        """The next queued item, None after timeout; raise StreamClosed once the stream has ended."""
+        try:
+            item = self.queue.get(timeout)
+        except Empty:
+            return None
+        if item is STREAM_END:
+            # Put back, so that every later read ends too.
+            self.queue.put_nowait(STREAM_END)
+            raise StreamClosed(self.reason or "closed")
+        self.queued_bytes -= len(item[1])
+        return item

@@ -1,0 +1,141 @@
+"""Limits that keep one client from exhausting the server: sessions per owner, concurrent calls per session.
+
+Everything here is Flask-free, so every transport can use it. The rate limit per
+principal lives in `rate_limit` (it needs flask-limiter); the body's size, time and
+shape limits in `transports.http_io`, where the body is read.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import TYPE_CHECKING, Any
+
+from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, error_response
+from flask_mcp_gevent.hub import CapacityError, HubUnavailable, QuotaFull
+from flask_mcp_gevent.messages import Message
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.config import Settings
+    from flask_mcp_gevent.hub import Hub
+    from flask_mcp_gevent.session import Session
+
+__all__ = ["CallSlots", "SessionQuota", "SessionQuotaExceeded"]
+
+log = logging.getLogger("mcp.limits")
+
+
+class CallSlots:
+    """Concurrent tools/call requests per session, at most MCP_MAX_CONCURRENT_CALLS: a slot's whole life.
+
+    The hub counts them: in this worker in memory, across the fleet with Redis (as leases that run out
+    if the worker running the call dies). A slot is taken with the session lookup where the hub can
+    (session_for_call; the token waits on the call's message), claimed when the call starts, and given
+    back when the call ends, or at once when the call is refused before it runs.
+    """
+
+    def __init__(self, hub: Hub, limit: int) -> None:
+        self.hub = hub
+        self.limit = limit
+
+    def session_for_call(self, session_id: str, transport: str, principal: str | None,
+                         call: Message) -> Session | None:
+        """Load a session for one tools/call, taking the call's slot in the same step where the hub can."""
+        session, call.call_slot = self.hub.get_session_for_call(session_id, transport, principal, self.limit)
+        return session
+
+    def acquire(self, session_id: str) -> str | None:
+        """Take a slot for one call; its token, or None when the session already runs its maximum."""
+        return self.hub.take_call_slot(session_id, self.limit)
+
+    def claim(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
+        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error).
+
+        The slot the hub took with the session (message.call_slot) is this call's now.
+        """
+        taken, message.call_slot = message.call_slot, None
+        if taken is None:
+            try:
+                token = self.acquire(session.id)
+            except HubUnavailable:
+                return None, error_response(message.id, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE)
+        else:
+            token = taken or None  # ALL_SLOTS_TAKEN is ""
+            if token is not None:
+                self.hub.hold_call_slot(session.id, token)
+        if token is None:
+            return None, error_response(
+                message.id, SERVER_UNAVAILABLE,
+                f"Too many tool calls running in this session: the limit is {self.limit} "
+                "(MCP_MAX_CONCURRENT_CALLS); wait for one to finish",
+            )
+        return token, None
+
+    def give_back_unclaimed(self, session: Session, message: Message | None) -> None:
+        """Free the slot the hub took with the session for a call refused before it ran."""
+        if message is not None and message.call_slot:
+            self.release(session.id, message.call_slot)
+            message.call_slot = None
+
+    def release(self, session_id: str, token: str, answer_follows: bool = False, answer_waits: bool = False) -> None:
+        """Give a slot back when the call ends, however it ends (answer_follows: its answer is stored next;
+        answer_waits: another greenlet writes it, after wait_released)."""
+        self.hub.give_back_call_slot(session_id, token, answer_follows, answer_waits)
+
+    def free_held(self) -> None:
+        """Free a slot this greenlet gave back with answer_follows whose answer never went out."""
+        self.hub.free_held_slot()
+
+    def wait_released(self, greenlet: Any) -> None:
+        """Before a call's answer is written by another greenlet: wait until the call's slot is on its way back."""
+        self.hub.wait_for_release(greenlet)
+
+
+class SessionQuotaExceeded(CapacityError):
+    """A principal already holds MCP_MAX_SESSIONS_PER_PRINCIPAL sessions, or an address MCP_MAX_SESSIONS_PER_ADDRESS."""
+
+
+def address_group(address: str) -> str:
+    """What a client's sessions are counted under: its IPv4 address, or its IPv6 /64 (a host often has all of it)."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_network(address + "/64", strict=False))
+    except ValueError:
+        return address
+
+
+class SessionQuota:
+    """Sessions per owner: an authenticated principal, or without authentication the client's address.
+
+    The hub counts each owner's sessions and checks the count as it stores a new one (in this worker
+    in memory, across the fleet with Redis); closed and expired sessions free their places.
+    """
+
+    def __init__(self, hub: Hub, settings: Settings) -> None:
+        self.hub = hub
+        self.settings = settings
+
+    def owner_of(self, principal: str | None, address: str | None) -> tuple[str, int, str] | None:
+        """The owner a new session counts against: (name, limit, setting), or None for no quota (stdio)."""
+        if principal is not None:
+            return "principal:" + principal, self.settings.max_sessions_per_principal, "MCP_MAX_SESSIONS_PER_PRINCIPAL"
+        if address:
+            return "address:" + address_group(address), self.settings.max_sessions_per_address, \
+                "MCP_MAX_SESSIONS_PER_ADDRESS"
+        return None
+
+    def create(self, session: Session, address: str | None = None) -> None:
+        """Store a new session, counted against its owner; SessionQuotaExceeded or CapacityError when full."""
+        owner = self.owner_of(session.principal, address)
+        if owner is None:
+            self.hub.create_session(session)
+            return
+        name, limit, setting = owner
+        try:
+            self.hub.create_session(session, name, limit)
+        except QuotaFull:
+            holder = "you already hold" if session.principal is not None else "your address already holds"
+            raise SessionQuotaExceeded(
+                f"{holder} {limit} sessions ({setting}); end one with DELETE or let it expire"
+            ) from None

@@ -1,0 +1,278 @@
+"""What both HTTP transports read and write: the body and its limits (408, 413, 400), the session it names (400,
+404), which answers its Accept header takes, and the answers: JSON and empty responses, HttpProblem, the JSON 500.
+
+Plus the 503s they answer when the session store is down or the server holds all the sessions it may, and the
+refusal log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+import gevent
+from flask import Response
+from gunicorn.http.errors import NoMoreData, ParseException
+
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import dumps, dumps_line
+from flask_mcp_gevent.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    SERVER_UNAVAILABLE,
+    STORE_RETRY_AFTER_S,
+    STORE_UNAVAILABLE_MESSAGE,
+    error_response,
+    new_correlation_id,
+)
+from flask_mcp_gevent.hub import CapacityError
+from flask_mcp_gevent.logs import loggable
+from flask_mcp_gevent.messages import REQUEST, Body, Message, ParseFailure, parse_body
+from flask_mcp_gevent.session import (
+    SESSION_ID_MAX_CHARS,
+    SESSION_ID_PATTERN,
+    SESSION_ID_SYNTAX,
+    Session,
+    session_id_from,
+)
+from flask_mcp_gevent.transports.event_stream import EVENT_STREAM
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.config import Settings
+
+__all__ = ["JSON", "AcceptedTypes", "BodyLimitExceeded", "HttpProblem", "check_body", "empty_response",
+           "json_depth_and_longest_string", "json_response", "log_refusal", "lookup_session", "problem_response",
+           "read_body", "read_messages", "server_busy", "store_unavailable", "unexpected_error_response"]
+
+log = logging.getLogger("mcp.http")
+JSON = "application/json"
+
+
+def json_response(body: Any, status: int = HTTPStatus.OK, headers: Mapping[str, str] | None = None) -> Response:
+    """Return body as compact JSON ending with a newline (so curl prints a clean line)."""
+    return Response(dumps_line(body), status=status, headers=dict(headers or {}), content_type=JSON)
+
+
+def empty_response(status: int, headers: Mapping[str, str] | None = None) -> Response:
+    """Return a response with no body and no Content-Type (202 Accepted, 204 No Content)."""
+    response = Response(status=status, headers=dict(headers or {}))
+    del response.headers["Content-Type"]
+    return response
+
+
+class HttpProblem(Exception):
+    """Abort a request with an HTTP status and a JSON-RPC error body that says how to fix it."""
+
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        *,
+        request_id: Any = None,
+        data: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = error_response(request_id, code, message, data)
+        self.headers = dict(headers or {})
+
+
+def problem_response(problem: HttpProblem) -> Response:
+    """Render an HttpProblem."""
+    return json_response(problem.body, problem.status, problem.headers)
+
+
+def unexpected_error_response(environ: Mapping[str, Any]) -> Response:
+    """Log the exception being handled with a correlation id; answer 500 naming only the id."""
+    correlation_id = new_correlation_id()
+    log.exception("unhandled error on %s %s (correlation id %s)", loggable(environ.get("REQUEST_METHOD")),
+                  loggable(environ.get("PATH_INFO")), correlation_id)
+    return json_response(error_response(None, INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}),
+                         HTTPStatus.INTERNAL_SERVER_ERROR)
+
+
+def log_refusal(environ: Mapping[str, Any], status: int) -> None:
+    """Log an HTTP-level refusal (status 400 or more) on one line."""
+    if status < HTTPStatus.BAD_REQUEST:
+        return
+    session = session_id_from(environ) or "-"
+    log.info("http method=%s path=%s session=%s status=%d", loggable(environ.get("REQUEST_METHOD")),
+             loggable(environ.get("PATH_INFO")), loggable(session[:8]), status)
+
+
+class AcceptedTypes:
+    """Which of JSON and SSE an Accept header allows (no header allows both)."""
+
+    def __init__(self, header: str | None) -> None:
+        types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
+        self.json = bool(types & {"application/json", "application/*", "*/*"})
+        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
+
+
+def store_unavailable(request_id: Any = None) -> HttpProblem:
+    """The 503 for a session store that does not answer (with the request's id when there is one)."""
+    return HttpProblem(HTTPStatus.SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE,
+                       request_id=request_id, headers={"Retry-After": str(STORE_RETRY_AFTER_S)})
+
+
+def server_busy(full: CapacityError) -> HttpProblem:
+    """The 503 for a server (or principal) holding all the sessions it may."""
+    return HttpProblem(HTTPStatus.SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE, f"Server busy: {full}; retry later",
+                       headers={"Retry-After": "5"})
+
+
+def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: str, principal: str | None,
+                   request_id: Any = None, call: Message | None = None) -> Session:
+    """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id).
+
+    Malformed means no session id at all by the specification: empty, over SESSION_ID_MAX_CHARS, or a character
+    outside visible ASCII. An id that is well formed but not of our shape was never issued here: 404, as for any
+    session the server does not know, so the client starts a new one. For a body that is one tools/call (call),
+    the hub may take the call's slot in the same step (limits.CallSlots.session_for_call).
+    """
+    # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
+    # before the lookup touches anything, so a foreign probe does not keep the session alive.
+    if session_id is None or not SESSION_ID_PATTERN.fullmatch(session_id):  # our own ids take this one match
+        if not session_id or not SESSION_ID_SYNTAX.fullmatch(session_id):
+            raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                              f"Malformed session id: a session id is 1 to {SESSION_ID_MAX_CHARS} visible ASCII "
+                              "characters; send the one the server gave you", request_id=request_id)
+        session = None  # well formed, but not an id new_session_id makes: no store holds it
+    elif call is None:
+        session = dispatcher.hub.get_own_session(session_id, transport, principal)
+    else:
+        session = dispatcher.call_slots.session_for_call(session_id, transport, principal, call)
+    if session is None:
+        raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
+                          "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",
+                          request_id=request_id)
+    return session
+
+
+class BodyTimedOut(Exception):
+    """The request body did not arrive within MCP_BODY_TIMEOUT_S."""
+
+
+def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
+    """Check Content-Type and size, then read within MCP_BODY_TIMEOUT_S and parse; 415, 413, 408 or 400."""
+    mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
+    if mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise HttpProblem(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST,
+            "Unsupported Content-Type: send JSON with -H 'Content-Type: application/json'",
+        )
+    limit = dispatcher.settings.max_body_bytes
+    declared = environ.get("CONTENT_LENGTH")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    # The whole body, not each read: a client sending a byte a second would otherwise hold its connection forever.
+    try:
+        with gevent.Timeout(dispatcher.settings.body_timeout_s, BodyTimedOut):
+            data = environ["wsgi.input"].read(limit + 1)
+    except BodyTimedOut:
+        raise HttpProblem(HTTPStatus.REQUEST_TIMEOUT, INVALID_REQUEST,
+                          f"Request body not received within {dispatcher.settings.body_timeout_s:g} s "
+                          "(MCP_BODY_TIMEOUT_S): send the whole body at once") from None
+    except (ParseException, NoMoreData):
+        # gunicorn raises these from the read when a chunked body is malformed or ends early.
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                          "Malformed request body: bad chunked encoding or a body cut short; "
+                          "send it with Content-Length or as valid chunks") from None
+    if len(data) > limit:
+        raise too_large(limit)
+    try:
+        body = parse_body(data)
+    except ParseFailure as failure:
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, failure.response["error"]["code"],
+                          failure.response["error"]["message"]) from None
+    try:
+        check_body(body, data, dispatcher.settings)
+    except BodyLimitExceeded as exceeded:
+        raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
+    return body
+
+
+def read_messages(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
+    """Read the body, then charge a batch to the rate limit by its messages (the request counted as one)."""
+    body = read_body(dispatcher, environ)
+    if body.is_batch and len(body.messages) > 1 and dispatcher.charge_batch is not None:
+        dispatcher.charge_batch(len(body.messages))
+    return body
+
+
+def too_large(limit: int) -> HttpProblem:
+    """The 413 for a body over MCP_MAX_BODY_BYTES."""
+    return HttpProblem(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, INVALID_REQUEST,
+                       f"Request body too large: the limit is {limit} bytes (MCP_MAX_BODY_BYTES)")
+
+
+class BodyLimitExceeded(ValueError):
+    """A parsed body breaks a shape limit; carries the HTTP status and the JSON-RPC code to answer with."""
+
+    def __init__(self, status: int, message: str, code: int = INVALID_REQUEST) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+def json_depth_and_longest_string(value: Any, max_depth: int) -> tuple[int, int]:
+    """Walk decoded JSON without recursion; return (depth, longest string in UTF-8 bytes), stopping past max_depth."""
+    deepest = 0
+    longest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            # A character is 1 to 4 bytes: encode only when the length alone cannot decide.
+            longest = max(longest, len(item) if item.isascii() else len(item.encode("utf-8", "surrogatepass")))
+            continue
+        if isinstance(item, dict):
+            children: Any = [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > max_depth:
+            return deepest, longest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest, longest
+
+
+def check_body(body: Body, data: bytes, settings: Settings) -> None:
+    """Raise BodyLimitExceeded when a body is nested too deep, has a too-long string, batch or arguments."""
+    if body.is_batch and len(body.messages) > settings.max_batch:
+        raise BodyLimitExceeded(
+            HTTPStatus.BAD_REQUEST,
+            f"Batch too long: {len(body.messages)} messages, the limit is {settings.max_batch} (MCP_MAX_BATCH)",
+        )
+    # Cheap byte counts first: a body with few brackets cannot be deep, a short one cannot hold a long string.
+    may_be_deep = data.count(b"[") + data.count(b"{") > settings.max_json_depth
+    may_hold_long_string = len(data) > settings.max_string_bytes
+    if may_be_deep or may_hold_long_string:
+        raws = [message.raw for message in body.messages]
+        depth, longest = json_depth_and_longest_string(raws if body.is_batch else raws[0], settings.max_json_depth)
+        if depth > settings.max_json_depth:
+            raise BodyLimitExceeded(
+                HTTPStatus.BAD_REQUEST,
+                f"JSON nested too deeply: the limit is {settings.max_json_depth} levels (MCP_MAX_JSON_DEPTH)",
+            )
+        if longest > settings.max_string_bytes:
+            raise BodyLimitExceeded(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"A string of {longest} bytes exceeds the limit of {settings.max_string_bytes} (MCP_MAX_STRING_BYTES)",
+            )
+    if len(data) > settings.max_argument_bytes:
+        for message in body.messages:
+            if message.kind == REQUEST and message.method == "tools/call":
+                size = len(dumps(message.params.get("arguments")))
+                if size > settings.max_argument_bytes:
+                    raise BodyLimitExceeded(
+                        HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                        f"Tool arguments of {size} bytes exceed the limit of {settings.max_argument_bytes} "
+                        "(MCP_MAX_ARGUMENT_BYTES)",
+                    )

@@ -1,0 +1,112 @@
+"""Legacy HTTP+SSE transport (protocol 2024-11-05): a GET stream plus POSTed messages.
+
+GET opens the session and streams `event: endpoint` first, then one `event:
+message` per JSON-RPC message, each with an `id:`. POST answers 202 at once; the
+answers go out through the hub to whichever worker holds the stream. A client
+that reconnects with `?session_id=` and `Last-Event-ID` gets what it missed (an
+extension: 2024-11-05 itself has no resumption).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+import gevent
+from flask import Response
+
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import format_sse_event
+from flask_mcp_gevent.errors import INVALID_REQUEST
+from flask_mcp_gevent.hub import CapacityError
+from flask_mcp_gevent.messages import Body
+from flask_mcp_gevent.session import SSE, Session, session_id_from
+from flask_mcp_gevent.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
+from flask_mcp_gevent.transports.http_io import HttpProblem, empty_response, lookup_session, server_busy
+
+__all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
+
+log = logging.getLogger("mcp.sse")
+
+
+def legacy_get(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, endpoint: str) -> Response:
+    """Open a new legacy stream, or resume one named by ?session_id=; its messages go to endpoint."""
+    session_id = session_id_from(environ, header=False)
+    resume = lookup_session(dispatcher, session_id, SSE, principal) if session_id is not None else None
+    try:
+        return open_stream(dispatcher, environ, environ.get("SCRIPT_NAME", "").rstrip("/") + endpoint, resume,
+                           principal)
+    except CapacityError as full:
+        raise server_busy(full) from None
+
+
+def legacy_post(dispatcher: Dispatcher, session_id: str | None, principal: str | None, body: Body) -> Response:
+    """Accept a legacy message for the session its ?session_id= names; the answer goes to the session's stream."""
+    if session_id is None:
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                          "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",
+                          request_id=body.request_id)
+    session = lookup_session(dispatcher, session_id, SSE, principal, body.request_id, body.single_tool_call)
+    return post_message(dispatcher, session, body)
+
+
+def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], endpoint_path: str, resume: Session | None,
+                principal: str | None) -> Response:
+    """Open (or resume) a legacy session and return its event stream."""
+    if resume is None:
+        session = dispatcher.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
+        # Logged from the hub, on its own stack, before the loop runs anything else: logging's dozen frames on
+        # top of the request's would be the deepest call of the stream's life and keep a second 4 KiB page of
+        # its greenlet's frame stack resident until the stream ends (bench/RESULTS.md, idle legacy SSE session).
+        gevent.get_hub().loop.run_callback(log.info, "opened legacy session %s", session.id[:8])
+    else:
+        session = resume
+    subscription = dispatcher.subscribe(session.id, environ.get("HTTP_LAST_EVENT_ID"))
+    subscription.on_cut_off = connection_closer(environ)
+    endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
+    return Response(
+        stream_events(subscription, dispatcher.settings.keepalive_s, (endpoint,)),
+        mimetype=EVENT_STREAM,
+        headers=SSE_HEADERS,
+        # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping
+        # iterators (less work per event, and a shallower stack for every idle stream to keep).
+        direct_passthrough=True,
+    )
+
+
+def post_message(dispatcher: Dispatcher, session: Session, body: Body) -> Response:
+    """Accept a POSTed body; every answer is published to the session's stream."""
+
+    def publish(message: Any) -> None:
+        dispatcher.hub.publish(session.id, message)
+
+    def deliver(answer: Any) -> None:
+        # The 202 promised this answer: it is retried through a store outage (MCP_DELIVERY_RETRY_S). Nobody here
+        # needs its event id, so the hub may store it without this greenlet waiting.
+        dispatcher.hub.deliver_later(session.id, answer)
+
+    rejected = dispatcher.batch_error(session, body)
+    if rejected is not None:
+        # Stored before the 202, so an outage gets the POST a 503 instead of an acknowledgement.
+        publish(rejected)
+        return empty_response(HTTPStatus.ACCEPTED)
+    if body.is_batch:
+        running, errors = dispatcher.accept(session, body, publish)
+        if running or errors:
+            gevent.spawn(publish_batch, dispatcher, session, running, errors)
+    else:
+        # Each request delivers its own response from its greenlet as it finishes.
+        _, errors = dispatcher.accept(session, body, publish, on_done=deliver)
+        for error in errors:
+            publish(error)
+    return empty_response(HTTPStatus.ACCEPTED)
+
+
+def publish_batch(dispatcher: Dispatcher, session: Session, running: list, errors: list) -> None:
+    """Deliver a batch's answers together, as one JSON array, once they are all done."""
+    gevent.joinall(running)
+    answers = errors + [g.value for g in running if isinstance(g.value, dict)]
+    if answers:
+        dispatcher.hub.deliver_later(session.id, answers)

@@ -1,0 +1,194 @@
+"""stdio transport: newline-delimited JSON-RPC on stdin/stdout, for local clients.
+
+Only JSON-RPC lines reach stdout, one per message, flushed each time. File
+descriptor 1 is pointed at stderr for everything else, so a stray print in a
+tool (or a C library) cannot corrupt the protocol stream.
+
+The connection's era follows its first request (stateless/metadata.StdioEra): `initialize` makes it a legacy
+session, exactly as before; a request with 2026-07-28 `_meta` makes it stateless, and then each request runs
+like one on the stateless HTTP wire (its own ephemeral session, the stateless table, no headers to check).
+`server/discover` is answered the stateless way in either era and decides nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from typing import Any, BinaryIO
+
+import gevent
+from gevent.fileobject import FileObject
+
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.hub import StreamClosed
+from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.logs import configure_logging
+from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
+from flask_mcp_gevent.protocol.listen import LISTEN
+from flask_mcp_gevent.protocol.methods import STATELESS_METHOD_NAMES
+from flask_mcp_gevent.session import STDIO
+from flask_mcp_gevent.stateless.metadata import Era, StdioEra, ephemeral_session
+from flask_mcp_gevent.stateless.validation import validate_request
+from flask_mcp_gevent.toolkit.registry import Registry
+
+__all__ = ["StdioServer", "run_stdio"]
+
+log = logging.getLogger("mcp.stdio")
+DRAIN_TIMEOUT_S = 10.0
+# How long open listens get to send their closing result on SIGTERM.
+LISTEN_CLOSE_TIMEOUT_S = 2.0
+
+
+def claim_stdout() -> BinaryIO:
+    """Keep a private handle on the real stdout and send fd 1 and sys.stdout to stderr."""
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return protocol_out
+
+
+class StdioServer:
+    """One session over a pair of byte streams."""
+
+    def __init__(self, dispatcher: Dispatcher, reader: Any, writer: BinaryIO) -> None:
+        self.dispatcher = dispatcher
+        self.reader = reader
+        self.writer = writer
+        self.session = dispatcher.open_session(STDIO)
+        self.running: set[gevent.Greenlet] = set()
+        self.era = StdioEra()
+        # Stateless-era requests by id, for notifications/cancelled (they run in sessions of their own, not this one).
+        self.stateless_requests: dict[Any, gevent.Greenlet] = {}
+        self.listens: dict[Any, gevent.Greenlet] = {}
+
+    def publish(self, message: Any) -> None:
+        """Queue a message for stdout through the session's stream."""
+        self.dispatcher.hub.publish(self.session.id, message)
+
+    def write_forever(self) -> None:
+        """Copy the session's stream to stdout, one JSON line per message."""
+        subscription = self.dispatcher.hub.subscribe(self.session.id)
+        try:
+            while True:
+                try:
+                    item = subscription.get(60.0)
+                except StreamClosed:
+                    return
+                if item is not None:
+                    self.writer.write(item[1] + b"\n")
+                    self.writer.flush()
+        finally:
+            subscription.close()
+
+    def handle_line(self, line: bytes) -> None:
+        """Parse and accept one line; answers are published as they complete."""
+        if not line.strip():
+            return
+        try:
+            body = parse_body(line)
+        except ParseFailure as failure:
+            self.publish(failure.response)
+            return
+        if not body.is_batch and self.era.classify(body.messages[0].raw) is Era.STATELESS:
+            self.handle_stateless(body.messages[0])
+            return
+        rejected = self.dispatcher.batch_error(self.session, body)
+        if rejected is not None:
+            self.publish(rejected)
+            return
+        running, errors = self.dispatcher.accept(self.session, body, self.publish, on_done=self.publish)
+        for error in errors:
+            self.publish(error)
+        for greenlet in running:
+            self.running.add(greenlet)
+            greenlet.rawlink(self.running.discard)
+
+    def handle_stateless(self, message: Message) -> None:
+        """Serve one 2026-07-28 message: validate and start a request, or act on notifications/cancelled."""
+        if message.kind == INVALID:
+            self.publish(message.error)
+        elif message.kind == NOTIFICATION:
+            if message.method == "notifications/cancelled":
+                self.cancel(message.params.get("requestId"))
+        elif message.kind == REQUEST:
+            rejection = validate_request(message.raw, None, STATELESS_METHOD_NAMES)
+            if rejection is not None:
+                self.publish(rejection.response())
+                return
+            session = ephemeral_session(message.meta, None)
+            greenlet = self.dispatcher.start_request(session, message, self.publish, on_done=self.publish)
+            self.track(message, greenlet)
+        # A client response has nothing to answer here: this wire sends no requests.
+
+    def track(self, message: Message, greenlet: gevent.Greenlet) -> None:
+        """Remember a running stateless request until it ends, for cancellation, EOF and SIGTERM."""
+        table = self.listens if message.method == LISTEN else self.stateless_requests
+        table[message.id] = greenlet
+        self.running.add(greenlet)
+
+        def done(finished: gevent.Greenlet) -> None:
+            self.running.discard(finished)
+            if table.get(message.id) is finished:
+                del table[message.id]
+
+        greenlet.rawlink(done)
+
+    def cancel(self, request_id: Any) -> None:
+        """Stop a running stateless request or end a listen; it sends nothing more (unknown ids are ignored)."""
+        greenlet = self.stateless_requests.get(request_id) or self.listens.get(request_id)
+        if greenlet is not None:
+            greenlet.kill(block=False)
+
+    def end_listens(self, graceful: bool) -> None:
+        """End open listens: on SIGTERM each sends its closing result, then notifications/cancelled naming it."""
+        if not self.listens:
+            return
+        ids = list(self.listens)
+        if graceful:
+            self.dispatcher.listeners.shutdown()
+            gevent.joinall(list(self.listens.values()), timeout=LISTEN_CLOSE_TIMEOUT_S)
+            for listen_id in ids:
+                self.publish({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": listen_id, "reason": "server shutting down"}})
+        gevent.killall(list(self.listens.values()), timeout=1.0)
+
+    def serve(self) -> None:
+        """Read until EOF, then let running requests finish and their answers flush; on SIGTERM stop at once."""
+        writer = gevent.spawn(self.write_forever)
+        graceful = True
+        try:
+            for line in self.reader:
+                self.handle_line(line)
+            # EOF: nobody reads a listen any more; the answers to what the client sent are still owed.
+            graceful = False
+            self.end_listens(graceful=False)
+            gevent.joinall(list(self.running), timeout=DRAIN_TIMEOUT_S)
+            gevent.sleep(0)
+        finally:
+            self.end_listens(graceful)
+            # Closing first lets the writer flush what is queued, and drops answers of calls killed below.
+            self.dispatcher.hub.close_session(self.session.id)
+            # After SIGTERM (the client gave up waiting) or the drain timeout, calls in flight are cancelled.
+            gevent.killall(list(self.running), timeout=1.0)
+            writer.join(timeout=2.0)
+
+
+def run_stdio(settings: Settings, registry: Registry | None = None) -> int:
+    """Serve one client on stdin/stdout until EOF or SIGTERM (registry: an app's, else mcp_tools/ discovered)."""
+    configure_logging(settings.log_level, settings.log_format)
+    protocol_out = claim_stdout()
+    # No authorizer: the local user who started the process may use everything, as the principal of stdio.
+    dispatcher = Dispatcher(settings, registry=registry, hub=MemoryHub(settings))
+    server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
+    main = gevent.getcurrent()
+    gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))
+    log.info("serving MCP on stdio")
+    try:
+        server.serve()
+    except (SystemExit, KeyboardInterrupt):
+        log.info("stdio server stopping")
+    return 0

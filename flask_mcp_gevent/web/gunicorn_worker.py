@@ -1,0 +1,212 @@
+"""The gunicorn worker: gevent's, except that gunicorn's own refusals of malformed HTTP answer as JSON.
+
+gunicorn answers a request it cannot parse (a bad request line, a too-long URI, too many or
+too large headers, a broken chunked body) before the app sees it, with an HTML page and
+none of the app's headers. This worker answers the same statuses with a JSON-RPC error
+body and the security headers, and logs the refusal on one line through the `mcp` loggers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from functools import partial
+from http import HTTPStatus
+from ssl import SSLError
+from typing import Any
+
+import gevent
+from gevent.pool import Pool
+from gevent.server import StreamServer
+from gunicorn import util
+from gunicorn.http.errors import (
+    ConfigurationProblem,
+    ExpectationFailed,
+    ForbiddenProxyRequest,
+    InvalidResponseHeader,
+    InvalidResponseHeaderName,
+    LimitRequestHeaders,
+    LimitRequestLine,
+    ParseException,
+    UnsupportedTransferCoding,
+)
+from gunicorn.sock import ssl_context
+from gunicorn.workers.ggevent import GeventWorker
+
+from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
+from flask_mcp_gevent.logs import loggable
+
+__all__ = ["McpWorker", "accept_queued", "error_page"]
+
+log = logging.getLogger("mcp.http")
+# How gunicorn decides a refusal's status, in its order; anything else a worker raises is a 500.
+STATUS_BY_ERROR: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
+    ((InvalidResponseHeader, InvalidResponseHeaderName, ConfigurationProblem), 500),
+    ((LimitRequestLine,), 414),
+    ((LimitRequestHeaders,), 431),
+    ((ForbiddenProxyRequest, SSLError), 403),
+    ((ExpectationFailed,), 417),
+    ((UnsupportedTransferCoding,), 501),
+    ((ParseException,), 400),
+)
+
+
+def status_for(exc: BaseException) -> int:
+    """The HTTP status gunicorn gives this error."""
+    for kinds, status in STATUS_BY_ERROR:
+        if isinstance(exc, kinds):
+            return status
+    return 500
+
+
+def explain(status: int, cfg: Any) -> str:
+    """What was wrong, and how to fix it, for each status gunicorn answers itself."""
+    if status == 414:
+        return (f"URI Too Long: the request line is over {cfg.limit_request_line} bytes; "
+                "MCP needs only the path and ?session_id=")
+    if status == 431:
+        return (f"Request Header Fields Too Large: send at most {cfg.limit_request_fields} headers "
+                f"of at most {cfg.limit_request_field_size} bytes each")
+    if status == 400:
+        return "Bad Request: malformed HTTP (request line, headers or chunked body); send well-formed HTTP/1.1"
+    if status == 501:
+        return "Not Implemented: unsupported Transfer-Encoding; send the body with Content-Length or chunked"
+    return HTTPStatus(status).phrase
+
+
+def error_page(status: int, message: str, data: Any = None) -> bytes:
+    """A whole HTTP/1.1 response: status line, security headers, a JSON-RPC error body; the connection closes."""
+    # Imported here, in a worker: the master loads this class before forking, and Flask belongs in the workers.
+    from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
+
+    code = INTERNAL_ERROR if status >= HTTPStatus.INTERNAL_SERVER_ERROR else INVALID_REQUEST
+    body = (json.dumps(error_response(None, code, message, data), separators=(",", ":")) + "\n").encode()
+    head = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Connection: close", "Content-Type: application/json",
+            f"Content-Length: {len(body)}", *(f"{name}: {value}" for name, value in SECURITY_HEADERS_WITH_CACHE)]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def accept_queued(server: StreamServer) -> int:
+    """Hand every connection waiting in the server's accept queue to its handler, without blocking; how many."""
+    taken = 0
+    while True:
+        try:
+            accepted = server.do_read()
+        except OSError:
+            return taken
+        if not accepted:
+            return taken
+        server.do_handle(*accepted)
+        taken += 1
+
+
+class NamedListener:
+    """A listening socket whose name is read once, up front.
+
+    gunicorn's handler asks the listener for its name only after it has read the client's first bytes; by then
+    stop_accepting may have closed the socket, and the name would be EBADF (a traceback for a request that is fine).
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.name = sock.getsockname()
+
+    def getsockname(self) -> Any:
+        """The socket's name, as it was when the worker started."""
+        return self.name
+
+    def __getattr__(self, attribute: str) -> Any:
+        """Everything else from the socket itself."""
+        return getattr(self.sock, attribute)
+
+
+class McpWorker(GeventWorker):
+    """gunicorn's gevent worker, answering malformed HTTP with JSON instead of an HTML page.
+
+    It also stops accepting connections the moment SIGTERM arrives. gunicorn's own loop notices only
+    at its next tick (up to a second later), and the listening socket is shared: on a reload the new
+    workers are already accepting, on a stop the master has closed its copy. A connection this worker
+    took in that second would open a stream on a worker that has just closed its streams, or be
+    refused with "shutting down", where a refused connection sends it to a worker that stays.
+    """
+
+    servers: list[StreamServer]
+
+    def run(self) -> None:
+        """Serve every listener, beat the heartbeat, then drain until graceful_timeout: the gevent worker's job.
+
+        gunicorn's own loop (27.0.1) keeps its servers to itself; this one keeps them, so handle_exit can close
+        them at once. Recheck it against gunicorn's when the pin moves.
+        """
+        self.servers = []
+        ssl_args = {"ssl_context": ssl_context(self.cfg)} if self.cfg.is_ssl else {}
+        for listener in self.sockets:
+            listener.setblocking(1)
+            server = StreamServer(listener, handle=partial(self.handle, NamedListener(listener)),
+                                  spawn=Pool(self.worker_connections), **ssl_args)
+            if self.cfg.workers > 1:
+                server.max_accept = 1
+            server.start()
+            self.servers.append(server)
+        while self.alive:
+            self.notify()
+            gevent.sleep(1.0)
+        self.stop_accepting()
+        # Handle the connections in progress until graceful_timeout, then stop them (as gunicorn does).
+        started = time.time()
+        while time.time() - started <= self.cfg.graceful_timeout:
+            if all(server.pool.free_count() == server.pool.size for server in self.servers):
+                return
+            self.notify()
+            gevent.sleep(1.0)
+        self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
+        for server in self.servers:
+            server.stop(timeout=1)
+
+    def stop_accepting(self) -> None:
+        """Close the listening servers (idempotent), first serving the connections already queued on them.
+
+        The kernel resets a connection still waiting in the accept queue when the last copy of the socket
+        closes (on a stop, the master has closed its copy already): a balancer would pass that on as a 502.
+        """
+        for server in getattr(self, "servers", ()):
+            if not server.closed:
+                server.stop_accepting()
+                if accept_queued(server):
+                    gevent.sleep(0)  # let their handlers start
+                server.close()
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> bool:
+        """Serve one request; once the worker is stopping, close its connection after it.
+
+        gunicorn decides keep-alive when a response starts: a stream that began before SIGTERM and ended
+        because of it would leave its connection open for another request, and a balancer's pool would
+        send the client's reconnect straight back to this worker.
+        """
+        kept = super().handle_request(listener_name, req, sock, addr)
+        if not self.alive:
+            raise StopIteration()
+        return kept
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """SIGTERM: stop accepting now, then let gunicorn's loop wind the worker down."""
+        super().handle_exit(sig, frame)
+        gevent.spawn(self.stop_accepting)
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """Log the refusal on one line and answer it as JSON with the security headers."""
+        status = status_for(exc)
+        data = None
+        if status >= 500:
+            correlation_id = new_correlation_id()
+            data = {"correlationId": correlation_id}
+            log.error("error handling a request (correlation id %s)", correlation_id, exc_info=exc)
+            message = "Internal error"
+        else:
+            log.info("http malformed request status=%d error=%s", status, loggable(str(exc)))
+            message = explain(status, self.cfg)
+        try:
+            util.write_nonblock(client, error_page(status, message, data))
+        except OSError:
+            log.debug("could not send the %d answer: the client is gone", status)

@@ -1,0 +1,63 @@
+"""Operations endpoints: /healthz (the process answers), /readyz (its dependencies do), /metrics (Prometheus).
+
+They need no credentials, but they check Origin (403) and Host (421) as /mcp does:
+otherwise a DNS-rebinding page in a local browser could read the metrics.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+from flask import Blueprint, Response, request
+
+from flask_mcp_gevent import metrics
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.transports.http_io import json_response
+from flask_mcp_gevent.web.mcp_app import current_dispatcher
+from flask_mcp_gevent.web.pipeline import check_host, check_origin
+
+__all__ = ["ops_blueprint"]
+
+
+def refuse_foreign_pages() -> None:
+    """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
+    settings = current_dispatcher().settings
+    check_origin(request.headers.get("Origin"), settings)
+    check_host(request.environ, settings)
+
+
+def healthz() -> Response:
+    """Alive: the worker answers HTTP."""
+    return json_response({"status": "ok"})
+
+
+def readyz() -> Response:
+    """Ready: the hub's backing store answers."""
+    dispatcher = current_dispatcher()
+    try:
+        if dispatcher.hub.ready():
+            return json_response({"status": "ready", "sessions": dispatcher.hub.session_count()})
+    except HubUnavailable:
+        pass  # Redis went away between the two calls
+    return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
+
+
+def prometheus_metrics() -> Response:
+    """Every worker's counters, gauges and histograms in Prometheus text format."""
+    dispatcher = current_dispatcher()
+    try:
+        session_count = dispatcher.hub.session_count()
+    except HubUnavailable:
+        session_count = None
+    body, content_type = metrics.render(request.headers.get("Accept"), session_count)
+    return Response(body, content_type=content_type)
+
+
+def ops_blueprint(prefix: str = "", name: str = "ops") -> Blueprint:
+    """The operations endpoints under prefix: prefix/healthz, prefix/readyz, prefix/metrics."""
+    blueprint = Blueprint(name, __name__)
+    blueprint.before_request(refuse_foreign_pages)
+    blueprint.add_url_rule(f"{prefix}/healthz", view_func=healthz, methods=["GET"])
+    blueprint.add_url_rule(f"{prefix}/readyz", view_func=readyz, methods=["GET"])
+    blueprint.add_url_rule(f"{prefix}/metrics", view_func=prometheus_metrics, methods=["GET"])
+    return blueprint

@@ -1,0 +1,32 @@
+"""What every web module finds on an MCP app: the dispatcher its extension owns, and the MCP routes' blueprint name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, current_app
+
+from flask_mcp_gevent.dispatcher import Dispatcher
+
+__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "current_dispatcher", "dispatcher_of", "handle_error_in"]
+
+# The McpExtension's key in app.extensions.
+MCP_EXTENSION = "mcp"
+# The blueprint of the MCP routes: hooks and limits that apply to MCP requests only look for it.
+MCP_BLUEPRINT = "mcp"
+
+
+def dispatcher_of(app: Flask) -> Dispatcher:
+    """The Dispatcher of an app that has the MCP extension."""
+    return app.extensions[MCP_EXTENSION].dispatcher
+
+
+def current_dispatcher() -> Dispatcher:
+    """The Dispatcher of the app handling this request."""
+    return dispatcher_of(current_app)
+
+
+def handle_error_in(app: Flask, blueprint: str, failure: type[Exception], handler: Callable[..., Any]) -> None:
+    """Register an error handler for one blueprint's requests on app (a blueprint object may serve several apps)."""
+    app.error_handler_spec[blueprint][None][failure] = handler

@@ -1,0 +1,400 @@
+"""What every request to the MCP routes passes, whichever way it came in: count, screen, pick a POST's wire, render
+a failure, finish.
+
+The count comes first (ConnectionLimit, the outermost WSGI layer): an address with too many requests in progress
+gets 429. Then the screen: foreign origins get 403, and on a loopback listener a Host that is not a loopback name
+gets 421 (DNS rebinding); then the bearer token is checked (401 with WWW-Authenticate, 403 for a missing scope,
+503 when tokens cannot be verified). The ops and console pages reuse the Origin and Host checks. A POST then
+goes to its era's wire (`handle_post`), from the hot path and from the Flask route alike.
+
+The WSGI hot path (HotPath) answers POSTs to /mcp and /messages straight from WSGI,
+without Flask's per-request work: a `tools/call` costs about 100 µs of MCP work,
+Flask's contexts, URL matching and hooks around it several times that. It calls the
+steps directly; Flask's before_request, error handlers and after_request are
+one-line adapters of them (`flask_hooks.install`), so the two ways in answer alike
+and cannot drift apart. When a setting needs Flask's own hooks (a rate limit, CORS),
+and for every other request, Flask serves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response
+from werkzeug.exceptions import HTTPException
+
+from flask_mcp_gevent.auth import Authenticator, AuthUnavailable, InsufficientScope, Unauthenticated
+from flask_mcp_gevent.config import Settings, is_loopback_host
+from flask_mcp_gevent.errors import (
+    INVALID_REQUEST,
+    PERMISSION_DENIED,
+    SERVER_UNAVAILABLE,
+    error_response,
+    new_correlation_id,
+)
+from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.messages import Body
+from flask_mcp_gevent.session import SESSION_HEADER_KEY, session_id_from
+from flask_mcp_gevent.session import SUPPORTED as HANDSHAKE_VERSIONS
+from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.transports.http_io import (
+    HttpProblem,
+    json_response,
+    log_refusal,
+    problem_response,
+    read_messages,
+    store_unavailable,
+    unexpected_error_response,
+)
+from flask_mcp_gevent.transports.legacy_sse import legacy_post
+from flask_mcp_gevent.transports.stateless_http import legacy_refused, stateless_post
+from flask_mcp_gevent.transports.streamable_http import streamable_post
+from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.web.oauth_metadata import challenge
+from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
+from flask_mcp_gevent.web.security import AUTH_EXTENSION_KEY
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.dispatcher import Dispatcher
+
+__all__ = ["FAILURES", "HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
+           "check_foreign_page",
+           "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless", "screen_environ"]
+
+log = logging.getLogger("mcp.auth")
+
+# The exceptions render_failure turns into answers, most specific first (Flask gets one handler for each).
+FAILURES = (HttpProblem, HubUnavailable, HTTPException, Exception)
+HTTP_EXCEPTION_HINTS: dict[int, str] = {
+    HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
+    HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
+}
+
+# The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
+LEGACY_ONLY_PATHS = ("/messages", "/messages/")
+HOT_PATHS = frozenset({"/mcp", *LEGACY_ONLY_PATHS})
+# What werkzeug's get_wsgi_headers would change: these go its way (1xx, 204, 304, Location, Content-Location).
+BODILESS_STATUSES = frozenset({*range(100, 200), 204, 304})
+REWRITTEN_HEADERS = frozenset({"location", "content-location"})
+RETRY_AFTER_S = "5"
+
+
+# Origin and Host
+
+
+def split_host(host: str) -> str:
+    """Return the host name of a Host header, without port or IPv6 brackets."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def host_allowed(host: str, allowed: Iterable[str], listener_is_loopback: bool) -> bool:
+    """Check the Host header: against MCP_ALLOWED_HOSTS when set, else loopback names on loopback."""
+    allowed = tuple(allowed)
+    name = split_host(host or "")
+    if allowed:
+        return "*" in allowed or name in {split_host(a) for a in allowed} or host.strip().lower() in allowed
+    if listener_is_loopback:
+        return is_loopback_host(name)
+    return True
+
+
+def check_origin(origin: str | None, settings: Settings) -> None:
+    """Raise 403 when the request carries an Origin outside MCP_ALLOWED_ORIGINS (and MCP_CORS_ORIGINS)."""
+    if origin and not origin_allowed(origin, (*settings.allowed_origins, *settings.cors_origins)):
+        raise HttpProblem(
+            HTTPStatus.FORBIDDEN,
+            INVALID_REQUEST,
+            f"Origin {origin!r} is not allowed; add it to MCP_ALLOWED_ORIGINS to let that site connect",
+        )
+
+
+def check_host(environ: Mapping[str, str], settings: Settings) -> None:
+    """Raise 421 when the Host header does not name this server (DNS rebinding defence)."""
+    host = environ.get("HTTP_HOST", "")
+    listener_is_loopback = is_loopback_host(environ.get("SERVER_NAME", ""))
+    if not host_allowed(host, settings.allowed_hosts, listener_is_loopback):
+        raise HttpProblem(
+            HTTPStatus.MISDIRECTED_REQUEST,
+            INVALID_REQUEST,
+            f"Host {host!r} is not allowed on this listener; set MCP_ALLOWED_HOSTS to the names clients use",
+        )
+
+
+# authentication
+def authenticate(authenticator: Authenticator | None, settings: Settings, environ: Mapping[str, Any]) -> str | None:
+    """Return the principal behind the request's bearer token (None when auth is off); 401/403/503 otherwise."""
+    # A CORS preflight never carries credentials; it only asks which headers it may send.
+    if authenticator is None or environ.get("REQUEST_METHOD") == "OPTIONS":
+        return None
+    try:
+        return authenticator.authenticate(environ.get("HTTP_AUTHORIZATION")).name
+    except Unauthenticated as refused:
+        message = f"Unauthorized: {refused}"
+        query = environ.get("QUERY_STRING", "")
+        if refused.error is None and any(f"{name}=" in query for name in ("access_token", "token", "api_key")):
+            message += " (credentials in the URL are ignored: they end up in logs)"
+        raise HttpProblem(HTTPStatus.UNAUTHORIZED, INVALID_REQUEST, message,
+                          headers={"WWW-Authenticate": challenge(settings, refused.error, str(refused))}) from None
+    except InsufficientScope as refused:
+        scope = " ".join(refused.scopes)
+        raise HttpProblem(
+            HTTPStatus.FORBIDDEN, PERMISSION_DENIED,
+            f"Forbidden: {refused}; ask the authorization server for a token with scope '{scope}'",
+            headers={"WWW-Authenticate": challenge(settings, "insufficient_scope", str(refused), scope)},
+        ) from None
+    except AuthUnavailable as unavailable:
+        correlation_id = new_correlation_id()
+        log.error("cannot verify tokens: %s (correlation id %s)", unavailable, correlation_id)
+        raise HttpProblem(HTTPStatus.SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
+                          "Cannot verify tokens right now; retry shortly",
+                          data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
+
+
+def check_foreign_page(environ: Mapping[str, Any], settings: Settings) -> None:
+    """Check Origin (403) and Host (421)."""
+    origin = environ.get("HTTP_ORIGIN")
+    if origin:
+        check_origin(origin, settings)
+    check_host(environ, settings)
+
+
+def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
+    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
+    check_foreign_page(environ, settings)
+    return authenticate(authenticator, settings, environ)
+
+
+# a POST's wire
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None,
+                legacy_only: bool | None = None) -> Response:
+    """Answer a POST: read the body, then serve it on its era's wire.
+
+    legacy_only says whether the path takes legacy messages only (the SDKs' /messages); None reads it from the
+    path (the hot path). A legacy message (such a path, or the query names a session) goes to its session whatever
+    its body says. Otherwise a 2026-07-28 request (its MCP-Protocol-Version header, or without one its _meta, names
+    a version that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
+    """
+    # The body first, so that every refusal after it (session, version header) carries the request's id.
+    body = read_messages(dispatcher, environ)
+    # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
+    # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
+    session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
+    if legacy_only is None:
+        legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
+    legacy_message = legacy_only or session_id is not None
+    if not legacy_message and is_stateless(environ, body):
+        return stateless_post(dispatcher, environ, principal, body)
+    if not dispatcher.settings.legacy:
+        return legacy_refused(environ, body)
+    if legacy_message:
+        return legacy_post(dispatcher, session_id, principal, body)
+    return streamable_post(dispatcher, environ, principal, body)
+
+
+def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
+    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
+
+    A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
+    sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
+    """
+    header = environ.get(PROTOCOL_VERSION_KEY)
+    if header in HANDSHAKE_VERSIONS:
+        return False  # what http_era decides too, for what a session's client sends with every request after the first
+    request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
+    first = None if body.is_batch else body.messages[0].raw
+    if metadata.http_era("POST", request_headers, first) is not metadata.Era.STATELESS:
+        return False
+    return SESSION_HEADER_KEY not in environ or metadata.is_stateless_version((header or "").strip(" \t")) or (
+        metadata.is_stateless_version(metadata.body_version(first)))
+
+
+# the pipeline
+class Pipeline:
+    """The screen, the failure rendering and the finish of one app's MCP requests."""
+
+    def __init__(self, app: Flask, identify: Callable[[Mapping[str, Any]], str | None] | None = None) -> None:
+        self.app = app
+        self.settings = dispatcher_of(app).settings
+        # Who the caller is, in place of the bearer check: the extension's (flask_mcp_gevent/extension.py), which asks
+        # a host's principal_loader. None: the bearer check (API keys, OAuth) decides.
+        self.identify = identify
+        # Set when identify reads Flask's request (a principal_loader): then Flask serves every request, hot or not.
+        self.needs_flask_request = False
+
+    def screen(self, environ: Mapping[str, Any]) -> str | None:
+        """Check Origin, Host and credentials (403, 421, 401, 503); return the principal (None: auth off)."""
+        if self.identify is None:
+            return screen_environ(environ, self.settings, self.app.extensions.get(AUTH_EXTENSION_KEY))
+        check_foreign_page(environ, self.settings)
+        return self.identify(environ)
+
+    @staticmethod
+    def render_failure(exc: Exception, environ: Mapping[str, Any]) -> Response:
+        """A refusal or failure as its JSON-RPC error body: never HTML, a traceback or internal detail."""
+        if isinstance(exc, HttpProblem):
+            return problem_response(exc)
+        if isinstance(exc, HubUnavailable):
+            # Redis is unreachable: 503 at once on every path (open, resume, post, delete), never 500.
+            return problem_response(store_unavailable())
+        if isinstance(exc, HTTPException):
+            return http_exception_response(exc, environ)
+        return unexpected_error_response(environ)
+
+    @staticmethod
+    def finish(environ: Mapping[str, Any], response: Response) -> Response:
+        """Put the security headers on the response and log it on one line if it is a refusal."""
+        add_security_headers(response)
+        log_refusal(environ, response.status_code)
+        return response
+
+
+def add_security_headers(response: Response) -> Response:
+    """Put the security headers on the response, and forbid caching unless the route said otherwise."""
+    present = {name.lower() for name in response.headers.keys()}
+    # Appended to werkzeug's own list: Headers.extend would check each of these constants for line breaks.
+    response.headers._list.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
+                                   if name.lower() not in present])
+    return response
+
+
+def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> Response:
+    """Werkzeug's errors (404, 405, ...) as JSON instead of HTML."""
+    status = exc.code or HTTPStatus.INTERNAL_SERVER_ERROR
+    hint = HTTP_EXCEPTION_HINTS.get(status)
+    message = hint.format(method=environ.get("REQUEST_METHOD")) if hint else exc.name
+    response = json_response(error_response(None, INVALID_REQUEST, message), status)
+    if status == HTTPStatus.METHOD_NOT_ALLOWED:
+        response.headers.update({name: value for name, value in exc.get_headers() if name.lower() == "allow"})
+    return response
+
+
+# the hot path
+class HotPath:
+    """WSGI middleware in front of Flask's wsgi_app for POSTs to the MCP endpoints."""
+
+    def __init__(self, app: Flask, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]]) -> None:
+        self.flask_wsgi = flask_wsgi
+        self.pipeline = pipeline
+        self.dispatcher = dispatcher_of(app)
+        settings = self.dispatcher.settings
+        # flask-limiter and the CORS headers are Flask hooks: with either configured, Flask serves every request.
+        self.enabled = not settings.rate_limit and not settings.cors_origins
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """Answer a hot POST here; hand anything else to Flask."""
+        if (not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS
+                or self.pipeline.needs_flask_request):
+            return self.flask_wsgi(environ, start_response)
+        response = self.pipeline.finish(environ, self.answer(environ))
+        return emit(response, environ, start_response)
+
+    def answer(self, environ: Mapping[str, Any]) -> Response:
+        """The response to one POST; refusals and failures become their JSON-RPC error bodies."""
+        try:
+            principal = self.pipeline.screen(environ)
+            return handle_post(self.dispatcher, environ, principal)
+        except Exception as exc:
+            return self.pipeline.render_failure(exc, environ)
+
+
+def emit(response: Response, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Start a response; a buffered body with its length set goes out as it is, without werkzeug's fixes.
+
+    werkzeug copies the headers and looks for Location, Content-Length and statuses without a body on
+    every response; the JSON answers of a POST need none of that, and they are most of the traffic.
+    """
+    body = response.response
+    if type(body) is list and not response._on_close and response.status_code not in BODILESS_STATUSES:
+        headers = response.headers.to_wsgi_list()
+        names = {name.lower() for name, _ in headers}
+        if "content-length" in names and not names & REWRITTEN_HEADERS:
+            start_response(response.status, headers)
+            return body
+    return response(environ, start_response)
+
+
+# the count of requests in progress per address
+def is_under(path: str, prefix: str) -> bool:
+    """Whether path is prefix or one of its sub-paths."""
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+class ConnectionLimit:
+    """WSGI middleware in front of the app: counts each address's requests in progress, refuses the excess."""
+
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], limit: int, paths_under: str | None = None) -> None:
+        self.wsgi = wsgi
+        self.limit = limit
+        # On a host app, only the MCP paths count (paths_under is its MCP path); the host's own routes pass.
+        self.paths_under = paths_under
+        # Only addresses with a request in progress are here, so the table is as large as the worker's load.
+        self.in_progress: dict[str, int] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """Serve the request if its address is under the bound, else answer 429 without reading the body."""
+        if self.paths_under is not None and not is_under(environ.get("PATH_INFO", ""), self.paths_under):
+            return self.wsgi(environ, start_response)
+        address = environ.get("REMOTE_ADDR") or ""
+        count = self.in_progress.get(address, 0)
+        if count >= self.limit:
+            return self.refuse(environ, start_response)
+        # gevent never switches between the check and the increment, so no lock is needed.
+        self.in_progress[address] = count + 1
+        try:
+            body = self.wsgi(environ, start_response)
+        except BaseException:
+            self.release(address)
+            raise
+        # The server closes the body when the response ends, however it ends (a client gone included).
+        return ReleasingBody(body, self, address)
+
+    def release(self, address: str) -> None:
+        """One request of address is over."""
+        count = self.in_progress.get(address, 0) - 1
+        if count > 0:
+            self.in_progress[address] = count
+        else:
+            self.in_progress.pop(address, None)
+
+    def refuse(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """The 429 for an address over the bound, with a JSON-RPC error body and the security headers."""
+        response = problem_response(HttpProblem(
+            HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
+            f"Too many requests in progress from your address: the limit is {self.limit} at once "
+            "(MCP_MAX_CONNECTIONS_PER_ADDRESS); finish or close one, then retry",
+            headers={"Retry-After": RETRY_AFTER_S},
+        ))
+        return Pipeline.finish(environ, response)(environ, start_response)
+
+
+class ReleasingBody:
+    """The app's response body for the server to iterate as is; closing it releases its address's count."""
+
+    # Held for a stream's whole life: no werkzeug ClosingIterator (a Python __next__ between the server's write loop
+    # and the stream, deepening every idle greenlet's saved stack), no partial, no per-instance dict.
+    __slots__ = ("address", "body", "limit")
+
+    def __init__(self, body: Iterable[bytes], limit: ConnectionLimit, address: str) -> None:
+        self.body = body
+        self.limit = limit
+        self.address = address
+
+    def __iter__(self) -> Iterator[bytes]:
+        """The app's own iterator."""
+        return iter(self.body)
+
+    def close(self) -> None:
+        """Close the app's body (as WSGI asks), then count the request as over, even if that close failed."""
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.limit.release(self.address)

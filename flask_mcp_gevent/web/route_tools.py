@@ -1,0 +1,153 @@
+"""A host app's existing Flask route as an MCP tool (`MCP.expose_route`).
+
+The route's URL variables become properties with their converters' types; on POST, PUT and PATCH the
+JSON body, described by body_schema, is the property `body` (kept apart, so a URL variable and a body field
+may share a name). A call is one request through the whole app, as a browser's would be: its WSGI
+middleware, before_request hooks, own authentication, view, error handlers and after_request hooks. It
+carries the MCP caller's credentials (web/callers.py) and no client address (REMOTE_ADDR is empty: an
+internal call must not pass for a local one). A JSON answer becomes structuredContent, any other its text;
+a status of 300 or more is an isError result naming the status (redirects are not followed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+from flask import Flask
+from flask.testing import EnvironBuilder
+from werkzeug.routing import (
+    AnyConverter,
+    BaseConverter,
+    FloatConverter,
+    IntegerConverter,
+    PathConverter,
+    Rule,
+    UUIDConverter,
+)
+from werkzeug.wrappers import Response
+
+from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.toolkit.checks import RegistryError
+from flask_mcp_gevent.toolkit.content import ToolResult, text
+from flask_mcp_gevent.toolkit.specs import Tool, spec_of, tool
+
+__all__ = ["BODY", "route_tool"]
+
+# The property that holds a POST, PUT or PATCH request's JSON body.
+BODY = "body"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+ANNOTATIONS_BY_METHOD: dict[str, dict[str, Any]] = {
+    "GET": {"readOnlyHint": True},
+    "DELETE": {"destructiveHint": True},
+    "PUT": {"idempotentHint": True},
+}
+UUID_PATTERN = "^[A-Fa-f0-9]{8}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{4}-[A-Fa-f0-9]{12}$"
+# How much of an error answer's body the model sees.
+ERROR_EXCERPT_CHARS = 2000
+
+
+def variable_schema(name: str, converter: BaseConverter) -> dict[str, Any]:
+    """The JSON Schema of one URL variable, from its converter."""
+    schema: dict[str, Any]
+    if isinstance(converter, IntegerConverter | FloatConverter):
+        schema = {"type": "integer" if isinstance(converter, IntegerConverter) else "number"}
+        if not converter.signed:
+            schema["minimum"] = 0
+        if converter.min is not None:
+            schema["minimum"] = converter.min
+        if converter.max is not None:
+            schema["maximum"] = converter.max
+    elif isinstance(converter, UUIDConverter):
+        schema = {"type": "string", "format": "uuid", "pattern": UUID_PATTERN}
+    elif isinstance(converter, AnyConverter):
+        schema = {"type": "string", "enum": sorted(converter.items)}
+    elif isinstance(converter, PathConverter):
+        schema = {"type": "string", "minLength": 1}
+    else:  # string, or a converter of the host's own: text of one path segment
+        schema = {"type": "string", "minLength": 1, "pattern": "^[^/]+$"}
+    return {**schema, "description": f"The URL variable <{name}>."}
+
+
+def rule_of(app: Flask, endpoint: str, method: str | None) -> tuple[Rule, str]:
+    """The endpoint's URL rule and the method the tool calls it with; RegistryError when there is no one answer."""
+    rules = list(app.url_map.iter_rules(endpoint)) if endpoint in app.view_functions else []
+    if not rules:
+        raise RegistryError(f"expose_route({endpoint!r}): the app has no such endpoint (register its route, or its "
+                            "blueprint, before exposing it)")
+    rule = rules[0]
+    methods = sorted((rule.methods or set()) - {"HEAD", "OPTIONS"})
+    if method is not None:
+        if method.upper() not in methods:
+            raise RegistryError(f"expose_route({endpoint!r}): its route takes {', '.join(methods)}, not {method}")
+        return rule, method.upper()
+    if len(methods) != 1:
+        raise RegistryError(f"expose_route({endpoint!r}): its route takes {', '.join(methods)}; "
+                            "choose one with method='...'")
+    return rule, methods[0]
+
+
+def input_schema(rule: Rule, method: str, endpoint: str, body_schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The tool's input schema: one property per URL variable, plus `body` when the method sends one."""
+    variables = sorted(rule.arguments - set(rule.defaults or {}))
+    properties = {name: variable_schema(name, rule._converters[name]) for name in variables}
+    required = list(variables)
+    if body_schema is not None:
+        if method not in BODY_METHODS:
+            raise RegistryError(f"expose_route({endpoint!r}): a {method} request sends no body; drop body_schema")
+        if BODY in properties:
+            raise RegistryError(f"expose_route({endpoint!r}): a URL variable is named {BODY!r}, which the body takes")
+        properties[BODY] = {**body_schema}
+        properties[BODY].setdefault("description", "The request's JSON body.")
+        required.append(BODY)
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def route_tool(app: Flask, endpoint: str, credentials: Callable[[str | None], dict[str, str]],
+               name: str | None = None, description: str | None = None, body_schema: dict[str, Any] | None = None,
+               method: str | None = None) -> Tool:
+    """The tool that calls endpoint on app as the MCP caller; credentials(principal) gives the headers to send."""
+    rule, method = rule_of(app, endpoint, method)
+    schema = input_schema(rule, method, endpoint, body_schema)
+    view_doc = (app.view_functions[endpoint].__doc__ or "").strip()
+    summary = description if description is not None else (view_doc.splitlines()[0] if view_doc else "")
+
+    def call_route(ctx: Any, **arguments: Any) -> Any:
+        body = arguments.pop(BODY, None)
+        path = app.url_map.bind("localhost").build(endpoint, arguments, method=method)
+        response = dispatch(app, method, path, body, credentials(ctx.principal))
+        return tool_result(method, path, response)
+
+    call_route.__name__ = call_route.__qualname__ = (name or endpoint).replace(".", "_").replace("-", "_")
+    call_route.__doc__ = summary or f"{method} {rule.rule}"
+    tool(name or endpoint, input_schema=schema, description=call_route.__doc__,
+         annotations=dict(ANNOTATIONS_BY_METHOD.get(method, {})))(call_route)
+    spec = spec_of(call_route)
+    assert isinstance(spec, Tool)
+    return spec
+
+
+def dispatch(app: Flask, method: str, path: str, body: Any, headers: dict[str, str]) -> Response:
+    """Run one request through the whole app and return its buffered response."""
+    builder = EnvironBuilder(app, path=path, method=method, headers=headers,
+                             environ_base={"REMOTE_ADDR": ""}, **({"json": body} if body is not None else {}))
+    try:
+        environ = builder.get_environ()
+    finally:
+        builder.close()
+    return Response.from_app(app, environ, buffered=True)
+
+
+def tool_result(method: str, path: str, response: Response) -> Any:
+    """A route's answer as a tool result: JSON as structured content, a failure status as isError."""
+    value = response.get_json(silent=True) if response.is_json else None
+    if response.status_code < HTTPStatus.MULTIPLE_CHOICES:
+        return value if value is not None else response.get_data(as_text=True)
+    status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}" if response.status_code in (
+        HTTPStatus._value2member_map_) else str(response.status_code)
+    detail = dumps(value).decode() if value is not None else response.get_data(as_text=True)
+    where = f", to {response.headers['Location']}" if "Location" in response.headers else ""
+    message = f"{method} {path} answered HTTP {status}{where}: {detail[:ERROR_EXCERPT_CHARS]}"
+    return ToolResult(content=[text(message)], structured={"status": response.status_code, "body": value}
+                      if isinstance(value, dict | list) else {"status": response.status_code}, is_error=True)

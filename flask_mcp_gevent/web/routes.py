@@ -1,0 +1,75 @@
+"""The HTTP routes: one path, `/mcp`, serving both transports, plus the SDKs' default paths.
+
+How a request is told apart (see the endpoint table in docs/wires.md):
+GET without Mcp-Session-Id is a legacy stream; POST with `?session_id=` is a
+legacy message, whatever its body; a POST saying 2026-07-28 is the stateless
+wire; everything else on /mcp is Streamable HTTP. Each route only
+picks the transport function and hands it the dispatcher, the environ and the
+principal; a POST's choice (`pipeline.handle_post`) is one of the steps the WSGI hot path shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Blueprint, Response, g, request
+from werkzeug.exceptions import MethodNotAllowed
+
+from flask_mcp_gevent.session import SESSION_HEADER_KEY
+from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.transports.legacy_sse import legacy_get
+from flask_mcp_gevent.transports.stateless_http import method_not_allowed
+from flask_mcp_gevent.transports.streamable_http import streamable_delete, streamable_get
+from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
+from flask_mcp_gevent.web.pipeline import handle_post
+
+__all__ = ["mcp_blueprint"]
+
+
+def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
+    """Whether a GET or DELETE names a 2026-07-28 version in its header: that wire answers it with 405."""
+    header = environ.get(PROTOCOL_VERSION_KEY)
+    return header is not None and metadata.names_stateless_version(header.strip(" \t"))
+
+
+def mcp_endpoint() -> Response:
+    """Serve the MCP endpoint (/mcp) for both transports."""
+    if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.legacy
+                                                or names_stateless_wire(request.environ)):
+        return method_not_allowed(request.environ)
+    if request.method == "GET":
+        if SESSION_HEADER_KEY in request.environ:
+            return streamable_get(current_dispatcher(), request.environ, g.principal)
+        # A legacy client posts its messages back to the path it opened the stream on.
+        return legacy_get(current_dispatcher(), request.environ, g.principal, request.path)
+    if request.method == "POST":
+        return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=False)
+    if request.method == "DELETE":
+        return streamable_delete(current_dispatcher(), request.environ, g.principal)
+    # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
+    raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
+
+
+def sse_alias(messages_path: str) -> Response:
+    """The official SDKs' default legacy stream path; its messages go to messages_path."""
+    if not current_dispatcher().settings.legacy:
+        return method_not_allowed(request.environ)
+    return legacy_get(current_dispatcher(), request.environ, g.principal, messages_path)
+
+
+def messages_alias() -> Response:
+    """The official SDKs' default legacy message path."""
+    return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=True)
+
+
+def mcp_blueprint(path: str = "/mcp", aliases_under: str = "") -> Blueprint:
+    """The MCP routes: the endpoint at path, the SDKs' legacy paths (/sse, /messages) under aliases_under."""
+    blueprint = Blueprint(MCP_BLUEPRINT, __name__)
+    blueprint.add_url_rule(path, view_func=mcp_endpoint, methods=["GET", "POST", "DELETE"])
+    blueprint.add_url_rule(f"{aliases_under}/sse", view_func=sse_alias, methods=["GET"],
+                           defaults={"messages_path": f"{aliases_under}/messages"})
+    for messages_path in (f"{aliases_under}/messages", f"{aliases_under}/messages/"):
+        blueprint.add_url_rule(messages_path, view_func=messages_alias, methods=["POST"])
+    return blueprint
