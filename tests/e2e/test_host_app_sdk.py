@@ -1,6 +1,6 @@
 """A host Flask app with MCP added, served by gunicorn's gevent worker and driven by the official Python SDK.
 
-The app (tests/support/host_app.py) has its own routes and token login; its principal loader reads the same
+The app (tests/extension/host_app.py) has its own routes and token login; its principal loader reads the same
 tokens, and two of its routes are tools. The SDK connects on Streamable HTTP and legacy SSE (session era) and on
 the 2026-07-28 wire (stateless era), with the app's own token in the Authorization header.
 """
@@ -31,7 +31,7 @@ ALICE = {"Authorization": "Bearer tok-alice"}
 @pytest.fixture(scope="module")
 def host():
     """gunicorn serving the host app built by its factory."""
-    with ServerProcess(app="tests.support.host_app:create_app()", health_path="/mcp/healthz") as process:
+    with ServerProcess(app="tests.extension.host_app:create_app()", health_path="/mcp/healthz") as process:
         yield process
 
 

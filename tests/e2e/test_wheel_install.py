@@ -8,6 +8,7 @@ checkout, so nothing can be imported from the source tree by accident.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,8 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.e2e
 
 DISTRIBUTION = "flask_mcp_gevent"
+# The test runner the copied extension tests need in the fresh venv (requirements-dev.txt's pin).
+PYTEST = "pytest==9.2.0"
 HOST_APP = textwrap.dedent('''
     from flask import Flask
     from flask_mcp_gevent import MCP
@@ -95,6 +98,21 @@ def test_a_host_app_runs_from_the_installed_package_under_gunicorn(installed, tm
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_extension_tests_pass_against_the_installed_wheel(installed, tmp_path):
+    """tests/extension, copied out of the checkout, run by the fresh venv's Python against the installed package."""
+    subprocess.run([str(installed / "python"), "-m", "pip", "install", "-q", PYTEST], check=True, timeout=300)
+    copy = tmp_path / "tests"
+    shutil.copytree(ROOT / "tests" / "extension", copy / "extension",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "__init__.py").write_text("")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MCP_") and key != "PYTHONPATH"}
+    ran = subprocess.run([str(installed / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/extension"],
+                         cwd=tmp_path, env={**env, "MCP_EXPECT_INSTALLED": "1"}, capture_output=True, text=True,
+                         timeout=600)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert " passed" in ran.stdout and "error" not in ran.stdout.splitlines()[-1]
 
 
 def healthy(base: str) -> bool:

@@ -2,7 +2,7 @@
 
 MCP is added to it as a user would (`MCP(app)`), with a tool, a resource, a prompt, a principal loader
 that reads the app's own tokens, and two of its routes made tools. The unit tests drive it with Flask's
-test client; the e2e tests serve it with gunicorn (`tests.support.host_app:create_app()`).
+test client; the e2e tests serve it with gunicorn (`tests.extension.host_app:create_app()`).
 """
 
 from __future__ import annotations

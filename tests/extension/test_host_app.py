@@ -1,6 +1,6 @@
 """MCP added to an existing Flask app (flask_mcp_gevent.extension.MCP), driven with Flask's test client.
 
-The host app (tests/support/host_app.py) has its own routes, login and 404 page; these tests check that
+The host app (tests/extension/host_app.py) has its own routes, login and 404 page; these tests check that
 they stay its own, that the principal loader decides who may use what, and that routes made tools run
 through the host's whole request handling as the MCP caller.
 """
@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 from flask_mcp_gevent import MCP
 from flask_mcp_gevent.config import ConfigError
 from flask_mcp_gevent.toolkit.checks import RegistryError
-from tests.support.host_app import create_app
+from tests.extension.host_app import create_app
 
 VERSION = "2025-06-18"
 
