@@ -2,7 +2,8 @@
 
 The app (tests/extension/host_app.py) has its own routes and token login; its principal loader reads the same
 tokens, and two of its routes are tools. The SDK connects on Streamable HTTP and legacy SSE (session era) and on
-the 2026-07-28 wire (stateless era), with the app's own token in the Authorization header.
+the 2026-07-28 wire (stateless era), with the app's own token in the Authorization header; on one worker in
+memory and on two workers sharing a real Redis (a legacy stream's answers then cross workers).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.e2e.server_process import ServerProcess
+from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -28,10 +30,14 @@ TIMEOUT_S = 30.0
 ALICE = {"Authorization": "Bearer tok-alice"}
 
 
-@pytest.fixture(scope="module")
-def host():
-    """gunicorn serving the host app built by its factory."""
-    with ServerProcess(app="tests.extension.host_app:create_app()", health_path="/mcp/healthz") as process:
+@pytest.fixture(scope="module", params=["memory", "redis"])
+def host(request):
+    """gunicorn serving the host app built by its factory: one worker in memory, or two sharing a real Redis."""
+    env, workers = {}, 1
+    if request.param == "redis":
+        env, workers = {"MCP_REDIS_URL": request.getfixturevalue("redis_server").url}, 2
+    with ServerProcess(app="tests.extension.host_app:create_app()", health_path="/mcp/healthz", env=env,
+                       workers=workers) as process:
         yield process
 
 
