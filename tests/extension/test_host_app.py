@@ -8,8 +8,10 @@ through the host's whole request handling as the MCP caller.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+import gevent
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
@@ -291,3 +293,36 @@ def test_exposing_a_route_the_app_lacks_or_an_ambiguous_one_is_refused():
         mcp.expose_route("both", method="POST", name="post_both")
     finally:
         app.extensions["mcp"].shutdown()
+
+
+# tasks on a mounted app
+def test_a_task_tool_of_a_host_app_runs_as_a_task_on_2026_07_28():
+    host = Flask(__name__)
+    mcp = MCP(host)
+
+    @mcp.tool(task="optional")
+    def slow_sum(a: int, b: int) -> int:
+        """Add two integers, as a task when the client asks."""
+        return a + b
+
+    client = host.test_client()
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+    def send(method: str, params: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+                   "Mcp-Method": method, **({"Mcp-Name": name} if name else {})}
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+        return client.post("/mcp", headers=headers, json=body).get_json()
+
+    try:
+        created = send("tools/call", {"name": "slow_sum", "arguments": {"a": 2, "b": 3}}, "slow_sum")["result"]
+        assert created["resultType"] == "task"
+        task_id = created["taskId"]
+        deadline = time.monotonic() + 10
+        while (task := send("tasks/get", {"taskId": task_id}, task_id)["result"])["status"] != "completed":
+            assert time.monotonic() < deadline, task
+            gevent.sleep(0.01)  # the task's greenlet runs while this one waits
+        assert task["result"]["structuredContent"] == {"result": 5}
+    finally:
+        host.extensions["mcp"].shutdown()
