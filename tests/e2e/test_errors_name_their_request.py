@@ -7,7 +7,7 @@ import secrets
 import pytest
 
 from tests.e2e.raw_clients import BOTH, StreamableSession, client, request
-from tests.e2e.stateless_client import STATELESS_ERA, stateless_headers, stateless_request
+from tests.e2e.stateless_client import STATELESS_VERSION, stateless_headers, stateless_request
 
 pytestmark = pytest.mark.e2e
 
@@ -94,4 +94,4 @@ def test_stateless_version_mismatch_names_the_id(server, http):
     message = stateless_request("tools/list", request_id=20)
     response = http.post(server.url, json=message, headers=stateless_headers(message, **{"MCP-Protocol-Version": "v9"}))
     assert refusal(response, 400, 20)["code"] == -32020
-    assert message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS_ERA
+    assert message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == STATELESS_VERSION

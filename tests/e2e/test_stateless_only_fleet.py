@@ -6,7 +6,7 @@ import pytest
 
 from tests.e2e.raw_clients import BOTH, client, initialize
 from tests.e2e.server_process import ServerProcess
-from tests.e2e.stateless_client import STATELESS_ERA, post, stateless_request
+from tests.e2e.stateless_client import STATELESS_VERSION, post, stateless_request
 
 pytestmark = pytest.mark.e2e
 CALLS = 40
@@ -37,7 +37,7 @@ def test_both_workers_answer_stateless_calls(fleet):
 def test_discover_names_only_the_stateless_version(fleet):
     with client() as http:
         result = post(http, fleet.url, stateless_request("server/discover")).json()["result"]
-    assert result["supportedVersions"] == [STATELESS_ERA]
+    assert result["supportedVersions"] == [STATELESS_VERSION]
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
@@ -58,7 +58,7 @@ def test_initialize_gets_32022_naming_the_stateless_version(fleet):
     assert response.status_code == 400
     body = response.json()
     assert body["id"] == "init-1" and body["error"]["code"] == -32022
-    assert body["error"]["data"] == {"supported": [STATELESS_ERA], "requested": "2025-11-25"}
+    assert body["error"]["data"] == {"supported": [STATELESS_VERSION], "requested": "2025-11-25"}
 
 
 def test_a_session_post_gets_32022_with_its_id(fleet):
