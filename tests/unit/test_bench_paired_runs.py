@@ -6,7 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.compare import paired_ratios, paired_round_ratios, server_factories
+pytest.importorskip("aiohttp", reason="bench/ needs requirements-dev.txt (the other Pythons' runs install less)")
+
+from bench.compare import paired_ratios, paired_round_ratios, server_factories  # noqa: E402
 
 
 def row(req_per_s: float, cpu_us: float) -> dict:
