@@ -77,7 +77,10 @@ def test_legacy_answers_reach_streams_on_every_worker_once_from_every_master(ser
                for stream in streams_on_every_worker}
     holders = {int(cluster.get(session_keys(stream.session_id)["claim"]).split(b"-")[0])
                for stream in streams_on_every_worker}
-    assert len(masters) == MASTERS and holders == set(server.worker_pids())
+    # Seen once in CI: every session on two masters of three; say what the client's slot map held then.
+    primaries = sorted(node.name for node in cluster.get_primaries())
+    assert len(masters) == MASTERS, (masters, primaries, len(streams_on_every_worker))
+    assert holders == set(server.worker_pids())
     readers = [LegacyAnswers(stream) for stream in streams_on_every_worker]
     sent: list[set[int]] = [set() for _ in streams_on_every_worker]
     with httpx.Client(timeout=15, limits=httpx.Limits(max_keepalive_connections=0)) as posts:  # any worker
