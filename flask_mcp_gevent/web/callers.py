@@ -21,6 +21,7 @@ from flask_mcp_gevent.auth.api_keys import principal_of_entry
 from flask_mcp_gevent.auth.permissions import Authorizer
 from flask_mcp_gevent.auth.principal import Principal
 from flask_mcp_gevent.config import ConfigError, Settings
+from flask_mcp_gevent.encoding import utf8_size
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.transports.http_io import HttpProblem
 from flask_mcp_gevent.web.oauth_metadata import challenge
@@ -33,8 +34,6 @@ log = logging.getLogger("mcp.auth")
 LOADER = "principal-loader"
 # The request headers that carry a caller's credentials to the host's routes, by their WSGI environ keys.
 CREDENTIAL_HEADERS = {"HTTP_AUTHORIZATION": "Authorization", "HTTP_COOKIE": "Cookie"}
-# Principals whose latest credentials this worker remembers; the oldest are forgotten first.
-REMEMBERED_CALLERS = 10000
 UNKNOWN_CALLER = "Unauthorized: this app does not know who you are; sign in as the app expects"
 
 
@@ -55,21 +54,39 @@ def load_principal(loader: Callable[[Any], Any], request: Any, settings: Setting
 
 
 class CallerCredentials:
-    """The credential headers each principal's latest MCP request carried, bounded."""
+    """The credential headers each principal's latest MCP request carried, bounded in number and in bytes."""
 
-    def __init__(self, limit: int = REMEMBERED_CALLERS) -> None:
+    def __init__(self, limit: int, max_bytes: int) -> None:
         self.limit = limit
+        self.max_bytes = max_bytes
         self.latest: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self.held_bytes = 0
 
     def remember(self, principal: str | None, environ: Mapping[str, Any]) -> None:
-        """Keep the credentials of one request of principal (none kept for an anonymous one)."""
+        """Keep the credentials of one request of principal (none kept for an anonymous one, nor one over the bound)."""
         if principal is None:
             return
-        self.latest[principal] = {name: environ[key] for key, name in CREDENTIAL_HEADERS.items() if key in environ}
-        self.latest.move_to_end(principal)
-        while len(self.latest) > self.limit:
-            self.latest.popitem(last=False)
+        self.forget(principal)
+        headers = {name: environ[key] for key, name in CREDENTIAL_HEADERS.items() if key in environ}
+        size = size_of(principal, headers)
+        if size > self.max_bytes:
+            return  # its route calls go without credentials, as an anonymous caller's do
+        self.latest[principal] = headers
+        self.held_bytes += size
+        while len(self.latest) > self.limit or self.held_bytes > self.max_bytes:
+            self.forget(next(iter(self.latest)))
+
+    def forget(self, principal: str) -> None:
+        """Drop what is kept for principal, if anything."""
+        headers = self.latest.pop(principal, None)
+        if headers is not None:
+            self.held_bytes -= size_of(principal, headers)
 
     def headers_of(self, principal: str | None) -> dict[str, str]:
         """The headers to send the host as principal: its latest credentials, or none."""
         return dict(self.latest.get(principal, {})) if principal is not None else {}
+
+
+def size_of(principal: str, headers: Mapping[str, str]) -> int:
+    """The bytes one principal's entry counts for: its name and its headers' names and values."""
+    return utf8_size(principal) + sum(len(name) + len(value) for name, value in headers.items())

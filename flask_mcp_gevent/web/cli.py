@@ -19,7 +19,7 @@ from flask.cli import AppGroup, ScriptInfo, pass_script_info
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
-from flask_mcp_gevent.session import STDIO
+from flask_mcp_gevent.session import LATEST, STDIO
 from flask_mcp_gevent.web.mcp_app import dispatcher_of
 
 __all__ = ["APP_ENV", "LocalClient", "mcp_cli"]
@@ -39,7 +39,7 @@ class LocalClient:
         self.dispatcher = dispatcher
         self.session = dispatcher.open_session(STDIO)
         self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+        self.request("initialize", {"protocolVersion": LATEST, "capabilities": {},
                                     "clientInfo": {"name": "flask-mcp-cli", "version": "1"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 

@@ -49,7 +49,7 @@ class McpExtension:
         self.loader: Callable[[Any], Any] | None = None
         # The credentials each principal's requests carried, kept once a route is a tool (web/route_tools.py).
         # Until a loader or a route tool needs it, identify stays off the pipeline: the bearer check is the screen.
-        self.credentials = CallerCredentials()
+        self.credentials: CallerCredentials  # bounded by the app's settings, so made in init_app
         self.forwards_credentials = False
         if app is not None:
             self.init_app(app)
@@ -58,6 +58,7 @@ class McpExtension:
         """Build the dispatcher from the app's settings and register routes and handlers."""
         self.app = app
         settings = self.settings = self.settings or app.config["MCP_SETTINGS"]
+        self.credentials = CallerCredentials(settings.caller_credentials_max, settings.caller_credentials_max_bytes)
         authenticator = self.authenticator = Authenticator.from_settings(settings)
         self.dispatcher = self.dispatcher or Dispatcher(
             settings, registry=self.registry, authorizer=authenticator.authorizer if authenticator else None)
