@@ -91,6 +91,14 @@ class ConsolePage:
         self.driver.execute_script("document.getElementById('call-output').replaceChildren()")
         self.find("#call-button").click()
 
+    def run_tool(self, name: str, **fields: str) -> WebElement:
+        """Open a tool, type each field, press call; return its result box."""
+        self.open_tool(name)
+        for field, value in fields.items():
+            self.fill(field, value)
+        self.call()
+        return self.result()
+
     def result(self, output: str = "#call-output") -> WebElement:
         """Wait for the result box of the last call and return it."""
         return self.visible(f'{output} [data-role="result"]')

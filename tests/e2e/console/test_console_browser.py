@@ -80,11 +80,7 @@ def test_a_tool_shows_its_title_description_annotations_and_schemas(page):
 
 
 def test_the_add_form_with_10_and_20_shows_30(page, console_server):
-    page.open_tool("add")
-    page.fill("a", "10")
-    page.fill("b", "20")
-    page.call()
-    result = page.result()
+    result = page.run_tool("add", a="10", b="20")
     assert result.find_element(By.CSS_SELECTOR, ".content-text").text == "30"
     assert json.loads(result.find_element(By.CSS_SELECTOR, ".structured").text) == {"result": 30}
     exchange = page.last_exchange()

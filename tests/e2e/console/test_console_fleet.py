@@ -33,11 +33,7 @@ def page(browser, fleet):
 
 
 def test_add_elicitation_and_progress_work_on_the_redis_hub(page):
-    page.open_tool("add")
-    page.fill("a", "10")
-    page.fill("b", "20")
-    page.call()
-    assert page.result().find_element(By.CSS_SELECTOR, ".content-text").text == "30"
+    assert page.run_tool("add", a="10", b="20").find_element(By.CSS_SELECTOR, ".content-text").text == "30"
 
     page.open_tool("greet_user")
     page.call()

@@ -50,11 +50,7 @@ def test_the_console_connects_over_2026_07_28_without_errors(browser, stateless_
 
 
 def test_a_call_carries_meta_and_headers_and_no_session(page):
-    page.open_tool("add")
-    page.fill("a", "10")
-    page.fill("b", "20")
-    page.call()
-    assert page.result().find_element(By.CSS_SELECTOR, ".content-text").text == "30"
+    assert page.run_tool("add", a="10", b="20").find_element(By.CSS_SELECTOR, ".content-text").text == "30"
     exchange = page.last_exchange()
     meta = exchange["request"]["params"]["_meta"]
     assert meta[META + "protocolVersion"] == "2026-07-28"
@@ -108,7 +104,7 @@ def test_on_a_server_of_both_eras_the_page_speaks_2026_07_28_with_no_session(bro
     console = ConsolePage(browser, console_server.base_url).open()
     assert console.status() == "connected"
     assert console.find("#wire").text == "stateless HTTP (the stateless era)"
-    page_add(console)
+    assert console.run_tool("add", a="10", b="20").find_element(By.CSS_SELECTOR, ".content-text").text == "30"
     exchange = console.last_exchange()
     assert exchange["request"]["params"]["_meta"][META + "protocolVersion"] == "2026-07-28"
     assert "Mcp-Session-Id" not in exchange["curl"]
@@ -123,14 +119,6 @@ def test_the_address_pins_the_session_era_on_a_server_of_both_eras(browser, cons
     assert console.status() == "connected"
     assert console.find("#protocol-version").text == "2025-11-25"
     assert console.find("#wire").text == "Streamable HTTP session (the session era)"
-    page_add(console)
+    assert console.run_tool("add", a="10", b="20").find_element(By.CSS_SELECTOR, ".content-text").text == "30"
     assert "Mcp-Session-Id" in console.last_exchange()["curl"]
 
-
-def page_add(console: ConsolePage) -> None:
-    """Call add(10, 20) from the page and check it shows 30."""
-    console.open_tool("add")
-    console.fill("a", "10")
-    console.fill("b", "20")
-    console.call()
-    assert console.result().find_element(By.CSS_SELECTOR, ".content-text").text == "30"
