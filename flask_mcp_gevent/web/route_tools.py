@@ -11,6 +11,7 @@ a status of 300 or more is an isError result naming the status (redirects are no
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -144,8 +145,9 @@ def tool_result(method: str, path: str, response: Response) -> Any:
     value = response.get_json(silent=True) if response.is_json else None
     if response.status_code < HTTPStatus.MULTIPLE_CHOICES:
         return value if value is not None else response.get_data(as_text=True)
-    status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}" if response.status_code in (
-        HTTPStatus._value2member_map_) else str(response.status_code)
+    status = str(response.status_code)
+    with contextlib.suppress(ValueError):  # a status no RFC names keeps its bare number
+        status += " " + HTTPStatus(response.status_code).phrase
     detail = dumps(value).decode() if value is not None else response.get_data(as_text=True)
     where = f", to {response.headers['Location']}" if "Location" in response.headers else ""
     message = f"{method} {path} answered HTTP {status}{where}: {detail[:ERROR_EXCERPT_CHARS]}"
