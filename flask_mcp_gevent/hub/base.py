@@ -1,8 +1,6 @@
-"""The hub contract: how sessions are stored and how messages reach their streams.
+"""The hub contract both backends (memory, redis) implement: how sessions are stored and messages reach their streams.
 
-Both backends (memory, redis) implement `Hub`; here too are the event-id helpers and
-the hub's exceptions. Subscriptions live in hub/subscription.py, the per-worker
-registries in hub/worker_calls.py.
+Also the event-id helpers and the hub's exceptions; subscriptions are in subscription.py, registries in worker_calls.py.
 """
 
 from __future__ import annotations
@@ -102,10 +100,7 @@ class Hub(ABC):
     # sessions
     @abstractmethod
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
-        """Store a new session; raise CapacityError when full, QuotaFull when owner already holds owner_limit.
-
-        The session lives pending_ttl_s until its first follow-up request (get_session) or stream.
-        """
+        """Store a new session for pending_ttl_s until it is used; CapacityError when full, QuotaFull at owner_limit."""
 
     @property
     def pending_ttl_s(self) -> float:
@@ -114,10 +109,7 @@ class Hub(ABC):
 
     @abstractmethod
     def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
-        """Load a session and refresh its idle timer; None if unknown or expired.
-
-        With accept, a session it refuses (another principal's) is None and its timer is left alone.
-        """
+        """Load a session and refresh its idle timer; None if unknown, expired or refused by accept (timer left)."""
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle timer (for bookkeeping, not for client requests)."""
@@ -140,16 +132,14 @@ class Hub(ABC):
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take one of a session's limit call slots; return its token, or None when all are taken."""
 
+    # answer_follows: this greenlet stores the call's answer next, and a hub may send the release ahead of it (the slot
+    # is free before the answer shows); the caller then calls free_held_slot once the answer went out, or did not.
+    # answer_waits: another greenlet writes the answer and calls wait_for_release(this greenlet) first, so a hub may
+    # send the release without this greenlet waiting for it.
     @abstractmethod
     def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
                             answer_waits: bool = False) -> None:
-        """Free a slot taken with take_call_slot; answer_follows: this greenlet stores the call's answer next.
-
-        A hub may send the release with that answer (ahead of it, so the slot is free before the answer shows);
-        whoever passes answer_follows calls free_held_slot once the answer went out, or did not.
-        answer_waits: another greenlet writes the call's answer to the client, and calls wait_for_release with
-        this one first; a hub may then send the release without this greenlet waiting for it.
-        """
+        """Free a slot taken with take_call_slot (answer_follows, answer_waits: see above)."""
 
     def free_held_slot(self) -> None:
         """Free a slot this greenlet gave back with answer_follows whose answer never went out (none held here)."""
@@ -159,13 +149,11 @@ class Hub(ABC):
         """Before a call's answer is written: wait until the slot its greenlet gave back is on its way (here, it is)."""
         return None
 
+    # The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
+    # (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
     def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
                              limit: int) -> tuple[Session | None, str | None]:
-        """Load a session of this transport and principal for one tools/call, its slot too where that is cheaper.
-
-        The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
-        (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
-        """
+        """Load a session of this transport and principal for one tools/call, its slot too where that is cheaper."""
         return self.get_own_session(session_id, transport, principal), None
 
     def get_own_session(self, session_id: str, transport: str, principal: str | None) -> Session | None:
@@ -182,14 +170,11 @@ class Hub(ABC):
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Queue a message for a stream of the session (None: its own) and its replay log; return its event id."""
 
+    # Every attempt carries one token, so one that reached the store although its reply was lost is not appended
+    # again; past MCP_DELIVERY_RETRY_S the answer is logged as lost, never dropped without a trace.
     def deliver(self, session_id: str, message: Any, stream: str | None = None, *,
                 token: str | None = None) -> str | None:
-        """Publish an answer the client was promised (a legacy 202), retrying through a store outage.
-
-        Attempts go on, with backoff, for up to MCP_DELIVERY_RETRY_S; all carry one token (a new one unless
-        given), so an attempt that reached the store although its reply was lost is not appended again. Past
-        the bound the answer is logged as lost: never dropped without a trace.
-        """
+        """Publish an answer the client was promised (a legacy 202), retrying with backoff through a store outage."""
         token = token or self.delivery_token()
         started = time.monotonic()
         delay = DELIVERY_BACKOFF_MIN_S
@@ -212,10 +197,7 @@ class Hub(ABC):
             return event_id
 
     def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
-        """Deliver an answer whose event id nobody needs (a legacy 202's): a hub may store it without waiting.
-
-        The promise is deliver's: stored once, retried through an outage, or logged as lost. Here: deliver.
-        """
+        """Deliver a legacy 202's answer (nobody needs its event id), maybe without waiting; deliver's promise holds."""
         self.deliver(session_id, message, stream)
 
     def flush(self, timeout: float) -> None:
@@ -234,10 +216,7 @@ class Hub(ABC):
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
     ) -> Subscription:
-        """Attach a stream; exclusive raises StreamConflict if one is attached, else it is replaced.
-
-        A last_event_id from a request's stream resumes that stream (its later events only), not the session's.
-        """
+        """Attach a stream after last_event_id on its stream, replacing an attached one (exclusive: StreamConflict)."""
 
     @abstractmethod
     def broadcast_session_ids(self) -> list[str]:
@@ -288,10 +267,7 @@ class Hub(ABC):
     # multi-round requests made single-use (ctx.consume_answers): recorded where every worker of the fleet sees them
     @abstractmethod
     def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
-        """Record a request's id as used for ttl_s seconds: True for its first use, False while it is recorded.
-
-        Raise CapacityError when this hub may record no more just now, HubUnavailable when its store is down.
-        """
+        """Record an id as used for ttl_s seconds: True the first time, False while recorded; CapacityError if full."""
 
     @abstractmethod
     def is_used(self, rounds_id: bytes) -> bool:

@@ -1,7 +1,6 @@
 """The embedded hub: sessions in a dict, mailboxes for delivery, a bounded replay log.
 
-Everything lives in one worker process, which is why more than one worker needs
-the Redis hub. Every structure is bounded: sessions, queue and replay length and bytes, consumed requests.
+All in one worker process (more workers need the Redis hub); every structure is bounded, in count and bytes.
 """
 
 from __future__ import annotations
@@ -333,12 +332,7 @@ def parse_position(value: str | None) -> int:
 
 
 class UsedOnce:
-    """Ids used once, remembered in this process until they expire: the memory hub's record of consumed requests.
-
-    Bounded in count (MCP_REQUEST_STATE_USED_MAX) and so in bytes: every entry is one 16-byte id and one expiry
-    time. Full of ids still remembered, it refuses a new one (CapacityError) rather than forget one early, since a
-    forgotten id could be used again.
-    """
+    """Ids used once, remembered in this process until they expire: the memory hub's record of consumed requests."""
 
     def __init__(self, max_ids: int, clock: Callable[[], float] = time.monotonic) -> None:
         """Hold at most max_ids at once; clock is injectable so tests can step time."""
@@ -348,12 +342,11 @@ class UsedOnce:
         self.expiries: OrderedDict[bytes, float] = OrderedDict()
 
     def use(self, used_id: bytes, ttl_s: float) -> bool:
-        """Record an id as used for ttl_s seconds: True the first time, False while it is remembered.
-
-        gevent never switches inside this method, so two greenlets cannot both see an id as new.
-        """
+        """Record an id as used for ttl_s seconds: True the first time, False while it is remembered."""
+        # gevent never switches in here, so two greenlets cannot both see an id as new.
         if self.holds(used_id):
             return False
+        # When full, refuse rather than forget a live id early: a forgotten id could be used again.
         if len(self.expiries) >= self.max_ids:
             raise CapacityError(f"this worker remembers its maximum of {self.max_ids} consumed requests "
                                 "(MCP_REQUEST_STATE_USED_MAX) until they expire")

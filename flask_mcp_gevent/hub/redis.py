@@ -1,14 +1,6 @@
-"""The Redis hub: many workers and many hosts share sessions, replay and delivery through Redis.
+"""The Redis hub: workers and hosts share sessions, replay and delivery through Redis; nothing connects before use.
 
-Per session: its state as JSON with an idle TTL, a capped Redis Stream as the
-replay log (stream entry ids are the SSE event ids, so `Last-Event-ID` resumes on
-any worker), and for each attached stream (the session's own, or a resumed
-request stream) a claim naming the worker that holds it. Publishing is one Lua
-script: append to the log, then PUBLISH to the claiming worker's channel. Each
-worker keeps ONE subscriber connection (its own channel plus the control channel
-that carries answers, cancellations, broadcasts and closed sessions), read by one
-greenlet that hands messages to local queues. Nothing connects or spawns before
-first use.
+Per session: its JSON (idle TTL), a Redis Stream replay log (ids are event ids), a claim per stream naming its worker.
 """
 
 from __future__ import annotations
@@ -136,11 +128,8 @@ class RedisHub(Hub):
 
     def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
                              limit: int) -> tuple[Session | None, str | None]:
-        """Load a session and take its call's slot in one round trip, when the session's TTL needs no refresh.
-
-        When it does (every REFRESH_TTL_EVERY_S per worker), the lookup refreshes it and the slot is left to the
-        dispatcher.
-        """
+        """Load a session and take its call's slot in one round trip (see Hub.get_session_for_call)."""
+        # A TTL due a refresh (every REFRESH_TTL_EVERY_S per worker) needs the lookup that refreshes it: no slot then.
         if not self.sessions.ttl_is_fresh(session_id):
             return super().get_session_for_call(session_id, transport, principal, limit)
         return self.call_slots.get_session_for_call(session_id, transport, principal, limit)
@@ -187,10 +176,7 @@ class RedisHub(Hub):
     def subscribe(
         self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
     ) -> Subscription:
-        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got).
-
-        A last_event_id of a request stream ("<position>/<stream>") resumes that stream.
-        """
+        """Attach a stream, pre-loaded with what it missed since last_event_id (that of a request stream resumes it)."""
         self.start()
         return self.claims.attach(session_id, last_event_id, exclusive)
 

@@ -25,8 +25,7 @@ log = logging.getLogger("mcp.hub")
 ATTACH_TTL_S = 20.0
 REFRESH_EVERY_S = 5.0
 REFRESH_BATCH = 500
-# A catch-up read that failed (Redis not back yet, a reply too slow) is made again after this long, doubled up to
-# the most each time.
+# A failed catch-up read (Redis not back yet, a reply too slow) is made again, with doubling backoff.
 CATCH_UP_RETRY_MIN_S = 0.1
 CATCH_UP_RETRY_MAX_S = 2.0
 
@@ -184,17 +183,14 @@ class Claims:
         self.catch_up(list(self.local.values()), number)
 
     def catch_up(self, subscriptions: list[RedisSubscription], number: int) -> None:
-        """Catch streams up from the replay log, reading again (with backoff) those whose read failed.
-
-        A stream whose read failed keeps holding its live events: letting them go first would move it past what
-        was published while nobody listened, and that would never be read. It tries until it caught up, closed,
-        or a newer subscriber connection took the catch-up over.
-        """
+        """Catch streams up from the replay log, reading again with backoff until caught up, closed, or taken over."""
         delay = CATCH_UP_RETRY_MIN_S
         while True:
             behind = []
             for subscription in subscriptions:
                 try:
+                    # A failed read keeps holding live events: letting them go first would skip, for good, what was
+                    # published while nobody listened.
                     if not self._resync(subscription, number):
                         behind.append(subscription)
                 except Exception:
@@ -206,17 +202,14 @@ class Claims:
             subscriptions = behind
 
     def _resync(self, subscription: RedisSubscription, number: int) -> bool:
-        """Queue the replay entries a stream has not queued yet, then its held live ones; False to read again.
-
-        Only a read made after subscriber connection number subscribed covers everything nobody heard, so a stream
-        lets its held events go only on such a read, and only while that connection is the current one; a newer
-        connection (or one not subscribed yet) catches the stream up itself, and this read has nothing left to do.
-        """
+        """Queue the replay entries a stream has not queued yet, then its held live ones; False to read again."""
         subscription.loaded.wait(self.settings.redis_timeout_s * 2)
         if self.local.get(subscription.key) is not subscription:
             return True
         if not subscription.loaded.is_set():
             return False  # still attaching
+        # Only a read made after connection `number` subscribed covers everything nobody heard, so held events go
+        # only on such a read while that connection is current; a newer one (or one not subscribed yet) catches up.
         if number != self.subscriber_number or number != self.listening_number:
             return True
         ms, seq = subscription.last_queued
@@ -235,10 +228,8 @@ class Claims:
         return True
 
     def _claim_holder_alive(self, claim: str) -> list[str]:
-        """On a cluster, the attach script's last argument: the worker holding the claim if it is alive, else ''.
-
-        Elsewhere nothing: the script asks PUBSUB NUMSUB itself, which on a cluster counts one node's subscribers.
-        """
+        """The attach script's last argument on a cluster: the claim's worker if it is alive, else ''."""
+        # Elsewhere the script asks PUBSUB NUMSUB itself; on a cluster that counts one node's subscribers only.
         if not self.settings.redis_cluster:
             return []
         holder = self.link.execute("GET", claim)
@@ -317,16 +308,14 @@ class RedisSubscription(QueuedSubscription):
             self.held_bytes = 0
 
     def fill(self, entries: list[tuple[str, bytes]], floor: str | None = None, bounded: bool = False) -> None:
-        """Queue missed events after floor, then the held live ones.
-
-        A new stream's replay bypasses the bound (the replay log is capped); a catch-up
-        after a lost subscriber connection is live traffic and counts against it.
-        """
+        """Queue missed events after floor, then the held live ones (bounded: within the queue's bounds)."""
         if floor is not None:
             self.last_queued = max(self.last_queued, event_order(floor))
         held, self.held, self.held_bytes = self.held or [], None, 0
         for event_id, data in entries:
             order = event_order(event_id)
+            # A new stream's replay bypasses the bounds (the log is capped); a catch-up after a lost subscriber
+            # connection is live traffic and counts.
             if bounded:
                 self.offer(event_id, data)
             elif order > self.last_queued and self.reason is None:

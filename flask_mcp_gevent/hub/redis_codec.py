@@ -33,8 +33,7 @@ def entries_of(raw: list[Any], stream: str | None) -> list[tuple[str, bytes]]:
 
 
 def field_pairs(reply: Any) -> Any:
-    """(field, value) pairs of a hash or stream entry: redis-py's client makes the reply a dict, the multiplexer
-    and Lua leave it [field, value, field, value]."""
+    """(field, value) pairs of a hash or stream entry: redis-py's dict, or the multiplexer's and Lua's flat list."""
     return reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2], strict=True)
 
 
@@ -61,11 +60,7 @@ def session_from_json(data: bytes) -> Session:
 
 
 class DecodedSessions:
-    """The sessions this worker read last, with the JSON they came from: an unchanged one is copied, not decoded.
-
-    Every tool call reads its session; between changes the stored JSON is the same bytes, and copying the Session
-    decoded from them costs a fraction of decoding them again. Bounded: past `limit` sessions it forgets them all.
-    """
+    """The sessions this worker read last, with their JSON: an unchanged one is copied, not decoded again."""
 
     def __init__(self, limit: int = 10_000) -> None:
         self.limit = limit
@@ -74,6 +69,7 @@ class DecodedSessions:
     def decode(self, session_id: str, data: bytes) -> Session:
         """The session stored as data (session_json's bytes), a copy the caller may change."""
         known = self._known.get(session_id)
+        # Every tool call reads its session, and a copy costs a fraction of decoding the same bytes again.
         if known is not None and known[0] == data:
             return known[1].copy()
         session = session_from_json(data)

@@ -66,8 +66,7 @@ class CooperativeSentinelConnection(SentinelManagedConnection, CooperativeConnec
 
 
 class BlockingSentinelPool(SentinelConnectionPool, redis.BlockingConnectionPool):
-    """Sentinel's pool (asks the Sentinels where the master is, drops connections to a former master) with
-    BlockingConnectionPool's bound: a greenlet waits up to MCP_REDIS_TIMEOUT_S for a free connection."""
+    """Sentinel's pool (finds the master, drops a former master's connections) with BlockingConnectionPool's bound."""
 
 
 def unavailable(exc: BaseException) -> bool:
@@ -78,12 +77,9 @@ def unavailable(exc: BaseException) -> bool:
 
 
 class OutageGuard:
-    """The context every hub command runs in: a failure that means Redis is down becomes HubUnavailable.
+    """The context every hub command runs in: a failure that means Redis is down becomes HubUnavailable."""
 
-    The outage is logged when it starts and when a command succeeds again, once each. A class, not a
-    generator-based context manager: it wraps every command of every call, and costs a seventh as much.
-    """
-
+    # A class, not @contextmanager: it wraps every command, and costs a seventh as much.
     __slots__ = ("down_since",)
 
     def __init__(self) -> None:
@@ -118,8 +114,7 @@ def connect(settings: Any, client_name: str) -> Any:
         "protocol": 2,
         "client_name": client_name,
     }
-    # A retried script could append an event twice; a broken pooled connection is
-    # already replaced by the pool before use, so no retries.
+    # No retries: a retried script could append an event twice, and the pool replaces a broken connection itself.
     no_retry = Retry(NoBackoff(), 0)
     cooperative = not settings.redis_url or urlparse(settings.redis_url).scheme == "redis"
     if settings.redis_sentinels:
@@ -176,9 +171,8 @@ def is_cluster(client: Any) -> bool:
 
 
 def subscriber_connection(client: Any) -> Any:
-    """A new connection outside the pool for the subscriber greenlet: to the (current) master, or to a random
-    master of a cluster (a cluster delivers PUBLISH to subscribers on every node)."""
-    if is_cluster(client):
+    """A new connection outside the pool for the subscriber greenlet: to the current master, or a cluster's."""
+    if is_cluster(client):  # any master: a cluster delivers PUBLISH to subscribers on every node
         client = random.choice(client.get_primaries()).redis_connection
     pool = client.connection_pool
     return pool.connection_class(**pool.connection_kwargs)

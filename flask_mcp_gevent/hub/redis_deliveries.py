@@ -1,12 +1,6 @@
-"""The Redis hub's answers stored without waiting: a legacy call's answer is written, and its greenlet goes on.
+"""The Redis hub's publish, and legacy answers stored without waiting: their POST had its 202, nobody needs their id.
 
-A legacy (HTTP+SSE) call's answer goes to the session's stream, not to its POST, which had its 202 already; so
-nobody waits for the event id the store gives it. On the multiplexer its store is queued (written by the writer
-greenlet with the turn's other commands, the call slot's release ahead of it) and its reply is read by the
-connection's reader; on redis-py's path it is stored before deliver_later returns.
-An attempt that fails (Redis gone, or an error reply such as NOSCRIPT) starts deliver's retry loop in a greenlet
-of its own, with the same token, so an attempt that ran although its reply was lost is not appended twice.
-The worker's drain waits for what is still being stored (flush).
+A failed attempt retries (deliver) in its own greenlet with the same token, never appending twice; the drain flushes.
 """
 
 from __future__ import annotations
@@ -92,6 +86,8 @@ class Deliveries:
                 gevent.spawn(self._deliver_settling, session_id, message, stream, token)
 
         try:
+            # The multiplexer writes it with this turn's other commands (the slot's release ahead of it) and its
+            # reader hears the reply; redis-py's path stores it before returning.
             with self.link.guard:
                 self.link.post_script("deliver", [*keys, delivery_key(session_id, token)],
                                       [*args, self.remember_ms_arg], stored)

@@ -1,9 +1,6 @@
-"""The Redis hub's one command path: a worker's client, its scripts, and the commands every part sends.
+"""The Redis hub's one command path (RedisLink): every part of the hub sends through it, in the process it serves.
 
-Every part of the hub (sessions, call slots, claims, deliveries, the listener, tasks) sends through one RedisLink.
-Over plain TCP (redis://) the multiplexer (redis_multiplex.py) sends every greenlet's commands on one connection,
-which redis-py cannot; over TLS, a Unix socket, Sentinel or Cluster, redis-py's client sends them (RedisPyCommands).
-The link also knows which process it serves: after a fork, the parent's connections and identity are not this one's.
+Over redis:// the multiplexer sends every greenlet's commands on one connection (redis-py cannot); else redis-py does.
 """
 
 from __future__ import annotations
@@ -32,10 +29,7 @@ Ahead = tuple[tuple[Any, ...], ...]
 
 
 class RedisPyCommands:
-    """The multiplexer's methods on redis-py's client: TLS, Unix sockets, Sentinel's master, a Cluster's nodes.
-
-    Each command waits for its reply: what goes ahead is sent first, and a post is written when it returns.
-    """
+    """The multiplexer's methods on redis-py's client (TLS, Unix socket, Sentinel, Cluster); each waits for a reply."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -51,8 +45,7 @@ class RedisPyCommands:
         return self.client.execute_command(*args)
 
     def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
-        """Send commands now, one by one (this path cannot queue them); an error reply nobody asked for raises
-        nothing, a lost connection does. Written already: number 0."""
+        """Send commands one by one now: an error reply raises nothing, a lost connection does; 0, all being written."""
         for command in commands:
             try:
                 self.client.execute_command(*command)
@@ -91,8 +84,7 @@ def commands_for(client: Any) -> Multiplexer | RedisPyCommands:
 
 
 class ScriptBatch:
-    """Many runs of the hub's scripts in one round trip per Redis server (a cluster blocks scripts in its pipelines):
-    queued in a pipeline, one on a single server, one per master that owns their keys on a cluster."""
+    """Script runs in one pipeline per Redis server (on a cluster, one per master owning their keys)."""
 
     def __init__(self, client: Any, scripts: dict[str, Any]) -> None:
         self.client = client
@@ -104,7 +96,7 @@ class ScriptBatch:
     def add(self, name: str, keys: list[str], args: list[Any]) -> None:
         """Queue one run of a script (all its keys in one hash slot, so on one master)."""
         server, target = "", self.client
-        if is_cluster(self.client):
+        if is_cluster(self.client):  # a cluster's own pipeline refuses scripts: a plain one per master
             node = self.client.get_node_from_key(keys[0])
             server, target = node.name, node.redis_connection
         if server not in self.pipelines:
@@ -122,8 +114,7 @@ class ScriptBatch:
             try:
                 replies[server] = pipeline.execute()
             except (MovedError, AskError):
-                # Slots moved between masters: the cluster client learns the new map on its next command
-                # (callers are periodic and try again).
+                # Slots moved: the client learns the new map on its next command (callers are periodic, and retry).
                 self.client.nodes_manager.initialize()
                 raise RedisConnectionError("Redis Cluster slots moved during a batch") from None
         return [replies[server][place] for server, place in self.order]
@@ -194,13 +185,9 @@ class RedisLink:
         return self.path().execute(*args, before=self.take_ahead_commands())
 
     def post(self, *args: Any) -> None:
-        """Have one command written before this greenlet goes on, and wait for no reply.
-
-        For a call slot's release: its greenlet does not wait for Redis once more, and the release is on its way
-        to Redis before the client can see the call's answer. The multiplexer's writer writes it with what the
-        other greenlets send this turn, one system call for them all (and one wake-up of Redis), and wakes this
-        greenlet when that write is done; if the connection fails first, it wakes it all the same (a lease runs out).
-        """
+        """Have one command written before this greenlet goes on, not waiting for its reply (a call slot's release)."""
+        # On its way before the client can see the answer, yet no round trip: the multiplexer writes it with this
+        # turn's other commands in one system call; a failed connection wakes this greenlet too (the lease runs out).
         self.wait_written(self.post_nowait(*args))
 
     def post_nowait(self, *args: Any) -> int:

@@ -93,8 +93,8 @@ class Listener:
             backoff = min(backoff * 2, RECONNECT_MAX_S)
 
     def follow_master_forever(self) -> None:
-        """With Sentinel: every MASTER_CHECK_S, ask the Sentinels where the master is; once it moved, no command
-        goes to the old one (the pool drops its idle connections to it) and the subscriber reconnects."""
+        """With Sentinel: ask the Sentinels where the master is, and move the subscriber there once it moved."""
+        # Commands follow the master by themselves: the pool drops its connections to a former master.
         pool = self.link.client.connection_pool
         while True:
             gevent.sleep(MASTER_CHECK_S)
@@ -157,12 +157,10 @@ class Listener:
 
 
 class SubscriberReader:
-    """The subscriber connection's socket, read directly: one receive and one parse for every message waiting.
-
-    redis-py's connection set it up (address, TLS, AUTH, SELECT); from SUBSCRIBE on, only this greenlet uses it.
-    """
+    """The subscriber connection's socket, read directly: one receive and one parse for every message waiting."""
 
     def __init__(self, connection: Any) -> None:
+        # redis-py's connection set it up (address, TLS, AUTH, SELECT); from SUBSCRIBE on, only this greenlet reads.
         self.sock = connection._sock
         self.timeout = self.sock.gettimeout()  # MCP_REDIS_TIMEOUT_S, for the confirmations
         self.parser = HiredisParser()

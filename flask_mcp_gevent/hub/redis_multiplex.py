@@ -1,15 +1,6 @@
-"""The Redis hub's per-call commands from every greenlet of a worker on one connection, written together.
+"""Every greenlet's Redis commands on one connection: one write per turn of gevent's loop, not system calls per command.
 
-Each command a tool call makes used to cost a connection borrowed from the pool, a write, and a wait for its
-own read: several system calls and a wake-up of Redis per command. Here the commands that greenlets issue in the
-same turn of gevent's loop go out in one write by the connection's writer greenlet, and its reader greenlet reads
-every reply in order and hands each to the greenlet that asked. Redis answers the commands of one connection in
-the order they arrive, so replies need no ids; what one greenlet sends in one call (a slot's release ahead of an
-answer, say) still runs in that order.
-
-Failure is shared: when Redis closes the connection, or the oldest command has waited MCP_REDIS_TIMEOUT_S, the
-connection is closed, every command waiting on it fails as redis-py's would (ConnectionError, TimeoutError), and
-the next command connects again.
+Redis replies in order (no ids needed); a lost connection or a timeout fails every waiting command as redis-py's would.
 """
 
 from __future__ import annotations
@@ -31,17 +22,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 __all__ = ["HiredisParser", "Multiplexer", "pack", "reply_or_raise"]
 
 READ_SIZE = 65536
-# One command (a tuple) in RESP, by hiredis (C): arguments are str (sent as UTF-8), bytes, int or float;
-# TypeError for anything else.
+# One command (a tuple) in RESP, by hiredis (C): str (as UTF-8), bytes, int or float arguments, else TypeError.
 pack = hiredis.pack_command
 
 
 class HiredisParser:
     """Replies out of the bytes a connection receives, as redis-py gives them undecoded, by hiredis (C).
-
-    Bulk and simple strings are bytes, integers int, a nil None, arrays lists; an error reply is the exception
-    redis-py would raise for it (NoScriptError for NOSCRIPT, ReadOnlyError for READONLY...), returned, not raised.
-    """
+    An error reply comes back as the exception redis-py would raise for it (NoScriptError...), returned, not raised."""
 
     def __init__(self) -> None:
         self.reader = hiredis.Reader(protocolError=ValueError, replyError=BaseParser.parse_error)
@@ -100,11 +87,8 @@ class PendingCall:
 
 
 def script_failure(call: PendingCall) -> BaseException | None:
-    """What failed a posted script: its connection, or its own error reply (NOSCRIPT, LOADING: it did not run).
-
-    Any RedisError, not only a ResponseError: some error replies are, for redis-py, not a ResponseError: LOADING
-    (a restarted Redis reading its data back) is a BusyLoadingError, NOAUTH an AuthenticationError.
-    """
+    """What failed a posted script: its connection, or its error reply (NOSCRIPT, LOADING: the script did not run)."""
+    # Any RedisError, not only ResponseError: LOADING is a BusyLoadingError for redis-py, NOAUTH an AuthenticationError.
     if call.error is None and isinstance(call.replies[-1], RedisError):
         return call.replies[-1]
     return call.error
@@ -139,37 +123,24 @@ class Multiplexer:
 
     def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
             before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Run a registered script (a redis-py Script) by its SHA, after the commands in before, in one write.
-
-        A NOSCRIPT reply means the script did not run, so it is loaded and its command alone sent again (the
-        commands before it ran with the first attempt); any other error reply is raised.
-        """
+        """Run a registered script by its SHA after the commands in before, in one write (loaded once on NOSCRIPT)."""
         command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
         data = b"".join([*map(pack, before), command]) if before else command
         reply = self._enqueue(data, expected=len(before) + 1).wait()[-1]
-        if isinstance(reply, NoScriptError):
+        if isinstance(reply, NoScriptError):  # it did not run: load it, send it alone (those before it ran)
             self.execute("SCRIPT", "LOAD", script.script)
             return reply_or_raise(self._enqueue(command).wait()[-1])
         return reply_or_raise(reply)
 
     def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Send one command (after the commands in before, in the same write) and return its reply.
-
-        An error reply to this command is raised; the replies to the commands before it are not read for errors.
-        """
+        """Send one command after those in before, in the same write; its reply (only its own error reply is raised)."""
         return reply_or_raise(self.pipeline([*before, args])[-1])
 
     def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: tuple[tuple[Any, ...], ...],
                     on_done: Callable[[BaseException | None], None]) -> None:
-        """Run a registered script without waiting for its reply; on_done hears None, or its error or lost connection.
-
-        Unlike post, this does not write at once: for a store whose order against this greenlet's next steps
-        does not matter (a legacy answer, which reaches its client through Redis anyway). Written by the writer
-        greenlet with what other greenlets send this turn: one system call for them all.
-
-        on_done runs once, from the greenlet that reads the reply or fails the connection, so it must not block
-        (it may spawn). A NOSCRIPT reply is an error like any other: the script did not run.
-        """
+        """Run a registered script, not waiting for its reply; on_done hears None, or its error or lost connection."""
+        # Unlike post, not written at once: for a store whose order against this greenlet's next steps does not matter
+        # (a legacy answer). on_done runs once, from the reader or whoever fails the connection: it must not block.
         data = b"".join([*map(pack, before), pack(("EVALSHA", script.sha, len(keys), *keys, *args))])
         self._enqueue(data, lambda call: on_done(script_failure(call)), expected=len(before) + 1)
 
@@ -180,9 +151,8 @@ class Multiplexer:
         return self._enqueue(b"".join(map(pack, commands)), expected=len(commands)).wait()
 
     def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
-        """Queue commands whose reply nobody needs, for the writer's next write; the post's number, for
-        written and wait_written. Anything this worker sends later goes out behind them (one connection, in order).
-        """
+        """Queue commands whose reply nobody needs for the next write; the post's number (for written, wait_written)."""
+        # Anything this worker sends later goes out behind these: one connection, in order.
         self._enqueue(b"".join(map(pack, commands)), expected=len(commands))
         # Numbered in the same step as the bytes join the queue: the write that takes them covers the number.
         self._posted += 1
@@ -212,8 +182,7 @@ class Multiplexer:
 
     def _enqueue(self, data: bytes, on_done: Callable[[PendingCall], None] | None = None,
                  expected: int = 1) -> PendingCall:
-        """Queue commands in RESP for the connection (connecting first if needed), wake the writer, and return the
-        call that awaits their expected replies."""
+        """Queue commands in RESP (connecting if needed) and wake the writer; return the call awaiting their replies."""
         if self._sock is None:
             self._connect()
         call = PendingCall(expected, time.monotonic() + self._patience_s, on_done)
@@ -232,11 +201,8 @@ class Multiplexer:
             self._fail(self._sock, RedisConnectionError("Redis connection closed"))
 
     def _write_forever(self, sock: Any) -> None:
-        """Write what every greenlet queued, together, until the connection fails.
-
-        The connection's own greenlet writes, never a caller: a caller killed or timed out mid-write (a cancelled
-        tool call) would leave the others' commands unsent, or half a command on the wire.
-        """
+        """Write what every greenlet queued, together, until the connection fails."""
+        # Never a caller: one killed mid-write (a cancelled tool call) would leave half a command on the wire.
         try:
             while sock is self._sock:
                 if not self._outgoing:

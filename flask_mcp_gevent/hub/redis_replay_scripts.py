@@ -44,16 +44,10 @@ end
 
 # KEYS: session, replay, claim, replay sizes, replay bytes. ARGV: message json, replay max, session id, request
 # stream ('' for the session's own), worker channel prefix, replay max bytes.
-# Append and route in one atomic step, so every worker sees one order of events per session. The log is trimmed
-# from its oldest entries past MCP_REPLAY_MAX entries or MCP_REPLAY_MAX_BYTES bytes; the newest always stays.
-# A new log (or one whose bookkeeping is rebuilt) takes the session's TTL here; after that, the scripts that move
-# the session's TTL move the log's (GET, ATTACH, REFRESH and DETACH, given its sizes and bytes keys).
-# Counting bytes is needed only once an entry is larger than MCP_REPLAY_MAX_BYTES / MCP_REPLAY_MAX: while every
-# entry is at most that, MCP_REPLAY_MAX entries are within the byte bound too, so a log without bookkeeping is
-# trimmed by XADD's MAXLEN alone (half the commands). Its first larger entry builds the bookkeeping from the log,
-# and from then on the log is trimmed by both bounds, as every log was before (and as an older release does).
-# (Bookkeeping lost apart from its log, both keys at once, say to maxmemory eviction, leaves a log bounded by
-# MCP_REPLAY_MAX alone until its larger entries age out; one key lost is rebuilt as before.)
+# Trims the oldest entries past replay max entries or bytes; the newest always stays. While no entry is larger than
+# max bytes / max, MAXLEN alone keeps both bounds (half the commands); the first larger one builds the bookkeeping
+# (entry sizes, their sum) from the log, and both bounds apply from then on. Both bookkeeping keys lost at once
+# (maxmemory eviction) leave MAXLEN alone until the larger entries age out; one lost is rebuilt.
 PUBLISH_SCRIPT = ROUTE + REBUILD_SIZES + """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl == -2 then return false end
@@ -98,9 +92,8 @@ return route(id)
 """
 
 # The publish script, at most once per delivery token. KEYS and ARGV: the publish script's, then the token's key
-# (last KEY) and how long to remember it in ms (last ARGV). An answer's publish is retried through a Redis
-# outage, and an attempt that timed out may still run once Redis answers again: every attempt after the first
-# that ran returns what that one did instead of appending the answer again.
+# (last KEY) and how long to remember it in ms (last ARGV). A timed-out attempt may still run once Redis is back:
+# every later attempt returns what the first that ran did instead of appending again.
 DELIVER_SCRIPT = """
 local earlier = redis.call('GET', KEYS[#KEYS])
 if earlier then

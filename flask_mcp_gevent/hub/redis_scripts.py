@@ -1,9 +1,5 @@
-"""The Redis hub's keys and Lua scripts: each script is one atomic step in a session's life.
+"""The Redis hub's Lua scripts: each is one atomic step in a session's life (see ATTACH_SCRIPT, PUBLISH_SCRIPT).
 
-Atomic matters twice: appending to the replay log and routing to the worker that
-holds the stream happen together (one order of events per session, on every
-worker), and claiming a stream and reading what it missed happen together
-(every event is either in the replay read or published to the new holder after).
 Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree.
 """
 
@@ -23,10 +19,9 @@ end
 """
 
 # KEYS: index[, owner]. ARGV: ttl ms, max sessions, session id[, owner limit].
-# Takes a place for a new session in the fleet's index (and its owner's set); the caller then stores the session
-# (its key is in another hash slot). Returns 1 when taken, 0 when the fleet is full, -1 when the owner is.
-# The owner's set lists the sessions it opened; when it looks full, the ids the index no longer lists (closed
-# or expired) are dropped first, so nothing else has to keep it fresh.
+# Takes a new session's place in the index (and its owner's set); the caller then stores it (another hash slot).
+# Returns 1, or 0 when the fleet is full, -1 when the owner is. An owner's set that looks full first drops the ids
+# the index no longer lists, so nothing else has to keep it fresh.
 CREATE_SCRIPT = NOW_MS + """
 local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
@@ -54,9 +49,8 @@ return 1
 """
 
 # KEYS: session, detached, replay, delivered[, replay sizes, replay bytes]. ARGV: ttl ms.
-# A client request ends a resume window: the session gets the full idle TTL again (Streamable clients need no stream).
-# The caller then moves the session's expiry in the index (TOUCH_SCRIPT). Every script that moves a session's TTL
-# moves its replay log's (the log and its bookkeeping) with it: the publish script sets theirs only on keys it makes.
+# A client request ends a resume window and renews the full idle TTL (Streamable clients need no stream); the caller
+# then moves the index (TOUCH_SCRIPT). Every script that moves a session's TTL moves its replay log's with it.
 GET_SCRIPT = """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
@@ -67,10 +61,8 @@ return data
 
 # KEYS: session. ARGV: fields to assign (a JSON object), subscription to add ('' for none), subscription to
 # remove ('' for none), most subscriptions a session may hold (-1: no bound), '1' to refuse once negotiated.
-# One session change, read and written in one atomic step (concurrent requests of a session never undo each
-# other). Returns {0} for an unknown session, {1, json} once changed, {2, json} when refused. cjson writes an
-# empty list as {} and keeps 14 digits of a number, so the hub stores what the client chose as JSON text
-# (strings pass unchanged) and an empty subscription list is left out.
+# Returns {0} for an unknown session, {1, json} once changed, {2, json} when refused. cjson writes an empty list as
+# {} and keeps 14 digits of a number: the client's fields are stored as JSON text, an empty subscription list left out.
 UPDATE_SCRIPT = """
 local data = redis.call('GET', KEYS[1])
 if not data then return {0} end
@@ -100,12 +92,9 @@ return {1, data}
 
 # KEYS: session, claim, replay, delivered, detached[, replay sizes, replay bytes].
 # ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
-# request stream ('' for the session's own)[, the claim's worker if it is alive ('' if not)].
-# On a Redis Cluster, PUBSUB NUMSUB counts only one node's subscribers: there the caller asks every node
-# whether the worker holding the claim is alive, and passes the answer as the last ARGV.
-# Claim the session's stream and read what it missed in the same atomic step: every event is
-# either in the replay returned here or published to this worker afterwards. Returns
-# {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
+# request stream ('' for the session's own)[, on a cluster: the claim's worker if it is alive, else ''].
+# Claims and reads in one step: every event is in the replay returned or published to this worker after.
+# Returns {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
 ATTACH_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 local current = redis.call('GET', KEYS[2])
@@ -137,9 +126,8 @@ return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
 """
 
 # KEYS: claim, delivered, session, replay, detached[, replay sizes, replay bytes].
-# ARGV: owner, delivered id, resume window ms, '1' for the session's own stream.
-# Only the stream that still holds its claim lets go of it; the session's own stream also records what it
-# delivered and starts the resume window.
+# ARGV: owner, delivered id, resume window ms, '1' for the session's own stream. Only the claim's holder lets go;
+# the session's own stream also records what it delivered and starts the resume window.
 DETACH_SCRIPT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
@@ -161,11 +149,9 @@ return 1
 """
 
 # KEYS: claim, session, replay, delivered, detached[, replay sizes, replay bytes].
-# ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it).
-# Returns 0 when the session is gone, 1 when the claim held (the session in its resume window), 4 when the claim
-# held and the session's TTL moved (the caller moves it in the index too), 2 when the claim is gone (the caller
-# re-takes it only if the stream is still open: it may have closed since the refresh began),
-# 3 when another stream holds it now.
+# ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it). Returns 0: session gone; 1: claim held
+# (session in its resume window); 4: claim held and TTL moved (the caller moves the index too); 2: claim gone (the
+# caller re-takes it if the stream is still open); 3: another stream holds it.
 REFRESH_SCRIPT = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 local current = redis.call('GET', KEYS[1])
@@ -181,8 +167,7 @@ return 1
 """
 
 # KEYS: session, replay, delivered, claim, detached, replay sizes, replay bytes. ARGV: session id, control channel.
-# Every worker hears that the session closed and ends its streams (the session's own and request streams).
-# The caller then takes it out of the index (another hash slot).
+# Every worker hears the close and ends its streams; the caller then takes it out of the index (another hash slot).
 CLOSE_SCRIPT = """
 local existed = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
@@ -191,10 +176,8 @@ return existed
 """
 
 # KEYS: registry state, registry version. ARGV: field ([kind, key] as JSON), change JSON, control channel,
-# origin worker, change id.
-# Record a run-time registry change and tell every worker in one step, so versions are heard in the order given.
-# A version is at least Redis's clock in milliseconds, so versions keep growing after a Redis that lost its data.
-# Returns {version, how many workers heard it}.
+# origin worker, change id. Records and tells in one step, so versions are heard in order; a version is at least
+# Redis's clock in ms, so versions keep growing after Redis lost its data. Returns {version, workers that heard}.
 REGISTRY_SCRIPT = NOW_MS + """
 local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, redis_now_ms())
 redis.call('SET', KEYS[2], string.format('%.0f', version))
@@ -213,9 +196,8 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
-# Prepended to the scripts that take a call slot: whether fewer than limit leases in the set are still running.
-# Leases that ran out (a killed worker's) are removed only when the set looks full, so a take costs one command
-# fewer while it does not.
+# Prepended to the scripts that take a call slot: whether fewer than limit leases are running. Run-out leases
+# (a killed worker's) are removed only when the set looks full: one command fewer per take.
 FREE_SLOT = """
 local function has_free_slot(calls, limit, now_ms)
   if redis.call('ZCARD', calls) < limit then return true end
@@ -224,9 +206,8 @@ local function has_free_slot(calls, limit, now_ms)
 end
 """
 
-# A session's running tool calls: a sorted set of lease tokens scored by when each lease ends. The worker
-# running a call renews its lease; a lease of a killed worker runs out, so its slot comes back by itself.
-# KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
+# A session's running calls: lease tokens scored by their end, renewed while the call runs (a killed worker's run
+# out). KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
 TAKE_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
 local now_ms = redis_now_ms()
 if not has_free_slot(KEYS[1], tonumber(ARGV[2]), now_ms) then return 0 end
@@ -245,12 +226,10 @@ return 1
 
 # KEYS: session, calls. ARGV: token, limit, lease ms, transport, principal ('' for none), '1' if there is one[,
 # '"transport":' and '"principal":' as the worker writes them, each with its value in JSON].
-# A session read for a tools/call and that call's slot, in one round trip; the slot is taken only for a session
-# of this transport and principal (another principal's probe takes none). Returns false for an unknown session,
-# else {json, 1} with the slot taken, {json, 0} when all are, {json, -1} for someone else's session.
-# The JSON as workers write it holds those two fields exactly as given (no other field holds raw JSON text that
-# could look like them: the client's are stored as strings), so finding both spares decoding it; JSON written
-# otherwise (by the update script's cjson, or an older release) is decoded and compared field by field.
+# A tools/call's session and slot in one round trip, the slot only for this transport and principal. Returns false
+# for an unknown session, else {json, 1} taken, {json, 0} all taken, {json, -1} someone else's session.
+# Finding both fields verbatim spares decoding (no other field holds raw JSON: the client's are strings); JSON
+# written otherwise (by cjson, or an older release) is decoded and compared field by field.
 GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end

@@ -68,17 +68,15 @@ class Sessions:
         self.pending_ttl_s = pending_ttl_s
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
-        """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner.
-
-        Both counts are of the whole fleet, checked and taken in one script; then the session is stored (its key
-        is in its own hash slot). A failure between the two leaves a place taken for the pending TTL, no more.
-        """
+        """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner."""
         ttl_ms = milliseconds(self.pending_ttl_s)
         script_keys = [SESSION_INDEX]
         args: list[Any] = [ttl_ms, self.settings.max_sessions, session.id]
         if owner is not None:
             script_keys.append(owner_key(owner))
             args.append(owner_limit)
+        # The fleet-wide counts are taken in one script, then the session stored (its own hash slot): a failure
+        # between the two leaves a place taken for the pending TTL, no more.
         with self.link.guard:
             taken = self.link.run("create", script_keys, args)
             if taken == 1:
@@ -89,10 +87,7 @@ class Sessions:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
 
     def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
-        """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker).
-
-        With accept, the session is read first without touching it, and refreshed only if accept takes it.
-        """
+        """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker) if accept takes it."""
         now = time.monotonic()
         # A session read moments ago has a fresh TTL: a plain GET (one Redis command, not a script) suffices.
         fresh = self.ttl_is_fresh(session_id, now)
@@ -213,11 +208,9 @@ class CallSlots:
 
     def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
                              limit: int) -> tuple[Session | None, str | None]:
-        """Load a session and take its call's slot in one round trip (its TTL must need no refresh: see the hub).
-
-        The slot's lease starts when hold_call_slot says the call runs: a request that never does (cancelled
-        before its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
-        """
+        """Load a session and take its call's slot in one round trip (its TTL must need no refresh: see the hub)."""
+        # The lease is renewed once hold_call_slot says the call runs: a request that never does (cancelled before
+        # its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
         token = self.new_token()  # which makes the command path too
         keys, fixed = self.slot_lookup(session_id, transport, principal, limit)
         with self.link.guard:
@@ -249,15 +242,10 @@ class CallSlots:
 
     def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
                             answer_waits: bool = False) -> None:
-        """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot).
-
-        With answer_follows, the ZREM goes ahead of the answer this greenlet stores next (in the same write where
-        the path allows); with answer_waits, it is queued for the next write and the answer's writer waits for it
-        (wait_for_release), not this greenlet.
-        """
+        """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot)."""
         self.call_leases.pop(token, None)
         release = release_command(session_id, token)
-        if answer_follows:
+        if answer_follows:  # ahead of this greenlet's answer, in the same write where the path allows
             self.link.send_ahead(release)
         else:
             self._free(release, answer_waits)

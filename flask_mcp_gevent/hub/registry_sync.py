@@ -1,11 +1,6 @@
-"""Run-time registry changes across a Redis fleet: recorded in Redis, applied and acknowledged by every worker.
+"""Run-time registry changes across a Redis fleet: versioned in Redis, applied and acknowledged by every worker.
 
-A worker cannot send another a function, only its name: the registry describes each
-change by reference (see flask_mcp_gevent/toolkit/registry.py). One Lua script stores the change
-with a version in `mcp:registry` and publishes it on the control channel; every
-worker applies it and acknowledges; the worker that made it waits for them all
-(bounded) before it announces list_changed. A worker loads the stored changes each
-time it subscribes, so one that starts, or comes back after an outage, catches up.
+A change names functions by reference (toolkit/registry.py); a worker loads every stored one each time it subscribes.
 """
 
 from __future__ import annotations
