@@ -52,6 +52,9 @@ class Instruments:
                                        registry=registry)
         self.queue_drops = Counter("mcp_stream_queue_drops", "Streams closed because their client read too slowly "
                                    "(the queue reached MCP_QUEUE_MAX or MCP_QUEUE_MAX_BYTES)", registry=registry)
+        self.replay_gaps = Counter("mcp_replay_gaps", "Streams resumed after an event their session's replay log "
+                                   "had already dropped (MCP_REPLAY_MAX, MCP_REPLAY_MAX_BYTES): events between "
+                                   "may be lost", registry=registry)
         # labels() validates and locks on every call; the hot path looks children up in a plain dict instead.
         self._request_children: dict[tuple[str, str, str], Any] = {}
         self._stream_children: dict[str, Any] = {}
@@ -95,6 +98,10 @@ class Instruments:
     def queue_dropped(self) -> None:
         """Count a stream cut off for reading too slowly."""
         self.queue_drops.inc()
+
+    def replay_gap(self) -> None:
+        """Count a stream resumed past a hole in its replay log."""
+        self.replay_gaps.inc()
 
     def sample_sessions(self, count: int) -> None:
         """Record how many sessions this process's hub holds now."""

@@ -18,6 +18,7 @@ import gevent
 from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.hub.tasks import MemoryTaskStore, TaskStore
 from flask_mcp_gevent.hub.worker_calls import InflightCalls, PendingRequests
+from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:
@@ -55,6 +56,14 @@ def split_event_id(event_id: str | None) -> tuple[str | None, str | None]:
         return None, None
     position, _, stream = event_id.partition(STREAM_SEPARATOR)
     return position, (stream or None)
+
+
+def report_replay_gap(session_id: str, after: str) -> None:
+    """Log and count a stream that resumes after an event its replay log no longer holds."""
+    instruments().replay_gap()
+    log.warning("stream of session %s resumes after event %s, which its replay log has dropped: events published "
+                "since may be lost (raise MCP_REPLAY_MAX or MCP_REPLAY_MAX_BYTES)", session_id[:8],
+                repr(after)[:MAX_LOGGED_ID_CHARS])
 
 
 def answered(message: Any) -> str:

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import CapacityError, Hub, QuotaFull, StreamConflict, join_event_id, split_event_id
+from flask_mcp_gevent.hub.base import (
+    CapacityError,
+    Hub,
+    QuotaFull,
+    StreamConflict,
+    join_event_id,
+    report_replay_gap,
+    split_event_id,
+)
 from flask_mcp_gevent.hub.mailbox import Mailbox
 from flask_mcp_gevent.hub.subscription import QueuedSubscription, Subscription
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
@@ -247,6 +255,9 @@ class MemoryHub(Hub):
             current.end("replaced by a newer stream")
         after = slot.delivered if last_event_id is None else parse_position(position)
         subscription = MemorySubscription(slot, self.settings.queue_max, stream, self.settings.queue_max_bytes)
+        # Positions count every event of the session: a first one kept past after + 1 means some were dropped.
+        if 0 < after and slot.replay and parse_position(split_event_id(slot.replay[0][0])[0]) > after + 1:
+            report_replay_gap(session_id, str(after))
         for event_id, data, event_stream in slot.replay:
             if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
                 subscription.enqueue((event_id, data))

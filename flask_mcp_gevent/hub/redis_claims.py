@@ -12,7 +12,7 @@ from typing import Any
 import gevent
 from gevent.event import Event
 
-from flask_mcp_gevent.hub.base import HubUnavailable, StreamConflict, join_event_id, split_event_id
+from flask_mcp_gevent.hub.base import HubUnavailable, StreamConflict, join_event_id, report_replay_gap, split_event_id
 from flask_mcp_gevent.hub.mailbox import Mailbox
 from flask_mcp_gevent.hub.redis_codec import entries_of, event_order, milliseconds, replay_position
 from flask_mcp_gevent.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
@@ -76,7 +76,9 @@ class Claims:
         if previous is not None:
             previous.released = True
             previous.end("replaced by a newer stream")
-        subscription.fill(entries_of(reply[1], stream), reply[2].decode())
+        floor = reply[2].decode()
+        note_gap(session_id, floor, reply[1])
+        subscription.fill(entries_of(reply[1], stream), floor)
         return subscription
 
     def _claim(self, subscription: RedisSubscription, exclusive: bool, after: str) -> Any:
@@ -213,7 +215,7 @@ class Claims:
         if number != self.subscriber_number or number != self.listening_number:
             return True
         ms, seq = subscription.last_queued
-        start = f"({ms}-{seq}" if (ms, seq) != (0, 0) else "-"
+        start = f"{ms}-{seq}"  # itself first while the log still holds it (see note_gap)
         subscription.hold()
         try:
             with self.link.guard:
@@ -224,6 +226,7 @@ class Claims:
             subscription.fill([])
             raise
         if number == self.subscriber_number:
+            note_gap(subscription.session_id, start, raw)
             subscription.fill(entries_of(raw, subscription.stream), bounded=True)
         return True
 
@@ -252,6 +255,13 @@ class Claims:
                 )
         except HubUnavailable:
             log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
+
+
+def note_gap(session_id: str, after: str, entries: list[Any]) -> None:
+    """Report a replay read from after (inclusive) that no longer starts at after: the log dropped events since."""
+    # The log drops its oldest entries first, so while it holds after itself it holds everything later too.
+    if entries and after != "0-0" and entries[0][0].decode() != after:
+        report_replay_gap(session_id, after)
 
 
 class RedisSubscription(QueuedSubscription):

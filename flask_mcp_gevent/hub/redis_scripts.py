@@ -94,7 +94,8 @@ return {1, data}
 # ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
 # request stream ('' for the session's own)[, on a cluster: the claim's worker if it is alive, else ''].
 # Claims and reads in one step: every event is in the replay returned or published to this worker after.
-# Returns {1, entries, id the replay starts after}, {0} for an unknown session, {-1} for a conflict.
+# Returns {1, entries from that id on (itself first while the log holds it), that id}, {0} for an unknown
+# session, {-1} for a conflict.
 ATTACH_SCRIPT = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 local current = redis.call('GET', KEYS[2])
@@ -121,7 +122,7 @@ if after == '$' then
   local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
   return {1, {}, last and last[1] or '0-0'}
 end
-if after then return {1, redis.call('XRANGE', KEYS[3], '(' .. after, '+'), after} end
+if after then return {1, redis.call('XRANGE', KEYS[3], after, '+'), after} end
 return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
 """
 

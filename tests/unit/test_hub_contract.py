@@ -9,6 +9,7 @@ one Redis, keys expiring in Redis, Redis going away) is in test_redis_hub.py.
 from __future__ import annotations
 
 import json
+import logging
 
 import gevent
 import pytest
@@ -19,6 +20,7 @@ from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
 from flask_mcp_gevent.hub import CapacityError, StreamClosed, StreamConflict
 from flask_mcp_gevent.hub.base import join_event_id
 from flask_mcp_gevent.hub.memory import MemoryHub
+from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import SessionChange
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
@@ -228,6 +230,41 @@ def test_replay_keeps_only_the_newest_replay_max_events(make_hub):
     # Redis trims approximately (whole stream nodes), so allow some slack, but never unbounded.
     assert got[-1] == 399 and 5 <= len(got) <= 200
     assert got == sorted(got)
+    subscription.close()
+
+
+def replay_gaps() -> float:
+    """How many streams resumed past a hole in their replay log, as /metrics reports it."""
+    return instruments().registry.get_sample_value("mcp_replay_gaps_total") or 0.0
+
+
+def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_hub, caplog):
+    hub = make_hub(MCP_REPLAY_MAX=3)
+    session = new_session(hub)
+    ids = [hub.publish(session.id, message(n)) for n in range(6)]
+    before = replay_gaps()
+    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+        subscription = hub.subscribe(session.id, last_event_id=ids[1])
+    # Event 2 was dropped: the stream gets what the log kept, and the hole is said aloud.
+    assert numbers(drain(subscription)) == [3, 4, 5]
+    assert replay_gaps() == before + 1
+    assert "has dropped" in caplog.text and session.id[:8] in caplog.text
+    subscription.close()
+
+
+def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
+    hub = make_hub(MCP_REPLAY_MAX=3)
+    session = new_session(hub)
+    ids = [hub.publish(session.id, message(n)) for n in range(6)]
+    before = replay_gaps()
+    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+        subscription = hub.subscribe(session.id, last_event_id=ids[3])
+        assert numbers(drain(subscription)) == [4, 5]
+        subscription.close()
+        subscription = hub.subscribe(session.id, last_event_id=ids[4])
+        assert numbers(drain(subscription)) == [5]
+    assert replay_gaps() == before
+    assert "has dropped" not in caplog.text
     subscription.close()
 
 

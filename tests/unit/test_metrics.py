@@ -96,7 +96,7 @@ def test_metrics_route_serves_prometheus_text_with_every_metric(client):
     assert response.content_type.startswith("text/plain; version=0.0.4")
     text = response.get_data(as_text=True)
     for name in ("mcp_requests_total", "mcp_tool_call_duration_seconds", "mcp_open_streams", "mcp_sessions",
-                 "mcp_sessions_opened_total", "mcp_stream_queue_drops_total"):
+                 "mcp_sessions_opened_total", "mcp_stream_queue_drops_total", "mcp_replay_gaps_total"):
         assert f"# TYPE {name.removesuffix('_total')}" in text, name
 
 

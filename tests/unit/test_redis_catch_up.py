@@ -7,6 +7,7 @@ the new master before the stream's worker has subscribed to it again, and only t
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import gevent
@@ -18,6 +19,7 @@ from flask_mcp_gevent.hub import redis_claims
 from flask_mcp_gevent.hub.redis_claims import Claims, RedisSubscription
 from flask_mcp_gevent.hub.redis_codec import event_order
 from flask_mcp_gevent.hub.redis_connection import OutageGuard
+from flask_mcp_gevent.metrics import instruments
 from tests.support.waiting import wait_until
 
 
@@ -42,9 +44,9 @@ class FakeLink:
         if self.failures:
             self.failures -= 1
             raise RedisConnectionError("Redis went away")
-        start = command[2]
-        after = (0, 0) if start == "-" else event_order(start.lstrip("("))
-        return [[event_id.encode(), [b"d", data]] for event_id, data in seen if event_order(event_id) > after]
+        start = command[2]  # inclusive, as the hub reads it
+        return [[event_id.encode(), [b"d", data]] for event_id, data in seen
+                if event_order(event_id) >= event_order(start)]
 
     def script_batch(self) -> Any:
         """Refreshing claims finds Redis away (the catch-up must not depend on it)."""
@@ -105,3 +107,28 @@ def test_a_catch_up_read_made_before_the_new_connection_subscribed_does_not_let_
     slow.join(2)
     claims.resync_all(second)
     assert queued(subscription) == ["2-0", "3-0"]
+
+
+def test_a_catch_up_that_finds_the_log_trimmed_past_the_stream_is_logged_and_counted(caplog):
+    link = FakeLink()
+    claims, subscription = attached_stream(link)
+    number = claims.hold_all()
+    # While nobody listened, more answers were stored than the log keeps: 1-0 (the stream's last) and 2-0 are gone.
+    link.replay[:] = [("3-0", b"kept"), ("4-0", b"kept too")]
+    before = instruments().registry.get_sample_value("mcp_replay_gaps_total") or 0.0
+    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+        claims.resync_all(number)
+    assert queued(subscription) == ["3-0", "4-0"]
+    assert instruments().registry.get_sample_value("mcp_replay_gaps_total") == before + 1
+    assert "has dropped" in caplog.text
+
+
+def test_a_catch_up_that_finds_the_streams_last_event_still_logged_reports_no_gap(caplog):
+    link = FakeLink()
+    claims, subscription = attached_stream(link)
+    number = claims.hold_all()
+    link.replay.append(("2-0", b"stored while nobody listened"))
+    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+        claims.resync_all(number)
+    assert queued(subscription) == ["2-0"]
+    assert "has dropped" not in caplog.text
