@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import time
 
 import gevent
@@ -241,20 +243,32 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     assert hub.peek_session(session.id).id == session.id
 
 
+def connection_blocked_in(admin: redis.Redis, command: str) -> str | None:
+    """The id of the multiplexer's connection when Redis reports it blocked in this command (by name), else None."""
+    for client in admin.client_list():
+        if client.get("name") == NAME and "b" in client["flags"] and client["cmd"] == command:
+            return client["id"]
+    return None
+
+
 def test_replies_never_reach_the_wrong_caller_while_redis_kills_the_connection_again_and_again(muxes, redis_server):
     mux = muxes(timeout_s=5)
     assert mux.execute("PING") == b"PONG"
     admin = cooperative_admin(redis_server)
     running = True
     misdelivered: list[tuple[bytes, object]] = []
+    # Each caller's last ask, numbered in order with the held BRPOPs' from one sequence.
+    sequence = itertools.count(1)
+    asked_at = [0] * 21
     answered = [0] * 21
     failed = [0] * 21
 
     def caller(n: int) -> None:
         while running:
             token = f"{n}:{answered[n]}:{failed[n]}".encode()
-            # Caller 0's BLPOP holds the connection in Redis a while: a kill finds the others' commands behind it.
+            # Caller 0's BLPOP holds the connection in Redis a while: between kills, the others' commands pile up.
             commands = [("ECHO", token), ("BLPOP", "empty", "0.05")] if n == 0 else [("ECHO", token)]
+            asked_at[n] = next(sequence)
             try:
                 reply = mux.pipeline([*commands, ("ECHO", token + b"!")])
             except RedisConnectionError:
@@ -266,22 +280,41 @@ def test_replies_never_reach_the_wrong_caller_while_redis_kills_the_connection_a
             answered[n] += 1
 
     callers = [gevent.spawn(caller, n) for n in range(21)]
-    killed: set[int] = set()
-    rounds = 0
+    killed: set[str] = set()
+    held_outcomes: list[object] = []
+    held_at = [0]
+
+    def hold() -> object:
+        """BRPOP a list nobody pushes to, in the callers' numbering; its reply, or the connection error that cut it."""
+        # Numbered right before it is queued (connected, nothing yields in between): later numbers queue behind it.
+        held_at[0] = next(sequence)
+        try:
+            return mux.execute("BRPOP", "never-pushed", 4)
+        except RedisConnectionError as cut_off:
+            return cut_off
+
+    def all_answered_since(before: list[int]) -> bool:
+        """Whether every caller has had an answer since these counts."""
+        return all(now > then for now, then in zip(answered, before, strict=True))
+
+    rounds = 6
     try:
-        # Six kills at least; more (up to 30) while none has yet caught a command on its way, which on a fast
-        # machine a kill can miss.
-        while rounds < 6 or (sum(failed) == 0 and rounds < 30):
-            rounds += 1
-            gevent.sleep(0.1)
-            for client in admin.client_list():
-                if client.get("name") == NAME:
-                    killed.add(client["id"])
-                    admin.client_kill_filter(_id=client["id"])
-        after_kills = list(answered)
-        # Every caller gets answers again on the next connection.
-        wait_until(lambda: all(now > then for now, then in zip(answered, after_kills, strict=True)),
-                   what="every caller answered after the last kill")
+        for _ in range(rounds):
+            # A BRPOP (not the callers' BLPOP) that blocks in Redis until the kill: every kill finds it on its way,
+            # whatever the machine's speed.
+            held = gevent.spawn(hold)
+            connection = wait_until(lambda: connection_blocked_in(admin, "brpop"),
+                                    what="the held BRPOP blocking the multiplexer's connection in Redis")
+            # Those who asked before it are answered and ask again: then every caller's commands wait behind it.
+            wait_until(lambda: min(asked_at) > held_at[0], what="every caller's commands queued behind the held BRPOP")
+            answered_at_kill = list(answered)
+            killed.add(connection)
+            admin.client_kill_filter(_id=connection)
+            held.join(5)
+            held_outcomes.append(held.value if held.successful() else held.exception or "still waiting")
+            # Every caller gets answers again on the next connection.
+            wait_until(functools.partial(all_answered_since, answered_at_kill),
+                       what="every caller answered after the kill")
     finally:
         running = False
         gevent.joinall(callers, timeout=10)
@@ -289,7 +322,9 @@ def test_replies_never_reach_the_wrong_caller_while_redis_kills_the_connection_a
     assert all(greenlet.successful() for greenlet in callers), [greenlet.exception for greenlet in callers][:3]
     assert not misdelivered, misdelivered[:5]
     assert len(killed) == rounds  # it connected again after each kill
-    assert sum(failed) > 0  # the kills did cut commands off
+    # Each kill cut off the command it caught blocking, and every caller's commands queued behind it.
+    assert all(type(failure) is RedisConnectionError for failure in held_outcomes), held_outcomes
+    assert all(count >= rounds for count in failed), failed
     assert mux.execute("ECHO", "last") == b"last"
 
 
