@@ -97,7 +97,7 @@ class Hub(ABC):
         # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
         self.worker_listener: Callable[[dict[str, Any]], None] | None = None
         # The tasks extension's tasks (hub/tasks.py; the Redis hub's are in Redis, hub/redis_tasks.py).
-        self.tasks: TaskStore = MemoryTaskStore()
+        self.tasks: TaskStore = MemoryTaskStore(settings.tasks_max_bytes)
 
     # sessions
     @abstractmethod
