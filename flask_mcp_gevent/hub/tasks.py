@@ -19,6 +19,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from flask_mcp_gevent.hub.base import HubUnavailable
+
 __all__ = ["CANCELLED", "COMPLETED", "FAILED", "INPUT_REQUIRED", "TERMINAL", "WORKING", "MemoryTaskStore", "TaskRecord",
            "TaskStore", "now_ms"]
 
@@ -182,8 +184,6 @@ class TaskStore(ABC):
             changed = rule(record)
             if not changed or self.save(record):
                 return record, changed
-        from flask_mcp_gevent.hub.base import HubUnavailable  # (hub/base.py imports this module)
-
         raise HubUnavailable(f"task {task_id[:8]} changed under {MAX_ATTEMPTS} changes in a row; try again")
 
     def get(self, principal: str | None, task_id: str, now: int, lapsed: tuple[str, str]) -> tuple[
