@@ -1,11 +1,11 @@
 """Tasks in Redis (the tasks extension), so that any worker on any host reads and changes them.
 
-One hash per task, `mcp:task:{<principal>}:<id>`, holds its record as one JSON text, the record's version, and
-apart the request, which no change touches (so a lease's renewal does not send it back); it expires with the task's
-TTL (PEXPIREAT). One sorted set per principal, `mcp:tasks:{<principal>}`, scores its task
-ids by expiry and bounds how many it holds. `<principal>` is a hash of the principal, in braces: both keys of one
-principal share a Cluster hash slot, and a lookup by another principal names another key. The rules of every change
-are TaskRecord's (hub/tasks.py); here are only the steps: read, store-if-unchanged, create within the limit.
+One hash per task, `mcp:task:{<principal>}:<id>`, holds its record as one JSON text, the record's version and, apart,
+the request, which no change touches (so no change writes it again); it expires with the task's TTL (PEXPIREAT).
+One sorted set per principal, `mcp:tasks:{<principal>}`, scores its task ids by expiry and bounds how many it holds.
+`<principal>` is a hash of the principal, in braces: both keys of one principal share a Cluster hash slot, and a
+lookup by another principal names another key. The rules of every change are TaskRecord's (hub/tasks.py); here are
+only the steps: read, store-if-unchanged, create within the limit.
 """
 
 from __future__ import annotations
