@@ -128,13 +128,15 @@ class Settings:
     # The memory hub's record of used states (ctx.consume_answers); Redis keeps one key per state instead.
     request_state_used_max: int = 50000
     # The tasks extension (MCP 2026-07-28): how long a task is kept (default, and the most a client may ask for),
-    # how many one principal may hold, how much of its request and how big a result it may keep, the largest
-    # payload its notifications carry, and the lease a running task's worker renews.
+    # how many one principal may hold, how much of its request and how big a result it may keep, how much the
+    # memory hub's tasks take together, the largest payload its notifications carry, and the lease a running
+    # task's worker renews.
     task_ttl_s: float = 3600.0
     task_max_ttl_s: float = 86400.0
     task_max_per_principal: int = 100
     task_max_request_bytes: int = 1024 * 1024
     task_max_result_bytes: int = 1024 * 1024
+    tasks_max_bytes: int = 64 * 1024 * 1024
     task_max_notification_bytes: int = 16 * 1024
     task_lease_s: float = 30.0
     task_poll_interval_ms: int = 1000
@@ -184,10 +186,10 @@ class Settings:
             raise ConfigError("MCP_TASK_TTL_S must be positive and at most MCP_TASK_MAX_TTL_S; MCP_TASK_LEASE_S "
                               "must be positive")
         if (self.task_max_per_principal < 1 or self.task_poll_interval_ms < 1 or self.task_max_notification_bytes < 0
-                or min(self.task_max_result_bytes, self.task_max_request_bytes) < 1024):
+                or min(self.task_max_result_bytes, self.task_max_request_bytes, self.tasks_max_bytes) < 1024):
             raise ConfigError("MCP_TASK_MAX_PER_PRINCIPAL and MCP_TASK_POLL_INTERVAL_MS must be at least 1, "
-                              "MCP_TASK_MAX_RESULT_BYTES and MCP_TASK_MAX_REQUEST_BYTES at least 1024, "
-                              "MCP_TASK_MAX_NOTIFICATION_BYTES 0 or more")
+                              "MCP_TASK_MAX_RESULT_BYTES, MCP_TASK_MAX_REQUEST_BYTES and MCP_TASKS_MAX_BYTES at "
+                              "least 1024, MCP_TASK_MAX_NOTIFICATION_BYTES 0 or more")
         if self.log_format not in ("text", "json"):
             raise ConfigError("MCP_LOG_FORMAT must be 'text' or 'json'")
         for name in ("keepalive_s", "session_ttl_s", "pending_session_ttl_s", "client_request_timeout_s",

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from flask_mcp_gevent.hub.subscription import Subscription
-from flask_mcp_gevent.hub.tasks import MemoryTaskStore, TaskStore
 from flask_mcp_gevent.hub.worker_calls import InflightCalls, PendingRequests
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
+    from flask_mcp_gevent.hub.tasks import TaskStore
 
 __all__ = ["ALL_SLOTS_TAKEN", "CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
 
@@ -95,6 +95,8 @@ class Hub(ABC):
 
     # True when answers published after this worker exits still reach their clients (through another worker).
     outlives_worker = False
+    # The tasks extension's tasks, each backend's own (hub/tasks.py; the Redis hub's are in Redis, hub/redis_tasks.py).
+    tasks: TaskStore
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -103,8 +105,6 @@ class Hub(ABC):
         self._secrets: dict[str, bytes] = {}
         # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
         self.worker_listener: Callable[[dict[str, Any]], None] | None = None
-        # The tasks extension's tasks (hub/tasks.py; the Redis hub's are in Redis, hub/redis_tasks.py).
-        self.tasks: TaskStore = MemoryTaskStore()
 
     # sessions
     @abstractmethod

@@ -25,6 +25,7 @@ from flask_mcp_gevent.hub.base import (
 )
 from flask_mcp_gevent.hub.mailbox import Mailbox
 from flask_mcp_gevent.hub.subscription import QueuedSubscription, Subscription
+from flask_mcp_gevent.hub.tasks import MemoryTaskStore
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:
@@ -134,6 +135,7 @@ class MemoryHub(Hub):
         self.calls_running: dict[str, int] = {}
         # Multi-round requests made single-use, in this process only: several workers without Redis keep their own.
         self.used_rounds = UsedOnce(settings.request_state_used_max, clock)
+        self.tasks = MemoryTaskStore(settings.tasks_max_bytes)
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session; CapacityError at MCP_MAX_SESSIONS, QuotaFull when owner holds owner_limit."""

@@ -1,19 +1,25 @@
-"""Task storage for the tasks extension (MCP 2026-07-28): the record, the store's contract, the in-memory store.
+"""Task storage for the tasks extension (MCP 2026-07-28): the record and its rules, the store's contract, the
+in-memory store.
 
 A task is stored under its principal: a lookup names both, so another principal's id is simply unknown.
-Every change is one atomic step that checks the state it starts from (only the worker holding a task's lease
-may park or finish it; only a task waiting for input takes answers), so two workers never both win.
-Payloads (the request, questions, answers, result, error) are JSON text the store never reads.
-The Redis store (hub/redis_tasks.py) keeps the same contract with Lua scripts.
+Every change is a rule of TaskRecord's (written once, here) applied to the task as read, and stored only if the task
+is still at the version read; one that lost that race reads the task again and re-applies its rule, so two workers
+never both win (only the worker holding a task's lease may park or finish it; only a task waiting for input takes
+answers). A backend provides the atomic steps: load, store-if-unchanged, create within the principal's limit
+(hub/redis_tasks.py for Redis). Payloads (the request, questions, answers, result, error) are JSON text the store
+never reads.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+
+from flask_mcp_gevent.hub.base import HubUnavailable
 
 __all__ = ["CANCELLED", "COMPLETED", "FAILED", "INPUT_REQUIRED", "TERMINAL", "WORKING", "MemoryTaskStore", "TaskRecord",
            "TaskStore", "now_ms"]
@@ -24,6 +30,12 @@ COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+# Reads of a task a change makes before it gives up: each lost race means another change landed in between, and a
+# task takes few (a renewal every third of a lease, an answer, its end).
+MAX_ATTEMPTS = 16
+# What the memory store counts for a record beyond its texts (the object, its dicts, its key, its id), so that a
+# bound in bytes bounds many small tasks too (measured with tracemalloc: about 550 bytes without questions).
+RECORD_BYTES = 1024
 
 
 def now_ms() -> int:
@@ -33,7 +45,8 @@ def now_ms() -> int:
 
 @dataclass
 class TaskRecord:
-    """One task as stored: its state, its lease, and the JSON texts of what it runs and what it produced."""
+    """One task as stored: its state, its lease, the JSON texts of what it runs and produced, and the rules of its
+    changes (each changes the record in place and says whether it changed it)."""
 
     task_id: str
     principal: str | None
@@ -53,6 +66,8 @@ class TaskRecord:
     answers: dict[str, str] = field(default_factory=dict)
     result: str = ""
     error: str = ""
+    # How many changes the stored task has seen: a change is stored only over the version it read.
+    version: int = 0
 
     @property
     def expires_ms(self) -> int:
@@ -63,9 +78,78 @@ class TaskRecord:
         """The questions not answered yet."""
         return {key: ask for key, ask in self.asks.items() if key not in self.answers}
 
+    def copy(self) -> TaskRecord:
+        """A copy whose dicts are its own."""
+        return replace(self, asks=dict(self.asks), answers=dict(self.answers))
+
+    def size(self) -> int:
+        """The bytes its texts take in this process (a wide character widens its whole string)."""
+        return sum(map(sys.getsizeof, (self.request, self.status_message, self.result, self.error, *self.asks,
+                                       *self.asks.values(), *self.answers, *self.answers.values())))
+
+    def held_by(self, worker: str) -> bool:
+        """Whether worker runs the task: it is working and worker holds its lease."""
+        return self.status == WORKING and self.lease_owner == worker
+
+    def end_lease(self, now: int) -> None:
+        """No worker runs the task any more (it changed at now)."""
+        self.lease_owner, self.lease_until_ms, self.updated_ms = "", 0, now
+
+    def lapse(self, now: int, lapsed: tuple[str, str]) -> bool:
+        """Fail a working task whose lease ran out, with lapsed's (statusMessage, JSON error)."""
+        if self.status != WORKING or self.lease_until_ms >= now:
+            return False
+        self.status, (self.status_message, self.error) = FAILED, lapsed
+        self.end_lease(now)
+        return True
+
+    def take_answers(self, answers: dict[str, str], worker: str, lease_until: int, now: int) -> bool:
+        """Keep the answers to open questions (others are ignored); once none is left open, worker runs it again."""
+        if self.status != INPUT_REQUIRED:
+            return False
+        open_asks = self.open_asks()
+        self.answers.update({key: value for key, value in answers.items() if key in open_asks})
+        self.updated_ms = now
+        if not self.open_asks():
+            self.asks = {}
+            self.status, self.lease_owner, self.lease_until_ms = WORKING, worker, lease_until
+        return True
+
+    def park(self, worker: str, asks: dict[str, str], now: int) -> bool:
+        """Make worker's working task wait for these questions (input_required)."""
+        if not self.held_by(worker):
+            return False
+        self.asks.update(asks)
+        self.status = INPUT_REQUIRED
+        self.end_lease(now)
+        return True
+
+    def finish(self, worker: str, status: str, now: int, result: str, error: str, message: str) -> bool:
+        """End worker's working task (completed or failed) with a result or an error."""
+        if not self.held_by(worker):
+            return False
+        self.status, self.result, self.error, self.status_message = status, result, error, message
+        self.end_lease(now)
+        return True
+
+    def cancel(self, message: str, now: int) -> bool:
+        """Cancel a task not yet ended."""
+        if self.status in TERMINAL:
+            return False
+        self.status, self.status_message = CANCELLED, message
+        self.end_lease(now)
+        return True
+
+    def renew(self, worker: str, lease_until: int) -> bool:
+        """Extend worker's lease on its working task."""
+        if not self.held_by(worker):
+            return False
+        self.lease_until_ms = lease_until
+        return True
+
 
 class TaskStore(ABC):
-    """Where tasks live; each method is one atomic step. now is wall-clock ms (see now_ms)."""
+    """Where tasks live; each public method is one atomic step. now is wall-clock ms (see now_ms)."""
 
     def now(self) -> int:
         """The store's clock, in ms: what callers pass as now."""
@@ -73,46 +157,81 @@ class TaskStore(ABC):
 
     @abstractmethod
     def create(self, record: TaskRecord, limit: int) -> bool:
-        """Store a new task; False when its principal already holds limit unexpired tasks."""
+        """Store a new task; False when its principal already holds limit unexpired tasks or has_room says no."""
+
+    def has_room(self, record: TaskRecord) -> bool:
+        """Whether the store as a whole may keep one more task like record (no bound but the principal's here)."""
+        return True
 
     @abstractmethod
+    def load(self, principal: str | None, task_id: str) -> TaskRecord | None:
+        """The stored task with its version (a copy the caller may change); None when unknown or expired."""
+
+    @abstractmethod
+    def save(self, record: TaskRecord) -> bool:
+        """Store the changed record, one version on, unless the stored task is no longer at record.version."""
+
+    def change(self, principal: str | None, task_id: str, rule: Callable[[TaskRecord], bool]) -> tuple[
+            TaskRecord | None, bool]:
+        """Apply rule to the task and store what it changed, again on a fresh read after a lost race.
+
+        Returns (the task as changed, or as read when rule left it alone; None when unknown), whether rule changed it.
+        """
+        for _ in range(MAX_ATTEMPTS):
+            record = self.load(principal, task_id)
+            if record is None:
+                return None, False
+            changed = rule(record)
+            if not changed or self.save(record):
+                return record, changed
+        raise HubUnavailable(f"task {task_id[:8]} changed under {MAX_ATTEMPTS} changes in a row; try again")
+
     def get(self, principal: str | None, task_id: str, now: int, lapsed: tuple[str, str]) -> tuple[
             TaskRecord | None, bool]:
         """(the task or None, whether this read failed it): a working task whose lease ran out becomes failed.
 
         lapsed is the (statusMessage, JSON error) such a task gets.
         """
+        return self.change(principal, task_id, lambda record: record.lapse(now, lapsed))
 
-    @abstractmethod
     def answer(self, principal: str | None, task_id: str, answers: dict[str, str], worker: str, lease_until: int,
                now: int) -> bool:
         """Keep the answers to open questions (others are ignored); True when none is left open and the task,
         working again, is now worker's to run (until lease_until)."""
+        record, changed = self.change(principal, task_id,
+                                      lambda record: record.take_answers(answers, worker, lease_until, now))
+        return changed and record is not None and record.status == WORKING
 
-    @abstractmethod
     def park(self, principal: str | None, task_id: str, worker: str, asks: dict[str, str], now: int) -> bool:
         """Worker's working task waits for these questions (input_required); False if it is no longer worker's."""
+        return self.change(principal, task_id, lambda record: record.park(worker, asks, now))[1]
 
-    @abstractmethod
     def finish(self, principal: str | None, task_id: str, worker: str, status: str, now: int, *, result: str = "",
                error: str = "", message: str = "") -> bool:
         """End worker's working task (completed or failed); False if it is no longer worker's to end."""
+        return self.change(principal, task_id,
+                           lambda record: record.finish(worker, status, now, result, error, message))[1]
 
-    @abstractmethod
     def cancel(self, principal: str | None, task_id: str, message: str, now: int) -> bool | None:
         """Cancel a task not yet ended: True if cancelled now, False if it had ended, None if unknown."""
+        record, changed = self.change(principal, task_id, lambda record: record.cancel(message, now))
+        return None if record is None else changed
 
-    @abstractmethod
     def renew(self, principal: str | None, task_id: str, worker: str, lease_until: int) -> bool:
         """Extend worker's lease; False when the task is no longer worker's and working (cancelled, lapsed, gone)."""
+        return self.change(principal, task_id, lambda record: record.renew(worker, lease_until))[1]
 
 
 class MemoryTaskStore(TaskStore):
-    """Tasks in a dict, for the in-memory hub (one worker); a lock makes each step atomic across threads too."""
+    """Tasks in a dict, for the in-memory hub (one worker), bounded in bytes as a whole; a lock makes each step
+    atomic across threads too."""
 
-    def __init__(self, clock: Callable[[], int] = now_ms) -> None:
+    def __init__(self, max_bytes: int, clock: Callable[[], int] = now_ms) -> None:
         self.clock = clock
+        self.max_bytes = max_bytes
         self.tasks: dict[tuple[str | None, str], TaskRecord] = {}
+        # What the kept tasks take (RECORD_BYTES and their texts each): kept with every change, not summed on create.
+        self.held_bytes = 0
         self.lock = threading.Lock()
 
     def now(self) -> int:
@@ -124,87 +243,41 @@ class MemoryTaskStore(TaskStore):
         record = self.tasks.get((principal, task_id))
         if record is not None and record.expires_ms <= self.clock():
             del self.tasks[(principal, task_id)]
+            self.held_bytes -= RECORD_BYTES + record.size()
             return None
         return record
 
+    def has_room(self, record: TaskRecord) -> bool:
+        """Whether record fits under MCP_TASKS_MAX_BYTES beside the tasks kept."""
+        return self.held_bytes + RECORD_BYTES + record.size() <= self.max_bytes
+
     def create(self, record: TaskRecord, limit: int) -> bool:
-        """Store a new task unless its principal holds limit unexpired ones (every expired one is dropped first)."""
+        """Store a new task unless its principal holds limit unexpired ones or it does not fit (every expired one is
+        dropped first)."""
         with self.lock:
             for principal, task_id in list(self.tasks):
                 self._live(principal, task_id)
             held = sum(1 for principal, _ in self.tasks if principal == record.principal)
-            if held >= limit:
+            if held >= limit or not self.has_room(record):
                 return False
-            self.tasks[(record.principal, record.task_id)] = replace(record, asks=dict(record.asks),
-                                                                    answers=dict(record.answers))
+            self.tasks[(record.principal, record.task_id)] = record.copy()
+            self.held_bytes += RECORD_BYTES + record.size()
             return True
 
-    def get(self, principal: str | None, task_id: str, now: int, lapsed: tuple[str, str]) -> tuple[
-            TaskRecord | None, bool]:
-        """A copy of the task; a working one whose lease ran out is failed first."""
+    def load(self, principal: str | None, task_id: str) -> TaskRecord | None:
+        """A copy of the stored task."""
         with self.lock:
             record = self._live(principal, task_id)
-            if record is None:
-                return None, False
-            failed_now = record.status == WORKING and record.lease_until_ms < now
-            if failed_now:
-                record.status, record.status_message, record.error = FAILED, lapsed[0], lapsed[1]
-                record.lease_owner, record.lease_until_ms, record.updated_ms = "", 0, now
-            return replace(record, asks=dict(record.asks), answers=dict(record.answers)), failed_now
+            return None if record is None else record.copy()
 
-    def answer(self, principal: str | None, task_id: str, answers: dict[str, str], worker: str, lease_until: int,
-               now: int) -> bool:
-        """Keep answers to open questions; resume the task on worker when none is left."""
+    def save(self, record: TaskRecord) -> bool:
+        """Replace the stored task with a copy of record unless it changed since record was loaded."""
         with self.lock:
-            record = self._live(principal, task_id)
-            if record is None or record.status != INPUT_REQUIRED:
+            stored = self._live(record.principal, record.task_id)
+            if stored is None or stored.version != record.version:
                 return False
-            record.answers.update({key: value for key, value in answers.items() if key in record.open_asks()})
-            record.updated_ms = now
-            if record.open_asks():
-                return False
-            record.asks = {}
-            record.status, record.lease_owner, record.lease_until_ms = WORKING, worker, lease_until
-            return True
-
-    def park(self, principal: str | None, task_id: str, worker: str, asks: dict[str, str], now: int) -> bool:
-        """Move worker's working task to input_required with these questions."""
-        with self.lock:
-            record = self._live(principal, task_id)
-            if record is None or record.status != WORKING or record.lease_owner != worker:
-                return False
-            record.asks.update(asks)
-            record.status, record.lease_owner, record.lease_until_ms, record.updated_ms = INPUT_REQUIRED, "", 0, now
-            return True
-
-    def finish(self, principal: str | None, task_id: str, worker: str, status: str, now: int, *, result: str = "",
-               error: str = "", message: str = "") -> bool:
-        """End worker's working task with a result or an error."""
-        with self.lock:
-            record = self._live(principal, task_id)
-            if record is None or record.status != WORKING or record.lease_owner != worker:
-                return False
-            record.status, record.result, record.error, record.status_message = status, result, error, message
-            record.lease_owner, record.lease_until_ms, record.updated_ms = "", 0, now
-            return True
-
-    def cancel(self, principal: str | None, task_id: str, message: str, now: int) -> bool | None:
-        """Cancel a task that has not ended."""
-        with self.lock:
-            record = self._live(principal, task_id)
-            if record is None:
-                return None
-            if record.status in TERMINAL:
-                return False
-            record.status, record.status_message, record.updated_ms = CANCELLED, message, now
-            record.lease_owner, record.lease_until_ms = "", 0
-            return True
-
-    def renew(self, principal: str | None, task_id: str, worker: str, lease_until: int) -> bool:
-        """Extend the lease of worker's working task."""
-        with self.lock:
-            record = self._live(principal, task_id)
-            if record is None or record.status != WORKING or record.lease_owner != worker:
-                return False
-            record.lease_until_ms = lease_until
+            saved = record.copy()
+            saved.version += 1
+            self.tasks[(record.principal, record.task_id)] = saved
+            self.held_bytes += saved.size() - stored.size()
             return True

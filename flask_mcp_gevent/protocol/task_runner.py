@@ -115,7 +115,7 @@ class TaskRunner:
     def create(self, ctx: RequestContext, name: str, arguments: Any, answers: dict[str, Any],
                state: Any) -> TaskRecord:
         """Store a new task for this tools/call and start running it; -32602 for a request or answers over their
-        bound, -32004 past the principal's limit."""
+        bound, -32004 past the principal's limit or the bytes all tasks may take."""
         request = task_request(name, arguments, ctx.session.client_capabilities, ctx.session.protocol_version,
                                state, self.settings.task_max_request_bytes)
         kept_answers = {key: dumps(value).decode() for key, value in answers.items()}
@@ -127,6 +127,10 @@ class TaskRunner:
                             lease_until_ms=now + self.lease_ms,
                             answers=kept_answers)
         if not self.store.create(record, self.settings.task_max_per_principal):
+            if not self.store.has_room(record):
+                raise RpcError(SERVER_UNAVAILABLE, "Too many task bytes kept on this worker: the tasks of every "
+                               f"principal may take {self.settings.tasks_max_bytes} bytes (MCP_TASKS_MAX_BYTES), "
+                               "counting finished tasks until their TTL ends; try again later")
             raise RpcError(SERVER_UNAVAILABLE, "Too many tasks kept for this principal: the limit is "
                            f"{self.settings.task_max_per_principal} (MCP_TASK_MAX_PER_PRINCIPAL), counting finished "
                            "tasks until their TTL ends; try again later")

@@ -1,7 +1,8 @@
 """What a task keeps and what its notifications carry, through the dispatcher: every part bounded in bytes.
 
 A task keeps its request (MCP_TASK_MAX_REQUEST_BYTES, capabilities by name only), its questions, answers and
-result or error (MCP_TASK_MAX_RESULT_BYTES each); a notification inlines at most MCP_TASK_MAX_NOTIFICATION_BYTES.
+result or error (MCP_TASK_MAX_RESULT_BYTES each), all tasks of the memory hub together MCP_TASKS_MAX_BYTES; a
+notification inlines at most MCP_TASK_MAX_NOTIFICATION_BYTES.
 """
 
 from __future__ import annotations
@@ -128,3 +129,14 @@ def test_a_listen_stream_hears_a_large_results_status_and_tasks_get_has_the_resu
         assert alice.get(large)["result"]["content"][0]["text"] == "x" * 5000
     finally:
         stream.close()
+
+
+def test_a_task_past_the_bytes_every_task_may_take_together_is_32004_and_says_which_bound(make_dispatcher, registry):
+    dispatcher = make_dispatcher({"MCP_TASKS_MAX_BYTES": "10000"}, registry=registry)
+    for principal in ("alice", "bob"):
+        assert Client(dispatcher, principal).call("sized", note="n" * 3000)["resultType"] == "task"
+    refused = Client(dispatcher, "carol")("tools/call", name="sized", arguments={"note": "n" * 3000})
+    assert code_of(refused) == -32004
+    assert "MCP_TASKS_MAX_BYTES" in refused["error"]["message"]
+    assert "MCP_TASK_MAX_PER_PRINCIPAL" not in refused["error"]["message"]
+    assert len(dispatcher.hub.tasks.tasks) == 2

@@ -91,6 +91,7 @@ def test_an_unreadable_value_names_the_variable(key, raw):
         ({"MCP_MAX_BODY_BYTES": "0"}, "MCP_MAX_BODY_BYTES"),
         ({"MCP_QUEUE_MAX": "0"}, "MCP_QUEUE_MAX"),
         ({"MCP_PAGE_SIZE": "0"}, "MCP_PAGE_SIZE"),
+        ({"MCP_TASKS_MAX_BYTES": "100"}, "MCP_TASKS_MAX_BYTES"),
     ],
 )
 def test_unusable_settings_are_rejected_with_the_variable_to_fix(environ, fragment):

@@ -1,13 +1,19 @@
 """The task store's contract, on both backends: MemoryTaskStore, and RedisTaskStore on a real redis-server.
 
-Every step checks the state it starts from; a task is found only under its own principal; TTL and leases end.
+Every step checks the state it starts from; a task is found only under its own principal; TTL and leases end;
+changes started together never both win.
 TTLs are made to end soon by back-dating a task's creation, so both stores see it on their own clocks.
 """
 
 from __future__ import annotations
 
-import gevent
+from dataclasses import replace
 
+import gevent
+import gevent.event
+import pytest
+
+from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
 
 LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')
@@ -133,3 +139,83 @@ def test_anonymous_and_a_principal_named_like_the_anonymous_key_are_apart(hub):
     store.create(new_task(principal=None), limit=10)
     assert get(store, principal=None)[0] is not None
     assert get(store, principal="-")[0] is None
+
+
+def racing(store, monkeypatch, racers: int) -> None:
+    """Hold the store's first reads until racers of them are done, so that the changes racing all read one version."""
+    load = store.load
+    loaded: list[object] = []
+    all_loaded = gevent.event.Event()
+
+    def load_together(principal, task_id):
+        record = load(principal, task_id)
+        if not all_loaded.is_set():
+            loaded.append(record)
+            if len(loaded) == racers:
+                all_loaded.set()
+            assert all_loaded.wait(timeout=5)
+        return record
+
+    monkeypatch.setattr(store, "load", load_together)
+
+
+def test_two_finishers_of_one_task_never_both_win(hub, monkeypatch):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    racing(store, monkeypatch, racers=3)
+    now = now_ms()
+    finishers = [gevent.spawn(store.finish, "alice", "t1", "w1", status, now, result=result)
+                 for status, result in ((COMPLETED, '{"n": 1}'), (FAILED, ""), (COMPLETED, '{"n": 3}'))]
+    gevent.joinall(finishers, raise_error=True)
+    outcomes = [finisher.value for finisher in finishers]
+    assert sorted(outcomes) == [False, False, True]
+    record = get(store)[0]
+    winner = outcomes.index(True)
+    assert (record.status, record.result) == ((COMPLETED, '{"n": 1}'), (FAILED, ""), (COMPLETED, '{"n": 3}'))[winner]
+
+
+def test_a_cancel_and_a_finish_of_one_task_never_both_win(hub, monkeypatch):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    racing(store, monkeypatch, racers=2)
+    now = now_ms()
+    cancel = gevent.spawn(store.cancel, "alice", "t1", "by the client", now)
+    finish = gevent.spawn(store.finish, "alice", "t1", "w1", COMPLETED, now, result="{}")
+    gevent.joinall([cancel, finish], raise_error=True)
+    assert sorted([cancel.value, finish.value]) == [False, True]
+    assert get(store)[0].status == (CANCELLED if cancel.value else COMPLETED)
+
+
+def test_two_workers_giving_the_last_answer_resume_the_task_once(hub, monkeypatch):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    now = now_ms()
+    store.park("alice", "t1", "w1", {"a": '{"method": "x"}'}, now)
+    racing(store, monkeypatch, racers=2)
+    answerers = [gevent.spawn(store.answer, "alice", "t1", {"a": f'{{"n": {n}}}'}, f"w{n}", now + 9000, now)
+                 for n in (2, 3)]
+    gevent.joinall(answerers, raise_error=True)
+    outcomes = [answerer.value for answerer in answerers]
+    assert sorted(outcomes) == [False, True]
+    record = get(store)[0]
+    winner = ("w2", "w3")[outcomes.index(True)]
+    assert (record.status, record.lease_owner, record.answers) == (WORKING, winner, {"a": f'{{"n": {winner[1]}}}'})
+
+
+def test_a_change_that_keeps_losing_its_race_gives_up_as_an_outage(hub, monkeypatch):
+    store = hub.tasks
+    store.create(new_task(), limit=10)
+    monkeypatch.setattr(store, "save", lambda record: False)
+    with pytest.raises(HubUnavailable):
+        store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}")
+    assert get(store)[0].status == WORKING
+
+
+def test_texts_survive_the_store_exactly(hub):
+    store = hub.tasks
+    texts = ['{"s": "\\u00e9\\ud83d\\ude00 é😀 \\" \\\\ \\n"}', "é😀\n\t\"\\\x00", ""]
+    store.create(replace(new_task(), request=texts[0], answers={texts[1]: texts[0], "k": texts[2]}), limit=10)
+    store.park("alice", "t1", "w1", {texts[0]: texts[1]}, now_ms())
+    record = get(store)[0]
+    assert (record.request, record.answers, record.asks) == (texts[0], {texts[1]: texts[0], "k": ""},
+                                                              {texts[0]: texts[1]})
