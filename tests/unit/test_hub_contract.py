@@ -238,10 +238,15 @@ def replay_gaps() -> float:
     return instruments().registry.get_sample_value("mcp_replay_gaps_total") or 0.0
 
 
-def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_hub, caplog):
+def six_events_in_a_log_of_three(make_hub):
+    """A hub keeping three events per session, and a session that published six (the first three dropped)."""
     hub = make_hub(MCP_REPLAY_MAX=3)
     session = new_session(hub)
-    ids = [hub.publish(session.id, message(n)) for n in range(6)]
+    return hub, session, [hub.publish(session.id, message(n)) for n in range(6)]
+
+
+def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_hub, caplog):
+    hub, session, ids = six_events_in_a_log_of_three(make_hub)
     before = replay_gaps()
     with caplog.at_level(logging.WARNING, logger="mcp.hub"):
         subscription = hub.subscribe(session.id, last_event_id=ids[1])
@@ -253,9 +258,7 @@ def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(ma
 
 
 def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
-    hub = make_hub(MCP_REPLAY_MAX=3)
-    session = new_session(hub)
-    ids = [hub.publish(session.id, message(n)) for n in range(6)]
+    hub, session, ids = six_events_in_a_log_of_three(make_hub)
     before = replay_gaps()
     with caplog.at_level(logging.WARNING, logger="mcp.hub"):
         subscription = hub.subscribe(session.id, last_event_id=ids[3])
