@@ -1,6 +1,6 @@
 """The hub contract both backends (memory, redis) implement: how sessions are stored and messages reach their streams.
 
-Also the event-id helpers and the hub's exceptions; subscriptions are in subscription.py, registries in worker_calls.py.
+Also the event-id helpers and the hub's exceptions; subscriptions are in subscription.py, a worker's own calls in ../worker_calls.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from flask_mcp_gevent.hub.subscription import Subscription
-from flask_mcp_gevent.hub.worker_calls import InflightCalls, PendingRequests
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings

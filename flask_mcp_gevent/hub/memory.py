@@ -23,9 +23,9 @@ from flask_mcp_gevent.hub.base import (
     report_replay_gap,
     split_event_id,
 )
-from flask_mcp_gevent.hub.mailbox import Mailbox
 from flask_mcp_gevent.hub.subscription import QueuedSubscription, Subscription
 from flask_mcp_gevent.hub.tasks import MemoryTaskStore
+from flask_mcp_gevent.mailbox import Mailbox
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:

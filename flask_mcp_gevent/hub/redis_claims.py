@@ -13,11 +13,11 @@ import gevent
 from gevent.event import Event
 
 from flask_mcp_gevent.hub.base import HubUnavailable, StreamConflict, join_event_id, report_replay_gap, split_event_id
-from flask_mcp_gevent.hub.mailbox import Mailbox
 from flask_mcp_gevent.hub.redis_codec import entries_of, event_order, milliseconds, replay_position
 from flask_mcp_gevent.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 from flask_mcp_gevent.hub.redis_link import RedisLink
 from flask_mcp_gevent.hub.subscription import QueuedSubscription
+from flask_mcp_gevent.mailbox import Mailbox
 
 log = logging.getLogger("mcp.hub")
 

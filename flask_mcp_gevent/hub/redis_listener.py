@@ -20,7 +20,7 @@ from flask_mcp_gevent.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 from flask_mcp_gevent.hub.redis_link import RedisLink
 from flask_mcp_gevent.hub.redis_multiplex import READ_SIZE, HiredisParser, pack
 from flask_mcp_gevent.hub.registry_sync import RegistrySync
-from flask_mcp_gevent.hub.worker_calls import InflightCalls, PendingRequests
+from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
 log = logging.getLogger("mcp.hub")
 

@@ -4,7 +4,7 @@ One hash per task, `mcp:task:{<principal>}:<id>`, holds its record as one JSON t
 the request, which no change touches (so no change writes it again); it expires with the task's TTL (PEXPIREAT).
 One sorted set per principal, `mcp:tasks:{<principal>}`, scores its task ids by expiry and bounds how many it holds.
 `<principal>` is a hash of the principal, in braces: both keys of one principal share a Cluster hash slot, and a
-lookup by another principal names another key. The rules of every change are TaskRecord's (hub/tasks.py); here are
+lookup by another principal names another key. The rules of every change are TaskRecord's (task_record.py); here are
 only the steps: read, store-if-unchanged, create within the limit.
 """
 
@@ -16,7 +16,8 @@ from typing import Any
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.hub.redis_link import RedisLink
-from flask_mcp_gevent.hub.tasks import TaskRecord, TaskStore
+from flask_mcp_gevent.hub.tasks import TaskStore
+from flask_mcp_gevent.task_record import TaskRecord
 
 __all__ = ["TASK_PREFIX", "TASKS_OF_PREFIX", "TASK_SCRIPTS", "RedisTaskStore", "task_keys"]
 

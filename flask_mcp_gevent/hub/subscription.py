@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flask_mcp_gevent.hub.mailbox import Empty, Mailbox
+from flask_mcp_gevent.mailbox import Empty, Mailbox
 from flask_mcp_gevent.metrics import instruments
 
 __all__ = ["QueuedSubscription", "StreamClosed", "Subscription"]

@@ -1,151 +1,29 @@
-"""Task storage for the tasks extension (MCP 2026-07-28): the record and its rules, the store's contract, the
-in-memory store.
+"""Task storage for the tasks extension: the store's contract and the in-memory store (hub/redis_tasks.py for Redis).
 
-A task is stored under its principal: a lookup names both, so another principal's id is simply unknown.
-Every change is a rule of TaskRecord's (written once, here) applied to the task as read, and stored only if the task
-is still at the version read; one that lost that race reads the task again and re-applies its rule, so two workers
-never both win (only the worker holding a task's lease may park or finish it; only a task waiting for input takes
-answers). A backend provides the atomic steps: load, store-if-unchanged, create within the principal's limit
-(hub/redis_tasks.py for Redis). Payloads (the request, questions, answers, result, error) are JSON text the store
-never reads.
+A task is stored under its principal: a lookup names both, so another principal's id is simply unknown. Every change
+is a rule of TaskRecord's (task_record.py) applied to the task as read, and stored only if the task is still at the
+version read; one that lost that race reads the task again and re-applies its rule, so two workers never both win.
+A backend provides the atomic steps: load, store-if-unchanged, create within the principal's limit. Payloads (the
+request, questions, answers, result, error) are JSON text the store never reads.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 from flask_mcp_gevent.hub.base import HubUnavailable
+from flask_mcp_gevent.task_record import WORKING, TaskRecord, now_ms
 
-__all__ = ["CANCELLED", "COMPLETED", "FAILED", "INPUT_REQUIRED", "TERMINAL", "WORKING", "MemoryTaskStore", "TaskRecord",
-           "TaskStore", "now_ms"]
+__all__ = ["MemoryTaskStore", "TaskStore"]
 
-WORKING = "working"
-INPUT_REQUIRED = "input_required"
-COMPLETED = "completed"
-FAILED = "failed"
-CANCELLED = "cancelled"
-TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 # Reads of a task a change makes before it gives up: each lost race means another change landed in between, and a
 # task takes few (a renewal every third of a lease, an answer, its end).
 MAX_ATTEMPTS = 16
 # What the memory store counts for a record beyond its texts (the object, its dicts, its key, its id), so that a
 # bound in bytes bounds many small tasks too (measured with tracemalloc: about 550 bytes without questions).
 RECORD_BYTES = 1024
-
-
-def now_ms() -> int:
-    """Wall-clock milliseconds (tasks carry ISO timestamps, and their TTL runs on every host's clock)."""
-    return int(time.time() * 1000)
-
-
-@dataclass
-class TaskRecord:
-    """One task as stored: its state, its lease, the JSON texts of what it runs and produced, and the rules of its
-    changes (each changes the record in place and says whether it changed it)."""
-
-    task_id: str
-    principal: str | None
-    status: str
-    created_ms: int
-    updated_ms: int
-    ttl_ms: int
-    # The tools/call it runs (name, arguments, the names of the client's capabilities, the tool's round state),
-    # as JSON (protocol/task_request.py).
-    request: str = "{}"
-    status_message: str = ""
-    # While working: the worker running it and until when its lease holds (ms); "" and 0 otherwise.
-    lease_owner: str = ""
-    lease_until_ms: int = 0
-    # key -> JSON: the questions the task waits on, and every answer given over its life.
-    asks: dict[str, str] = field(default_factory=dict)
-    answers: dict[str, str] = field(default_factory=dict)
-    result: str = ""
-    error: str = ""
-    # How many changes the stored task has seen: a change is stored only over the version it read.
-    version: int = 0
-
-    @property
-    def expires_ms(self) -> int:
-        """When the task and its result are gone."""
-        return self.created_ms + self.ttl_ms
-
-    def open_asks(self) -> dict[str, str]:
-        """The questions not answered yet."""
-        return {key: ask for key, ask in self.asks.items() if key not in self.answers}
-
-    def copy(self) -> TaskRecord:
-        """A copy whose dicts are its own."""
-        return replace(self, asks=dict(self.asks), answers=dict(self.answers))
-
-    def size(self) -> int:
-        """The bytes its texts take in this process (a wide character widens its whole string)."""
-        return sum(map(sys.getsizeof, (self.request, self.status_message, self.result, self.error, *self.asks,
-                                       *self.asks.values(), *self.answers, *self.answers.values())))
-
-    def held_by(self, worker: str) -> bool:
-        """Whether worker runs the task: it is working and worker holds its lease."""
-        return self.status == WORKING and self.lease_owner == worker
-
-    def end_lease(self, now: int) -> None:
-        """No worker runs the task any more (it changed at now)."""
-        self.lease_owner, self.lease_until_ms, self.updated_ms = "", 0, now
-
-    def lapse(self, now: int, lapsed: tuple[str, str]) -> bool:
-        """Fail a working task whose lease ran out, with lapsed's (statusMessage, JSON error)."""
-        if self.status != WORKING or self.lease_until_ms >= now:
-            return False
-        self.status, (self.status_message, self.error) = FAILED, lapsed
-        self.end_lease(now)
-        return True
-
-    def take_answers(self, answers: dict[str, str], worker: str, lease_until: int, now: int) -> bool:
-        """Keep the answers to open questions (others are ignored); once none is left open, worker runs it again."""
-        if self.status != INPUT_REQUIRED:
-            return False
-        open_asks = self.open_asks()
-        self.answers.update({key: value for key, value in answers.items() if key in open_asks})
-        self.updated_ms = now
-        if not self.open_asks():
-            self.asks = {}
-            self.status, self.lease_owner, self.lease_until_ms = WORKING, worker, lease_until
-        return True
-
-    def park(self, worker: str, asks: dict[str, str], now: int) -> bool:
-        """Make worker's working task wait for these questions (input_required)."""
-        if not self.held_by(worker):
-            return False
-        self.asks.update(asks)
-        self.status = INPUT_REQUIRED
-        self.end_lease(now)
-        return True
-
-    def finish(self, worker: str, status: str, now: int, result: str, error: str, message: str) -> bool:
-        """End worker's working task (completed or failed) with a result or an error."""
-        if not self.held_by(worker):
-            return False
-        self.status, self.result, self.error, self.status_message = status, result, error, message
-        self.end_lease(now)
-        return True
-
-    def cancel(self, message: str, now: int) -> bool:
-        """Cancel a task not yet ended."""
-        if self.status in TERMINAL:
-            return False
-        self.status, self.status_message = CANCELLED, message
-        self.end_lease(now)
-        return True
-
-    def renew(self, worker: str, lease_until: int) -> bool:
-        """Extend worker's lease on its working task."""
-        if not self.held_by(worker):
-            return False
-        self.lease_until_ms = lease_until
-        return True
 
 
 class TaskStore(ABC):

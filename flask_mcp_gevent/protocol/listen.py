@@ -20,9 +20,8 @@ from jsonrpcserver import Success
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.hub import HubUnavailable, StreamClosed
-from flask_mcp_gevent.hub.mailbox import Mailbox
 from flask_mcp_gevent.hub.subscription import QueuedSubscription
-from flask_mcp_gevent.hub.tasks import TERMINAL
+from flask_mcp_gevent.mailbox import Mailbox
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.protocol.listen_filter import (
     FLAGS,
@@ -35,6 +34,7 @@ from flask_mcp_gevent.protocol.listen_filter import (
 from flask_mcp_gevent.protocol.task_shapes import NOTIFICATION as TASK_NOTIFICATION
 from flask_mcp_gevent.protocol.task_shapes import declares_tasks
 from flask_mcp_gevent.stateless.metadata import SUBSCRIPTION_ID
+from flask_mcp_gevent.task_record import TERMINAL
 
 __all__ = [
     "ACKNOWLEDGED",

@@ -37,8 +37,8 @@ from flask_mcp_gevent.toolkit.registry import Registry
 if TYPE_CHECKING:
     from flask_mcp_gevent.auth.permissions import Authorizer
     from flask_mcp_gevent.config import Settings
-    from flask_mcp_gevent.hub.base import PendingRequests
     from flask_mcp_gevent.stateless.request_state import RequestStateCodec
+    from flask_mcp_gevent.worker_calls import PendingRequests
 
 __all__ = ["ANY_PARAMS", "LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING", "RequestContext",
            "RequestServices", "guarded", "level_allows", "principal_may"]

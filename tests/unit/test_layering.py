@@ -26,7 +26,8 @@ LAYERS = (
     ("leaves", ("flask_mcp_gevent.hub", "flask_mcp_gevent.auth", "flask_mcp_gevent.config",
                 "flask_mcp_gevent.session", "flask_mcp_gevent.encoding", "flask_mcp_gevent.errors",
                 "flask_mcp_gevent.messages", "flask_mcp_gevent.limits", "flask_mcp_gevent.logs",
-                "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit")),
+                "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit",
+                "flask_mcp_gevent.task_record", "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls")),
 )
 MAX_LINES = 400
 # What a transport may take from Flask: the response class, which needs no request or app context.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from flask_mcp_gevent.hub.mailbox import Empty, Mailbox
+from flask_mcp_gevent.mailbox import Empty, Mailbox
 
 
 def test_items_come_out_in_the_order_they_went_in():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
 from flask_mcp_gevent.protocol.task_shapes import detailed, notification, payload_bytes
+from flask_mcp_gevent.task_record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
 
 TASK_FIELDS = {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
 
