@@ -1,6 +1,7 @@
 """The hub contract both backends (memory, redis) implement: how sessions are stored and messages reach their streams.
 
-Also the event-id helpers and the hub's exceptions; subscriptions are in subscription.py, a worker's own calls in ../worker_calls.py.
+Also the event-id helpers and the hub's exceptions; subscriptions are in subscription.py,
+a worker's own calls in ../worker_calls.py.
 """
 
 from __future__ import annotations
