@@ -77,18 +77,9 @@ class CallSlots:
             self.release(session.id, message.call_slot)
             message.call_slot = None
 
-    def release(self, session_id: str, token: str, answer_follows: bool = False, answer_waits: bool = False) -> None:
-        """Give a slot back when the call ends, however it ends (answer_follows: its answer is stored next;
-        answer_waits: another greenlet writes it, after wait_released)."""
-        self.hub.give_back_call_slot(session_id, token, answer_follows, answer_waits)
-
-    def free_held(self) -> None:
-        """Free a slot this greenlet gave back with answer_follows whose answer never went out."""
-        self.hub.free_held_slot()
-
-    def wait_released(self, greenlet: Any) -> None:
-        """Before a call's answer is written by another greenlet: wait until the call's slot is on its way back."""
-        self.hub.wait_for_release(greenlet)
+    def release(self, session_id: str, token: str) -> None:
+        """Give a slot back when the call ends, however it ends (free before its answer is written)."""
+        self.hub.give_back_call_slot(session_id, token)
 
 
 class SessionQuotaExceeded(CapacityError):

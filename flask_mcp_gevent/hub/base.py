@@ -141,22 +141,11 @@ class Hub(ABC):
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take one of a session's limit call slots; return its token, or None when all are taken."""
 
-    # answer_follows: this greenlet stores the call's answer next, and a hub may send the release ahead of it (the slot
-    # is free before the answer shows); the caller then calls free_held_slot once the answer went out, or did not.
-    # answer_waits: another greenlet writes the answer and calls wait_for_release(this greenlet) first, so a hub may
-    # send the release without this greenlet waiting for it.
+    # Free when this returns, so before the call's answer is written: a client that reads the answer and calls
+    # again at once is not refused for a slot still counted.
     @abstractmethod
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
-        """Free a slot taken with take_call_slot (answer_follows, answer_waits: see above)."""
-
-    def free_held_slot(self) -> None:
-        """Free a slot this greenlet gave back with answer_follows whose answer never went out (none held here)."""
-        return None
-
-    def wait_for_release(self, greenlet: Any) -> None:
-        """Before a call's answer is written: wait until the slot its greenlet gave back is on its way (here, it is)."""
-        return None
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free a slot taken with take_call_slot."""
 
     # The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
     # (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.

@@ -138,18 +138,9 @@ class RedisHub(Hub):
         """Renew the slot's lease while its call runs."""
         self.call_slots.hold_call_slot(session_id, token)
 
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
         """Free the slot (see Hub.give_back_call_slot)."""
-        self.call_slots.give_back_call_slot(session_id, token, answer_follows, answer_waits)
-
-    def wait_for_release(self, greenlet: Any) -> None:
-        """Before a call's answer is written: wait until the release its greenlet queued is written."""
-        self.call_slots.wait_for_release(greenlet)
-
-    def free_held_slot(self) -> None:
-        """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
-        self.call_slots.free_held_slot()
+        self.call_slots.give_back_call_slot(session_id, token)
 
     # delivery (redis_deliveries.py)
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:

@@ -10,8 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import gevent
-
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.hub.base import ALL_SLOTS_TAKEN, CapacityError, HubUnavailable, QuotaFull
 from flask_mcp_gevent.hub.redis_claims import Claims
@@ -43,8 +41,6 @@ CALL_LEASE_S = 15.0
 CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 # Leases renewed per round trip.
 RENEW_BATCH = 500
-# Releases left unwaited for (a stream that ended before its answer) kept before the written ones are dropped.
-MAX_UNWRITTEN_RELEASES = 256
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
 
@@ -169,16 +165,6 @@ def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
     return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
 
 
-def release_command(session_id: str, token: str) -> tuple[str, str, str]:
-    """The command that frees a slot."""
-    return "ZREM", call_slots_key(session_id), token
-
-
-def session_of(release: tuple[Any, ...]) -> str:
-    """The start of the session id a release command names (for a log line)."""
-    return str(release[1]).partition("{")[2].partition("}")[0][:8]
-
-
 class CallSlots:
     """RedisHub's call slots: it sends through the hub's link and reads sessions as the session store decodes them."""
 
@@ -191,9 +177,6 @@ class CallSlots:
         """No slots held yet (after a fork too: the parent's are not this process's)."""
         # The call slots this worker holds, token -> session id, renewed while their calls run.
         self.call_leases: dict[str, str] = {}
-        # answer_waits releases not waited for yet: greenlet -> the post's number.
-        self.unwritten_releases: dict[gevent.Greenlet, int] = {}
-        self._prune_releases_at = MAX_UNWRITTEN_RELEASES
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -240,51 +223,14 @@ class CallSlots:
         self.link.path()
         return f"{self.link.worker_id}|{next(_token_numbers)}"
 
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
-        """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot)."""
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free the slot, Redis's reply awaited: free before the call's answer can be seen (or its lease runs out)."""
         self.call_leases.pop(token, None)
-        release = release_command(session_id, token)
-        if answer_follows:  # ahead of this greenlet's answer, in the same write where the path allows
-            self.link.send_ahead(release)
-        else:
-            self._free(release, answer_waits)
-
-    def _free(self, release: tuple[Any, ...], answer_waits: bool = False) -> None:
-        """Post a slot's release (queued for the answer's writer with answer_waits); unreachable, its lease runs out."""
         try:
             with self.link.guard:
-                if answer_waits:
-                    self._post_release(release)
-                else:
-                    self.link.post(*release)
+                self.link.execute("ZREM", call_slots_key(session_id), token)
         except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_of(release))
-
-    def _post_release(self, release: tuple[Any, ...]) -> None:
-        """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
-        unwritten = self.unwritten_releases
-        if len(unwritten) >= self._prune_releases_at:  # answers that never waited: forget the releases written since
-            for greenlet, number in list(unwritten.items()):
-                if self.link.written(number):
-                    del unwritten[greenlet]
-            # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
-            # turn with thousands of calls ending does not scan them all for each one.
-            self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
-        unwritten[gevent.getcurrent()] = self.link.post_nowait(*release)
-
-    def wait_for_release(self, greenlet: Any) -> None:
-        """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
-        if self.unwritten_releases:
-            number = self.unwritten_releases.pop(greenlet, None)
-            if number is not None:
-                self.link.wait_written(number)
-
-    def free_held_slot(self) -> None:
-        """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
-        release = self.link.take_ahead() if self.link.ahead else None
-        if release is not None:
-            self._free(release)
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
     def renew_call_leases(self) -> None:
         """Extend the lease of every call slot this worker holds, in one round trip per batch."""

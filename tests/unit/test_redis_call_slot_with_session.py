@@ -239,32 +239,3 @@ def test_the_slot_lookup_sent_packed_is_the_command_packed_argument_by_argument(
     script = hub.link.scripts["get_taking_call_slot"]
     # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token and the fixed arguments.
     assert sent[-1] == redis_multiplex.pack(("EVALSHA", script.sha, len(keys), *keys, token, *fixed))
-
-
-@pytest.mark.redis
-def test_a_posted_release_sent_packed_is_the_command_packed_argument_by_argument(redis_hubs, redis_server):
-    hub = redis_hubs()
-    session = fresh_session(hub)
-    found, token = hub.get_session_for_call(session.id, STREAMABLE, "alice", 4)
-    assert found is not None and token
-    with queued_commands(hub) as sent:
-        hub.give_back_call_slot(session.id, token, answer_waits=True)
-    hub.wait_for_release(gevent.getcurrent())
-    assert sent == [(redis_multiplex.pack(("ZREM", call_slots_key(session.id), token)), 1)]
-    assert hub.link.execute("PING") == b"PONG"  # the next command's reply is its own
-    assert slots(redis_server, session.id) == []
-
-
-@pytest.mark.redis
-def test_a_posted_release_behind_one_held_for_an_answer_expects_both_replies(redis_hubs, redis_server):
-    hub = redis_hubs()
-    first, second = fresh_session(hub), fresh_session(hub)
-    held = hub.get_session_for_call(first.id, STREAMABLE, "alice", 4)[1]
-    posted = hub.get_session_for_call(second.id, STREAMABLE, "alice", 4)[1]
-    assert held and posted
-    hub.give_back_call_slot(first.id, held, answer_follows=True)  # waits to go ahead of this greenlet's next command
-    hub.give_back_call_slot(second.id, posted, answer_waits=True)  # ... which this is: both in one post
-    hub.wait_for_release(gevent.getcurrent())
-    # Were one of the two replies not expected, it would be taken for this command's.
-    assert hub.link.execute("PING") == b"PONG"
-    assert slots(redis_server, first.id) == [] and slots(redis_server, second.id) == []
