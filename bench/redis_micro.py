@@ -86,7 +86,7 @@ def streamable_call(hub: Any, session: Session, stream: Any) -> None:
 def lookup_with_slot(hub: Any, session: Session) -> str:
     """The session looked up for one tools/call and the call's slot, as the transports and dispatcher do."""
     token = None
-    if hasattr(hub, "get_session_for_call"):  # a tree before it: the lookup, then the slot
+    if hasattr(hub, "get_session_for_call"):  # an older tree: the slot with the lookup where it can
         _, token = hub.get_session_for_call(session.id, session.transport, session.principal, SLOT_LIMIT)
     else:
         hub.get_session(session.id, accept=lambda stored: True)

@@ -262,9 +262,6 @@ class Dispatcher:
         elif message.method == "tools/call" and not stateless:
             # The limit is per session: a stateless request has none to count against.
             slot, refusal = self.call_slots.claim(session, message)
-        if message.call_slot:
-            # Taken with the session for a call refused before it ran (claim took it over for one that runs).
-            self.call_slots.give_back_unclaimed(session, message)
         if refusal is not None:
             response: dict[str, Any] | None = refusal
         else:

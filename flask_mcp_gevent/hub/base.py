@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
     from flask_mcp_gevent.hub.tasks import TaskStore
 
-__all__ = ["ALL_SLOTS_TAKEN", "CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
+__all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
 
 log = logging.getLogger("mcp.hub")
 
@@ -147,21 +147,10 @@ class Hub(ABC):
     def give_back_call_slot(self, session_id: str, token: str) -> None:
         """Free a slot taken with take_call_slot."""
 
-    # The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
-    # (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
-    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
-                             limit: int) -> tuple[Session | None, str | None]:
-        """Load a session of this transport and principal for one tools/call, its slot too where that is cheaper."""
-        return self.get_own_session(session_id, transport, principal), None
-
     def get_own_session(self, session_id: str, transport: str, principal: str | None) -> Session | None:
         """Load a session of this transport and principal; anyone else's is None, its idle timer left alone."""
         return self.get_session(
             session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
-
-    def hold_call_slot(self, session_id: str, token: str) -> None:
-        """Keep a slot that get_session_for_call took for as long as its call runs (a hub with leases renews it)."""
-        return None
 
     # delivery
     @abstractmethod

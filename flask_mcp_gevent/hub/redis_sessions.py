@@ -3,7 +3,6 @@ call slots: a session's running tool calls counted across the fleet, each slot a
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import time
@@ -11,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import ALL_SLOTS_TAKEN, CapacityError, HubUnavailable, QuotaFull
+from flask_mcp_gevent.hub.base import CapacityError, HubUnavailable, QuotaFull
 from flask_mcp_gevent.hub.redis_claims import Claims
 from flask_mcp_gevent.hub.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
@@ -25,7 +24,6 @@ from flask_mcp_gevent.hub.redis_keys import (
     SESSION_INDEX,
     call_slots_key,
     owner_key,
-    session_base,
     session_keys,
 )
 from flask_mcp_gevent.hub.redis_link import RedisLink
@@ -159,12 +157,6 @@ class Sessions:
             return int(self.link.run("count", [SESSION_INDEX], []))
 
 
-@functools.lru_cache(maxsize=1024)
-def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
-    """The session JSON's transport and principal fields as session_json writes them (see the script)."""
-    return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
-
-
 class CallSlots:
     """RedisHub's call slots: it sends through the hub's link and reads sessions as the session store decodes them."""
 
@@ -188,35 +180,6 @@ class CallSlots:
             return None
         self.call_leases[token] = session_id
         return token
-
-    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
-                             limit: int) -> tuple[Session | None, str | None]:
-        """Load a session and take its call's slot in one round trip (its TTL must need no refresh: see the hub)."""
-        # The lease is renewed once hold_call_slot says the call runs: a request that never does (cancelled before
-        # its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
-        token = self.new_token()  # which makes the command path too
-        keys, fixed = self.slot_lookup(session_id, transport, principal, limit)
-        with self.link.guard:
-            reply = self.link.run("get_taking_call_slot", keys, [token, *fixed])
-        if reply is None:
-            return None, None
-        data, taken = reply
-        session = self.sessions.decoded.decode(session_id, data)
-        if taken < 0 or session.transport != transport or session.principal != principal:
-            return None, None
-        return session, token if taken else ALL_SLOTS_TAKEN
-
-    def slot_lookup(self, session_id: str, transport: str, principal: str | None,
-                    limit: int) -> tuple[list[str], list[str]]:
-        """The slot lookup's keys and its arguments after the token."""
-        keys = [session_base(session_id), call_slots_key(session_id)]
-        fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
-                 *owner_fields(transport, principal)]
-        return keys, fixed
-
-    def hold_call_slot(self, session_id: str, token: str) -> None:
-        """Renew the slot's lease while its call runs, as for one take_call_slot took."""
-        self.call_leases[token] = session_id
 
     def new_token(self) -> str:
         """A token no other slot in the fleet has (after a fork, worker_id names this process)."""

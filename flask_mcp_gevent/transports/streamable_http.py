@@ -111,13 +111,8 @@ def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principa
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
-    call = body.single_tool_call
-    session = lookup_session(dispatcher, session_id, STREAMABLE, principal, body.request_id, call)
-    try:
-        check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
-    except HttpProblem:
-        dispatcher.call_slots.give_back_unclaimed(session, call)
-        raise
+    session = lookup_session(dispatcher, session_id, STREAMABLE, principal, body.request_id)
+    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     return post_messages(dispatcher, session, body, accepted, new_session=False,
                          close_connection=connection_closer(environ))
 
