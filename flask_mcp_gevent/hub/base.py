@@ -29,9 +29,6 @@ __all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflic
 log = logging.getLogger("mcp.hub")
 
 
-# What get_session_for_call returns for the slot when the session already runs its most calls.
-ALL_SLOTS_TAKEN = ""
-
 # Retrying an acknowledged answer through a store outage: the first wait between attempts, and the longest.
 DELIVERY_BACKOFF_MIN_S = 0.1
 DELIVERY_BACKOFF_MAX_S = 2.0
