@@ -54,14 +54,15 @@ def cpu_seconds() -> float:
 def sse_call(hub: Any, session: Session, stream: Any) -> None:
     """What a legacy SSE tools/call asks of the hub, the answer read back from the stream."""
     token = lookup_with_slot(hub, session)
-    # As the dispatcher gives it back when the answer is stored next (a tree before that just frees it).
+    # As the dispatcher gives it back, before the answer is stored (an older tree: ahead of it, in its write).
     if gives_back_ahead_of_the_answer(hub):
         hub.give_back_call_slot(session.id, token, answer_follows=True)
     else:
         hub.give_back_call_slot(session.id, token)
     if hasattr(hub, "deliver_later"):  # as the legacy transport stores it: without waiting (a tree before: deliver)
         hub.deliver_later(session.id, ANSWER)
-        hub.free_held_slot()
+        if hasattr(hub, "free_held_slot"):
+            hub.free_held_slot()
     else:
         hub.deliver(session.id, ANSWER)
     while stream.get(5) is None:
@@ -69,7 +70,7 @@ def sse_call(hub: Any, session: Session, stream: Any) -> None:
 
 
 def gives_back_ahead_of_the_answer(hub: Any, known: dict[type, bool] = {}) -> bool:  # noqa: B006 (a cache)
-    """Whether this tree's hub can send a slot's release with the answer (asked once per hub class, not per call)."""
+    """Whether this tree's hub sends a slot's release with the answer (asked once per hub class, not per call)."""
     kind = type(hub)
     if kind not in known:
         known[kind] = "answer_follows" in inspect.signature(hub.give_back_call_slot).parameters
@@ -85,7 +86,7 @@ def streamable_call(hub: Any, session: Session, stream: Any) -> None:
 def lookup_with_slot(hub: Any, session: Session) -> str:
     """The session looked up for one tools/call and the call's slot, as the transports and dispatcher do."""
     token = None
-    if hasattr(hub, "get_session_for_call"):  # a tree before it: the lookup, then the slot
+    if hasattr(hub, "get_session_for_call"):  # an older tree: the slot with the lookup where it can
         _, token = hub.get_session_for_call(session.id, session.transport, session.principal, SLOT_LIMIT)
     else:
         hub.get_session(session.id, accept=lambda stored: True)

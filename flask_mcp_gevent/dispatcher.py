@@ -190,12 +190,11 @@ class Dispatcher:
             )
         return None
 
-    def accept(self, session: Session, body: Body, send: Send, on_done: Send | None = None,
-               answer_waits: bool = False) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
+    def accept(self, session: Session, body: Body, send: Send,
+               on_done: Send | None = None) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
         """Handle notifications and responses now; start each request; return greenlets and immediate errors.
 
-        on_done, when given, receives each request's response in the request's own greenlet; answer_waits says
-        that the caller writes each response itself once its greenlet is done, after call_slots.wait_released.
+        on_done, when given, receives each request's response in the request's own greenlet.
         """
         rejected = self.batch_error(session, body)
         if rejected is not None:
@@ -204,7 +203,7 @@ class Dispatcher:
         errors: list[dict[str, Any]] = []
         for message in body.messages:
             if message.kind == REQUEST:
-                running.append(self.start_request(session, message, send, on_done, answer_waits))
+                running.append(self.start_request(session, message, send, on_done))
             elif message.kind == NOTIFICATION:
                 self.handle_notification(session, message, send)
             elif message.kind == RESPONSE:
@@ -216,9 +215,9 @@ class Dispatcher:
         return running, errors
 
     def start_request(self, session: Session, message: Message, send: Send,
-                      on_done: Send | None = None, answer_waits: bool = False) -> gevent.Greenlet:
+                      on_done: Send | None = None) -> gevent.Greenlet:
         """Run a request in its own greenlet; its value is the response, or None if cancelled."""
-        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done, answer_waits)
+        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done)
         if message.method not in UNCANCELLABLE:
             self.hub.inflight.add(session.id, message.id, greenlet)
         greenlet.start()
@@ -237,25 +236,19 @@ class Dispatcher:
             self.hub.inflight.discard(session.id, message.id, current)
 
     def run_request(self, session: Session, message: Message, send: Send,
-                    on_done: Send | None, answer_waits: bool = False) -> dict[str, Any] | None:
+                    on_done: Send | None) -> dict[str, Any] | None:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
         # Done here rather than with greenlet links: a link costs the hub's loop one more callback per request.
         try:
-            try:
-                # A response handed to on_done is stored from this greenlet: the hub may free the call slot with it.
-                response = self.handle_request(session, message, send, on_done is not None, answer_waits)
-            finally:
-                self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
-            if on_done is not None and response is not None:
-                on_done(response)
+            response = self.handle_request(session, message, send)
         finally:
-            if on_done is not None:
-                self.call_slots.free_held()  # a call stopped before its answer went out still frees its slot
+            self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
+        if on_done is not None and response is not None:
+            on_done(response)
         return response
 
-    def handle_request(self, session: Session, message: Message, send: Send,
-                       answer_follows: bool = False, answer_waits: bool = False) -> dict[str, Any] | None:
-        """Dispatch one request through jsonrpcserver and return its response (answer_*: see run_request, accept)."""
+    def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
+        """Dispatch one request through jsonrpcserver and return its response."""
         started = time.perf_counter()
         slot = refusal = None
         stateless = session.stateless
@@ -269,9 +262,6 @@ class Dispatcher:
         elif message.method == "tools/call" and not stateless:
             # The limit is per session: a stateless request has none to count against.
             slot, refusal = self.call_slots.claim(session, message)
-        if message.call_slot:
-            # Taken with the session for a call refused before it ran (claim took it over for one that runs).
-            self.call_slots.give_back_unclaimed(session, message)
         if refusal is not None:
             response: dict[str, Any] | None = refusal
         else:
@@ -288,7 +278,7 @@ class Dispatcher:
                 return None
             finally:
                 if slot is not None:
-                    self.call_slots.release(session.id, slot, answer_follows, answer_waits)
+                    self.call_slots.release(session.id, slot)
             response = self.polish(response, message.method)
         if stateless and isinstance(response, dict):
             response = dress_response(message, response, self.server_info, self.authorizer is not None)

@@ -29,40 +29,24 @@ class CallSlots:
     """Concurrent tools/call requests per session, at most MCP_MAX_CONCURRENT_CALLS: a slot's whole life.
 
     The hub counts them: in this worker in memory, across the fleet with Redis (as leases that run out
-    if the worker running the call dies). A slot is taken with the session lookup where the hub can
-    (session_for_call; the token waits on the call's message), claimed when the call starts, and given
-    back when the call ends, or at once when the call is refused before it runs.
+    if the worker running the call dies). A slot is taken when the call starts and given back when
+    it ends, however it ends.
     """
 
     def __init__(self, hub: Hub, limit: int) -> None:
         self.hub = hub
         self.limit = limit
 
-    def session_for_call(self, session_id: str, transport: str, principal: str | None,
-                         call: Message) -> Session | None:
-        """Load a session for one tools/call, taking the call's slot in the same step where the hub can."""
-        session, call.call_slot = self.hub.get_session_for_call(session_id, transport, principal, self.limit)
-        return session
-
     def acquire(self, session_id: str) -> str | None:
         """Take a slot for one call; its token, or None when the session already runs its maximum."""
         return self.hub.take_call_slot(session_id, self.limit)
 
     def claim(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
-        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error).
-
-        The slot the hub took with the session (message.call_slot) is this call's now.
-        """
-        taken, message.call_slot = message.call_slot, None
-        if taken is None:
-            try:
-                token = self.acquire(session.id)
-            except HubUnavailable:
-                return None, error_response(message.id, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE)
-        else:
-            token = taken or None  # ALL_SLOTS_TAKEN is ""
-            if token is not None:
-                self.hub.hold_call_slot(session.id, token)
+        """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error)."""
+        try:
+            token = self.acquire(session.id)
+        except HubUnavailable:
+            return None, error_response(message.id, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE)
         if token is None:
             return None, error_response(
                 message.id, SERVER_UNAVAILABLE,
@@ -71,24 +55,9 @@ class CallSlots:
             )
         return token, None
 
-    def give_back_unclaimed(self, session: Session, message: Message | None) -> None:
-        """Free the slot the hub took with the session for a call refused before it ran."""
-        if message is not None and message.call_slot:
-            self.release(session.id, message.call_slot)
-            message.call_slot = None
-
-    def release(self, session_id: str, token: str, answer_follows: bool = False, answer_waits: bool = False) -> None:
-        """Give a slot back when the call ends, however it ends (answer_follows: its answer is stored next;
-        answer_waits: another greenlet writes it, after wait_released)."""
-        self.hub.give_back_call_slot(session_id, token, answer_follows, answer_waits)
-
-    def free_held(self) -> None:
-        """Free a slot this greenlet gave back with answer_follows whose answer never went out."""
-        self.hub.free_held_slot()
-
-    def wait_released(self, greenlet: Any) -> None:
-        """Before a call's answer is written by another greenlet: wait until the call's slot is on its way back."""
-        self.hub.wait_for_release(greenlet)
+    def release(self, session_id: str, token: str) -> None:
+        """Give a slot back when the call ends, however it ends (free before its answer is written)."""
+        self.hub.give_back_call_slot(session_id, token)
 
 
 class SessionQuotaExceeded(CapacityError):

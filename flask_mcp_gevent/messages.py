@@ -43,8 +43,6 @@ class Message:
     params: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
-    # A tools/call's slot when the hub took it with the session (hub.get_session_for_call), until the call runs.
-    call_slot: str | None = None
 
 
 @dataclass
@@ -53,14 +51,6 @@ class Body:
 
     messages: list[Message]
     is_batch: bool
-
-    @property
-    def single_tool_call(self) -> Message | None:
-        """The message of a body that is one tools/call request and nothing else."""
-        if self.is_batch or len(self.messages) != 1:
-            return None
-        message = self.messages[0]
-        return message if message.kind == REQUEST and message.method == "tools/call" else None
 
     @property
     def request_id(self) -> Any:

@@ -25,13 +25,10 @@ if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
     from flask_mcp_gevent.hub.tasks import TaskStore
 
-__all__ = ["ALL_SLOTS_TAKEN", "CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
+__all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
 
 log = logging.getLogger("mcp.hub")
 
-
-# What get_session_for_call returns for the slot when the session already runs its most calls.
-ALL_SLOTS_TAKEN = ""
 
 # Retrying an acknowledged answer through a store outage: the first wait between attempts, and the longest.
 DELIVERY_BACKOFF_MIN_S = 0.1
@@ -142,38 +139,16 @@ class Hub(ABC):
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take one of a session's limit call slots; return its token, or None when all are taken."""
 
-    # answer_follows: this greenlet stores the call's answer next, and a hub may send the release ahead of it (the slot
-    # is free before the answer shows); the caller then calls free_held_slot once the answer went out, or did not.
-    # answer_waits: another greenlet writes the answer and calls wait_for_release(this greenlet) first, so a hub may
-    # send the release without this greenlet waiting for it.
+    # Free when this returns, so before the call's answer is written: a client that reads the answer and calls
+    # again at once is not refused for a slot still counted.
     @abstractmethod
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
-        """Free a slot taken with take_call_slot (answer_follows, answer_waits: see above)."""
-
-    def free_held_slot(self) -> None:
-        """Free a slot this greenlet gave back with answer_follows whose answer never went out (none held here)."""
-        return None
-
-    def wait_for_release(self, greenlet: Any) -> None:
-        """Before a call's answer is written: wait until the slot its greenlet gave back is on its way (here, it is)."""
-        return None
-
-    # The slot is None when left to take_call_slot (here, always), else the token of one taken in the same step
-    # (held with hold_call_slot once the call runs), or ALL_SLOTS_TAKEN when the session runs limit calls.
-    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
-                             limit: int) -> tuple[Session | None, str | None]:
-        """Load a session of this transport and principal for one tools/call, its slot too where that is cheaper."""
-        return self.get_own_session(session_id, transport, principal), None
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free a slot taken with take_call_slot."""
 
     def get_own_session(self, session_id: str, transport: str, principal: str | None) -> Session | None:
         """Load a session of this transport and principal; anyone else's is None, its idle timer left alone."""
         return self.get_session(
             session_id, accept=lambda stored: stored.transport == transport and stored.principal == principal)
-
-    def hold_call_slot(self, session_id: str, token: str) -> None:
-        """Keep a slot that get_session_for_call took for as long as its call runs (a hub with leases renews it)."""
-        return None
 
     # delivery
     @abstractmethod

@@ -180,8 +180,7 @@ class MemoryHub(Hub):
         self.calls_running[session_id] = count + 1
         return "local"
 
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
         """Count one call fewer; a session with none running leaves nothing behind."""
         count = self.calls_running.get(session_id, 0) - 1
         if count > 0:

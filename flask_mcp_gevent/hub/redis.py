@@ -126,30 +126,9 @@ class RedisHub(Hub):
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
         return self.call_slots.take_call_slot(session_id, limit)
 
-    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
-                             limit: int) -> tuple[Session | None, str | None]:
-        """Load a session and take its call's slot in one round trip (see Hub.get_session_for_call)."""
-        # A TTL due a refresh (every REFRESH_TTL_EVERY_S per worker) needs the lookup that refreshes it: no slot then.
-        if not self.sessions.ttl_is_fresh(session_id):
-            return super().get_session_for_call(session_id, transport, principal, limit)
-        return self.call_slots.get_session_for_call(session_id, transport, principal, limit)
-
-    def hold_call_slot(self, session_id: str, token: str) -> None:
-        """Renew the slot's lease while its call runs."""
-        self.call_slots.hold_call_slot(session_id, token)
-
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
         """Free the slot (see Hub.give_back_call_slot)."""
-        self.call_slots.give_back_call_slot(session_id, token, answer_follows, answer_waits)
-
-    def wait_for_release(self, greenlet: Any) -> None:
-        """Before a call's answer is written: wait until the release its greenlet queued is written."""
-        self.call_slots.wait_for_release(greenlet)
-
-    def free_held_slot(self) -> None:
-        """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
-        self.call_slots.free_held_slot()
+        self.call_slots.give_back_call_slot(session_id, token)
 
     # delivery (redis_deliveries.py)
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:

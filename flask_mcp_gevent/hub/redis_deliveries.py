@@ -86,8 +86,8 @@ class Deliveries:
                 gevent.spawn(self._deliver_settling, session_id, message, stream, token)
 
         try:
-            # The multiplexer writes it with this turn's other commands (the slot's release ahead of it) and its
-            # reader hears the reply; redis-py's path stores it before returning.
+            # The multiplexer writes it with this turn's other commands and its reader hears the reply;
+            # redis-py's path stores it before returning.
             with self.link.guard:
                 self.link.post_script("deliver", [*keys, delivery_key(session_id, token)],
                                       [*args, self.remember_ms_arg], stored)

@@ -10,10 +10,9 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gevent
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import AskError, MovedError, RedisError, ResponseError
+from redis.exceptions import AskError, MovedError, RedisError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from flask_mcp_gevent.hub.redis_connection import CooperativeConnection, OutageGuard, connect, is_cluster
@@ -24,8 +23,6 @@ __all__ = ["RedisLink", "RedisPyCommands", "ScriptBatch", "commands_for"]
 # Forks this process has gone through: a link checks it, not os.getpid() (a system call), on every command.
 _forks = [0]
 os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
-# Commands sent ahead of another, in the same write where the path allows (a call slot's release).
-Ahead = tuple[tuple[Any, ...], ...]
 
 
 class RedisPyCommands:
@@ -34,37 +31,19 @@ class RedisPyCommands:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead = ()) -> Any:
-        """Run a script through redis-py (which loads it on NOSCRIPT), after the commands in before."""
-        self.post_nowait(list(before))
+    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """Run a script through redis-py (which loads it on NOSCRIPT)."""
         return script(keys=list(keys), args=list(args))
 
-    def execute(self, *args: Any, before: Ahead = ()) -> Any:
-        """Send one command after the commands in before; its reply as redis-py gives it."""
-        self.post_nowait(list(before))
+    def execute(self, *args: Any) -> Any:
+        """Send one command; its reply as redis-py gives it."""
         return self.client.execute_command(*args)
 
-    def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
-        """Send commands one by one now: an error reply raises nothing, a lost connection does; 0, all being written."""
-        for command in commands:
-            try:
-                self.client.execute_command(*command)
-            except ResponseError:
-                pass
-        return 0
-
-    def written(self, number: int) -> bool:
-        """Every post is written by the time it returns."""
-        return True
-
-    def wait_written(self, number: int) -> None:
-        """Nothing to wait for: every post is written by the time it returns."""
-
-    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: Ahead,
+    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
                     on_done: Callable[[BaseException | None], None]) -> None:
         """Run a script, wait, and tell on_done how it went (from this greenlet)."""
         try:
-            self.run(script, keys, args, before)
+            self.run(script, keys, args)
         except (RedisError, OSError) as error:
             on_done(error)
             return
@@ -136,8 +115,6 @@ class RedisLink:
         self._client: Any = None
         self.scripts: dict[str, Any] = {}
         self.commands: Multiplexer | RedisPyCommands | None = None
-        # Commands a greenlet left to go out ahead of its next one (a call slot's release ahead of its answer).
-        self.ahead: dict[gevent.Greenlet, tuple[Any, ...]] = {}
 
     def forked(self) -> bool:
         """True when this process is not the one the link last served (or it never served one)."""
@@ -151,7 +128,6 @@ class RedisLink:
         self._client = None
         self.commands = None
         self.scripts = {}
-        self.ahead = {}
 
     @property
     def client(self) -> Any:
@@ -176,56 +152,23 @@ class RedisLink:
         return ScriptBatch(self.client, self.scripts)
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        """Run one of the hub's Lua scripts after what this greenlet left to send ahead; its reply."""
+        """Run one of the hub's Lua scripts; its reply."""
         commands = self.path()
-        return commands.run(self.scripts[name], keys, args, self.take_ahead_commands())
+        return commands.run(self.scripts[name], keys, args)
 
     def execute(self, *args: Any) -> Any:
-        """Send one Redis command after what this greenlet left to send ahead; its reply."""
-        return self.path().execute(*args, before=self.take_ahead_commands())
-
-    def post(self, *args: Any) -> None:
-        """Have one command written before this greenlet goes on, not waiting for its reply (a call slot's release)."""
-        # On its way before the client can see the answer, yet no round trip: the multiplexer writes it with this
-        # turn's other commands in one system call; a failed connection wakes this greenlet too (the lease runs out).
-        self.wait_written(self.post_nowait(*args))
-
-    def post_nowait(self, *args: Any) -> int:
-        """Queue one command whose reply nobody needs, not waiting for its write; the post's number."""
-        return self.path().post_nowait([*self.take_ahead_commands(), args])
-
-    def written(self, number: int) -> bool:
-        """Whether the post with this number is written (or its connection failed)."""
-        return self.path().written(number)
-
-    def wait_written(self, number: int) -> None:
-        """Return once the post with this number is written (or its connection failed)."""
-        self.path().wait_written(number)
+        """Send one Redis command; its reply."""
+        return self.path().execute(*args)
 
     def post_script(self, name: str, keys: Sequence[Any], args: Sequence[Any],
                     on_done: Callable[[BaseException | None], None]) -> None:
         """Run one of the hub's scripts without waiting for its reply; on_done hears None or its failure."""
-        self.path().post_script(self.scripts[name], keys, args, self.take_ahead_commands(), on_done)
+        self.path().post_script(self.scripts[name], keys, args, on_done)
 
     def subscribers(self, channel: str) -> int:
         """How many connections listen on a channel of a cluster, on every node (PUBSUB NUMSUB counts one's)."""
         numsub = self.client.pubsub_numsub(channel, target_nodes=RedisCluster.ALL_NODES)
         return int(dict(numsub).get(channel.encode(), 0))
-
-    def send_ahead(self, command: tuple[Any, ...]) -> None:
-        """Send a command ahead of this greenlet's next one, in the same write (one per greenlet at a time)."""
-        self.ahead[gevent.getcurrent()] = command
-
-    def take_ahead(self) -> tuple[Any, ...] | None:
-        """The command this greenlet left to send ahead, taken back (None when there is none)."""
-        if not self.ahead:
-            return None
-        return self.ahead.pop(gevent.getcurrent(), None)
-
-    def take_ahead_commands(self) -> Ahead:
-        """take_ahead as the commands to send before the next one: none or one."""
-        command = self.take_ahead()
-        return () if command is None else (command,)
 
     def stop(self) -> None:
         """Close this worker's connections (tests; a worker simply exits)."""

@@ -106,11 +106,6 @@ class Multiplexer:
         self._outgoing: list[bytes] = []
         # The writer greenlet's wake-up while it waits for something to write.
         self._writer_waiting: Waiter | None = None
-        # Posts are numbered in the order they are queued; every post up to _written_upto is written (or failed).
-        self._posted = 0
-        self._written_upto = 0
-        # Greenlets waiting for the write of a post, with its number.
-        self._write_waiters: list[tuple[int, Waiter]] = []
         # The socket whose writer greenlet is inside a write that may yield: nobody else writes to it meanwhile.
         self._writing: Any = None
         self._connecting = gevent.lock.Semaphore()
@@ -121,64 +116,32 @@ class Multiplexer:
         self._watch_s = min(0.25, timeout_s / 4)
         self._patience_s = timeout_s - self._watch_s
 
-    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
-            before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Run a registered script by its SHA after the commands in before, in one write (loaded once on NOSCRIPT)."""
+    def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """Run a registered script by its SHA (loaded once on NOSCRIPT); its reply."""
         command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
-        data = b"".join([*map(pack, before), command]) if before else command
-        reply = self._enqueue(data, expected=len(before) + 1).wait()[-1]
-        if isinstance(reply, NoScriptError):  # it did not run: load it, send it alone (those before it ran)
+        reply = self._enqueue(command).wait()[-1]
+        if isinstance(reply, NoScriptError):  # it did not run: load it, send it again
             self.execute("SCRIPT", "LOAD", script.script)
             return reply_or_raise(self._enqueue(command).wait()[-1])
         return reply_or_raise(reply)
 
-    def execute(self, *args: Any, before: tuple[tuple[Any, ...], ...] = ()) -> Any:
-        """Send one command after those in before, in the same write; its reply (only its own error reply is raised)."""
-        return reply_or_raise(self.pipeline([*before, args])[-1])
+    def execute(self, *args: Any) -> Any:
+        """Send one command; its reply (an error reply raised)."""
+        return reply_or_raise(self.pipeline([args])[-1])
 
-    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any], before: tuple[tuple[Any, ...], ...],
+    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
                     on_done: Callable[[BaseException | None], None]) -> None:
         """Run a registered script, not waiting for its reply; on_done hears None, or its error or lost connection."""
-        # Unlike post, not written at once: for a store whose order against this greenlet's next steps does not matter
-        # (a legacy answer). on_done runs once, from the reader or whoever fails the connection: it must not block.
-        data = b"".join([*map(pack, before), pack(("EVALSHA", script.sha, len(keys), *keys, *args))])
-        self._enqueue(data, lambda call: on_done(script_failure(call)), expected=len(before) + 1)
+        # For a store whose order against this greenlet's next steps does not matter (a legacy answer).
+        # on_done runs once, from the reader or whoever fails the connection: it must not block.
+        data = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
+        self._enqueue(data, lambda call: on_done(script_failure(call)))
 
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
         if not commands:
             return []
         return self._enqueue(b"".join(map(pack, commands)), expected=len(commands)).wait()
-
-    def post_nowait(self, commands: list[tuple[Any, ...]]) -> int:
-        """Queue commands whose reply nobody needs for the next write; the post's number (for written, wait_written)."""
-        # Anything this worker sends later goes out behind these: one connection, in order.
-        self._enqueue(b"".join(map(pack, commands)), expected=len(commands))
-        # Numbered in the same step as the bytes join the queue: the write that takes them covers the number.
-        self._posted += 1
-        return self._posted
-
-    def written(self, number: int) -> bool:
-        """Whether the write that takes this post is done (or the connection failed before it was)."""
-        return number <= self._written_upto
-
-    def wait_written(self, number: int) -> None:
-        """Return once the write that takes this post is done (or the connection failed before it was)."""
-        if number > self._written_upto:
-            waiter = Waiter()
-            self._write_waiters.append((number, waiter))
-            waiter.get()
-
-    def _mark_written(self, upto: int) -> None:
-        """Every post up to this number is written (or failed): wake whoever waits for one of them."""
-        self._written_upto = max(self._written_upto, upto)
-        if self._write_waiters:
-            waiting, self._write_waiters = self._write_waiters, []
-            for number, waiter in waiting:
-                if number <= self._written_upto:
-                    get_hub().loop.run_callback(waiter.switch, None)  # a Waiter is switched to from the hub only
-                else:
-                    self._write_waiters.append((number, waiter))
 
     def _enqueue(self, data: bytes, on_done: Callable[[PendingCall], None] | None = None,
                  expected: int = 1) -> PendingCall:
@@ -211,14 +174,12 @@ class Multiplexer:
                     continue
                 data = b"".join(self._outgoing)
                 self._outgoing.clear()
-                posted = self._posted
                 self._writing = sock
                 try:
                     sock.sendall(data)
                 finally:
                     if self._writing is sock:  # a killed writer of a connection gone must not clear its successor's
                         self._writing = None
-                    self._mark_written(posted)
         except gevent.GreenletExit:
             raise
         except OSError as exc:
@@ -290,7 +251,6 @@ class Multiplexer:
         calls = list(self._calls)
         self._calls.clear()
         self._outgoing.clear()
-        self._mark_written(self._posted)
         self._writing = None
         connection.disconnect()
         for call in calls:

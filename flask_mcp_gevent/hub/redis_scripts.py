@@ -197,21 +197,15 @@ return redis.call('ZCARD', KEYS[1])
 """
 
 
-# Prepended to the scripts that take a call slot: whether fewer than limit leases are running. Run-out leases
-# (a killed worker's) are removed only when the set looks full: one command fewer per take.
-FREE_SLOT = """
-local function has_free_slot(calls, limit, now_ms)
-  if redis.call('ZCARD', calls) < limit then return true end
-  redis.call('ZREMRANGEBYSCORE', calls, '-inf', now_ms)
-  return redis.call('ZCARD', calls) < limit
-end
-"""
-
 # A session's running calls: lease tokens scored by their end, renewed while the call runs (a killed worker's run
 # out). KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
-TAKE_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
+# Run-out leases (a killed worker's) are removed only when the set looks full: one command fewer per take.
+TAKE_CALL_SLOT_SCRIPT = NOW_MS + """
 local now_ms = redis_now_ms()
-if not has_free_slot(KEYS[1], tonumber(ARGV[2]), now_ms) then return 0 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
+end
 redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[3]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
@@ -225,32 +219,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
-# KEYS: session, calls. ARGV: token, limit, lease ms, transport, principal ('' for none), '1' if there is one[,
-# '"transport":' and '"principal":' as the worker writes them, each with its value in JSON].
-# A tools/call's session and slot in one round trip, the slot only for this transport and principal. Returns false
-# for an unknown session, else {json, 1} taken, {json, 0} all taken, {json, -1} someone else's session.
-# Finding both fields verbatim spares decoding (no other field holds raw JSON: the client's are strings); JSON
-# written otherwise (by cjson, or an older release) is decoded and compared field by field.
-GET_TAKING_CALL_SLOT_SCRIPT = NOW_MS + FREE_SLOT + """
-local data = redis.call('GET', KEYS[1])
-if not data then return false end
-if not (ARGV[8] and string.find(data, ARGV[7], 1, true) and string.find(data, ARGV[8], 1, true)) then
-  local stored = cjson.decode(data)
-  local principal = stored.principal
-  if principal == cjson.null then principal = nil end
-  if stored.transport ~= ARGV[4] or (principal ~= nil) ~= (ARGV[6] == '1') or (principal and principal ~= ARGV[5]) then
-    return {data, -1}
-  end
-end
-local now_ms = redis_now_ms()
-if not has_free_slot(KEYS[2], tonumber(ARGV[2]), now_ms) then return {data, 0} end
-redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[3]), ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return {data, 1}
-"""
-
-CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT,
-                     "get_taking_call_slot": GET_TAKING_CALL_SLOT_SCRIPT}
+CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT}
 
 
 SCRIPTS = {

@@ -3,17 +3,14 @@ call slots: a session's running tool calls counted across the fleet, each slot a
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-import gevent
-
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import ALL_SLOTS_TAKEN, CapacityError, HubUnavailable, QuotaFull
+from flask_mcp_gevent.hub.base import CapacityError, HubUnavailable, QuotaFull
 from flask_mcp_gevent.hub.redis_claims import Claims
 from flask_mcp_gevent.hub.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
@@ -27,7 +24,6 @@ from flask_mcp_gevent.hub.redis_keys import (
     SESSION_INDEX,
     call_slots_key,
     owner_key,
-    session_base,
     session_keys,
 )
 from flask_mcp_gevent.hub.redis_link import RedisLink
@@ -43,8 +39,6 @@ CALL_LEASE_S = 15.0
 CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 # Leases renewed per round trip.
 RENEW_BATCH = 500
-# Releases left unwaited for (a stream that ended before its answer) kept before the written ones are dropped.
-MAX_UNWRITTEN_RELEASES = 256
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
 
@@ -163,22 +157,6 @@ class Sessions:
             return int(self.link.run("count", [SESSION_INDEX], []))
 
 
-@functools.lru_cache(maxsize=1024)
-def owner_fields(transport: str, principal: str | None) -> tuple[str, str]:
-    """The session JSON's transport and principal fields as session_json writes them (see the script)."""
-    return '"transport":' + dumps(transport).decode(), '"principal":' + dumps(principal).decode()
-
-
-def release_command(session_id: str, token: str) -> tuple[str, str, str]:
-    """The command that frees a slot."""
-    return "ZREM", call_slots_key(session_id), token
-
-
-def session_of(release: tuple[Any, ...]) -> str:
-    """The start of the session id a release command names (for a log line)."""
-    return str(release[1]).partition("{")[2].partition("}")[0][:8]
-
-
 class CallSlots:
     """RedisHub's call slots: it sends through the hub's link and reads sessions as the session store decodes them."""
 
@@ -191,9 +169,6 @@ class CallSlots:
         """No slots held yet (after a fork too: the parent's are not this process's)."""
         # The call slots this worker holds, token -> session id, renewed while their calls run.
         self.call_leases: dict[str, str] = {}
-        # answer_waits releases not waited for yet: greenlet -> the post's number.
-        self.unwritten_releases: dict[gevent.Greenlet, int] = {}
-        self._prune_releases_at = MAX_UNWRITTEN_RELEASES
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
@@ -206,85 +181,19 @@ class CallSlots:
         self.call_leases[token] = session_id
         return token
 
-    def get_session_for_call(self, session_id: str, transport: str, principal: str | None,
-                             limit: int) -> tuple[Session | None, str | None]:
-        """Load a session and take its call's slot in one round trip (its TTL must need no refresh: see the hub)."""
-        # The lease is renewed once hold_call_slot says the call runs: a request that never does (cancelled before
-        # its greenlet started) leaves a slot that comes back within CALL_LEASE_S.
-        token = self.new_token()  # which makes the command path too
-        keys, fixed = self.slot_lookup(session_id, transport, principal, limit)
-        with self.link.guard:
-            reply = self.link.run("get_taking_call_slot", keys, [token, *fixed])
-        if reply is None:
-            return None, None
-        data, taken = reply
-        session = self.sessions.decoded.decode(session_id, data)
-        if taken < 0 or session.transport != transport or session.principal != principal:
-            return None, None
-        return session, token if taken else ALL_SLOTS_TAKEN
-
-    def slot_lookup(self, session_id: str, transport: str, principal: str | None,
-                    limit: int) -> tuple[list[str], list[str]]:
-        """The slot lookup's keys and its arguments after the token."""
-        keys = [session_base(session_id), call_slots_key(session_id)]
-        fixed = [str(limit), str(CALL_LEASE_MS), transport, principal or "", "0" if principal is None else "1",
-                 *owner_fields(transport, principal)]
-        return keys, fixed
-
-    def hold_call_slot(self, session_id: str, token: str) -> None:
-        """Renew the slot's lease while its call runs, as for one take_call_slot took."""
-        self.call_leases[token] = session_id
-
     def new_token(self) -> str:
         """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
         self.link.path()
         return f"{self.link.worker_id}|{next(_token_numbers)}"
 
-    def give_back_call_slot(self, session_id: str, token: str, answer_follows: bool = False,
-                            answer_waits: bool = False) -> None:
-        """Free the slot; if Redis cannot be reached, its lease runs out instead (see Hub.give_back_call_slot)."""
+    def give_back_call_slot(self, session_id: str, token: str) -> None:
+        """Free the slot, Redis's reply awaited: free before the call's answer can be seen (or its lease runs out)."""
         self.call_leases.pop(token, None)
-        release = release_command(session_id, token)
-        if answer_follows:  # ahead of this greenlet's answer, in the same write where the path allows
-            self.link.send_ahead(release)
-        else:
-            self._free(release, answer_waits)
-
-    def _free(self, release: tuple[Any, ...], answer_waits: bool = False) -> None:
-        """Post a slot's release (queued for the answer's writer with answer_waits); unreachable, its lease runs out."""
         try:
             with self.link.guard:
-                if answer_waits:
-                    self._post_release(release)
-                else:
-                    self.link.post(*release)
+                self.link.execute("ZREM", call_slots_key(session_id), token)
         except HubUnavailable:
-            log.info("could not free a call slot of session %s: Redis unreachable", session_of(release))
-
-    def _post_release(self, release: tuple[Any, ...]) -> None:
-        """Queue a slot's release without waiting; until it is written, wait_for_release(this greenlet) waits."""
-        unwritten = self.unwritten_releases
-        if len(unwritten) >= self._prune_releases_at:  # answers that never waited: forget the releases written since
-            for greenlet, number in list(unwritten.items()):
-                if self.link.written(number):
-                    del unwritten[greenlet]
-            # Many releases of one turn are all unwritten yet: scan again only once their number doubled, so a
-            # turn with thousands of calls ending does not scan them all for each one.
-            self._prune_releases_at = max(MAX_UNWRITTEN_RELEASES, 2 * len(unwritten))
-        unwritten[gevent.getcurrent()] = self.link.post_nowait(*release)
-
-    def wait_for_release(self, greenlet: Any) -> None:
-        """Before a call's answer is written: wait until the release its greenlet queued is written (or failed)."""
-        if self.unwritten_releases:
-            number = self.unwritten_releases.pop(greenlet, None)
-            if number is not None:
-                self.link.wait_written(number)
-
-    def free_held_slot(self) -> None:
-        """Free the slot this greenlet gave back with answer_follows if no command carried its release."""
-        release = self.link.take_ahead() if self.link.ahead else None
-        if release is not None:
-            self._free(release)
+            log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
     def renew_call_leases(self) -> None:
         """Extend the lease of every call slot this worker holds, in one round trip per batch."""

@@ -29,7 +29,7 @@ from flask_mcp_gevent.errors import (
 )
 from flask_mcp_gevent.hub import CapacityError
 from flask_mcp_gevent.logs import loggable
-from flask_mcp_gevent.messages import REQUEST, Body, Message, ParseFailure, parse_body
+from flask_mcp_gevent.messages import REQUEST, Body, ParseFailure, parse_body
 from flask_mcp_gevent.session import (
     SESSION_ID_MAX_CHARS,
     SESSION_ID_PATTERN,
@@ -126,13 +126,12 @@ def server_busy(full: CapacityError) -> HttpProblem:
 
 
 def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: str, principal: str | None,
-                   request_id: Any = None, call: Message | None = None) -> Session:
+                   request_id: Any = None) -> Session:
     """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id).
 
     Malformed means no session id at all by the specification: empty, over SESSION_ID_MAX_CHARS, or a character
     outside visible ASCII. An id that is well formed but not of our shape was never issued here: 404, as for any
-    session the server does not know, so the client starts a new one. For a body that is one tools/call (call),
-    the hub may take the call's slot in the same step (limits.CallSlots.session_for_call).
+    session the server does not know, so the client starts a new one.
     """
     # Another principal's session is reported as missing, so its existence is not confirmed; and it is compared
     # before the lookup touches anything, so a foreign probe does not keep the session alive.
@@ -142,10 +141,8 @@ def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: st
                               f"Malformed session id: a session id is 1 to {SESSION_ID_MAX_CHARS} visible ASCII "
                               "characters; send the one the server gave you", request_id=request_id)
         session = None  # well formed, but not an id new_session_id makes: no store holds it
-    elif call is None:
-        session = dispatcher.hub.get_own_session(session_id, transport, principal)
     else:
-        session = dispatcher.call_slots.session_for_call(session_id, transport, principal, call)
+        session = dispatcher.hub.get_own_session(session_id, transport, principal)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",

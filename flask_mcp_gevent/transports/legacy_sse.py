@@ -48,7 +48,7 @@ def legacy_post(dispatcher: Dispatcher, session_id: str | None, principal: str |
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",
                           request_id=body.request_id)
-    session = lookup_session(dispatcher, session_id, SSE, principal, body.request_id, body.single_tool_call)
+    session = lookup_session(dispatcher, session_id, SSE, principal, body.request_id)
     return post_message(dispatcher, session, body)
 
 

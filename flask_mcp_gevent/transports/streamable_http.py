@@ -111,13 +111,8 @@ def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principa
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
-    call = body.single_tool_call
-    session = lookup_session(dispatcher, session_id, STREAMABLE, principal, body.request_id, call)
-    try:
-        check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
-    except HttpProblem:
-        dispatcher.call_slots.give_back_unclaimed(session, call)
-        raise
+    session = lookup_session(dispatcher, session_id, STREAMABLE, principal, body.request_id)
+    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     return post_messages(dispatcher, session, body, accepted, new_session=False,
                          close_connection=connection_closer(environ))
 
@@ -174,8 +169,7 @@ def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.hub.publish(session.id, m),
-                                            answer_waits=True)
+        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.hub.publish(session.id, m))
         return answer_as_json(dispatcher, body, running, errors, headers)
     replay = SessionReplay(dispatcher, session)
     # Bounded like every stream: a client that does not read is cut off (close_connection fails the blocked write),
@@ -183,13 +177,11 @@ def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted
     stream = RequestStream(f"session {session.id[:8]}", dispatcher.settings.queue_max,
                            dispatcher.settings.queue_max_bytes,
                            close_connection, replay)
-    running, errors = dispatcher.accept(session, body, stream, answer_waits=True)
+    running, errors = dispatcher.accept(session, body, stream)
     if not running:
         return answer_as_json(dispatcher, body, running, errors, headers)
     greenlet = running[0]
     first = stream.first_item(greenlet)
-    if first is DONE:
-        dispatcher.call_slots.wait_released(greenlet)  # the call's slot is free before its answer can be seen
     if first is DONE and is_store_unavailable(greenlet.value):
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
@@ -209,8 +201,6 @@ def answer_as_json(dispatcher: Dispatcher, body: Body, running: list, errors: li
     if not running and not errors:
         return empty_response(HTTPStatus.ACCEPTED, headers)
     gevent.joinall(running)
-    for greenlet in running:
-        dispatcher.call_slots.wait_released(greenlet)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if not answers:
         return empty_response(HTTPStatus.ACCEPTED, headers)

@@ -1,12 +1,10 @@
-"""A tools/call's slot taken with its session lookup, on two gunicorn workers over Redis: held once, always freed."""
+"""A tools/call's slot on two gunicorn workers over Redis: free before the answer is seen, given back when refused."""
 
-# With MCP_MAX_CONCURRENT_CALLS=1 a slot counted twice, or one left behind by a POST refused after the lookup,
-# shows as a -32004 to the session's next call. Each test checks in Redis that the one-script lookup
-# (get_taking_call_slot) really ran for the request under test, and that the session's calls set is empty after.
+# With MCP_MAX_CONCURRENT_CALLS=1 a slot counted twice, or one left behind by a call refused before it ran,
+# shows as a -32004 to the session's next call; each test also checks that the session's calls set is empty after.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +15,6 @@ import pytest
 from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.hub.redis_keys import call_slots_key
-from flask_mcp_gevent.hub.redis_scripts import CALL_SLOT_SCRIPTS
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, request
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
@@ -27,8 +24,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 ALICE_KEY = new_key()
 BOB_KEY = new_key()
 CALLS = 30
-# The one-script lookup's SHA, as redis-py computes it: present in Redis once a worker has run it.
-ONE_SCRIPT_SHA = hashlib.sha1(CALL_SLOT_SCRIPTS["get_taking_call_slot"].encode()).hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +46,8 @@ def fleet(redis_server, tmp_path_factory) -> Iterator[ServerProcess]:  # noqa: F
 
 @pytest.fixture
 def store(redis_server):  # noqa: F811
-    """The fleet's Redis, with no script loaded: script_ran() then tells whether the one-script lookup ran."""
-    client = redis_server.client()
-    client.script_flush()
-    return client
-
-
-def script_ran(store) -> bool:
-    """True once a worker ran get_taking_call_slot since the store fixture (or the last flush)."""
-    return store.script_exists(ONE_SCRIPT_SHA) == [True]
+    """The fleet's Redis."""
+    return redis_server.client()
 
 
 def http_as(key: str) -> httpx.Client:
@@ -84,7 +72,6 @@ def test_sequential_calls_of_a_streamable_session_on_alternating_workers_are_nev
                 ran_on.append(pid_of(session.call(call_tool("worker_pid", {}))))
         assert ran_on == [pids[n % 2] for n in range(CALLS)]
         assert store.zcard(call_slots_key(session.session_id)) == 0
-    assert script_ran(store)
 
 
 def test_sequential_calls_of_a_legacy_session_on_alternating_workers_are_never_refused(fleet, store):
@@ -101,35 +88,30 @@ def test_sequential_calls_of_a_legacy_session_on_alternating_workers_are_never_r
             ran_on.append(pid_of(stream.wait_for(call["id"])))
         assert ran_on == [pids[n % 2] for n in range(CALLS)]
         assert store.zcard(call_slots_key(stream.session_id)) == 0
-    assert script_ran(store)
 
 
 def test_a_call_refused_for_its_protocol_version_header_gives_its_slot_back(fleet, store):
     pid = fleet.worker_pids()[0]
     with http_as(ALICE_KEY) as http, fleet.accepting_only(pid):
         session = StreamableSession(http, fleet.url)
-        assert session.post(request("ping")).status_code == 200  # this worker refreshed the TTL: one-script path
-        store.script_flush()
+        assert session.post(request("ping")).status_code == 200
         refused = session.post(call_tool("worker_pid", {}), accept="application/json",
                                headers={"MCP-Protocol-Version": "1999-01-01"})
         assert refused.status_code == 400, (refused.status_code, refused.text)
         assert "MCP-Protocol-Version" in refused.json()["error"]["message"]
-        assert script_ran(store)  # the lookup took the slot...
-        assert store.zcard(call_slots_key(session.session_id)) == 0  # ...and the 400 gave it back
+        assert store.zcard(call_slots_key(session.session_id)) == 0  # the 400 left no slot taken
         assert pid_of(session.call(call_tool("worker_pid", {}))) == pid
 
 
 def test_a_call_before_initialize_is_refused_and_gives_its_slot_back(fleet, store):
     pid = fleet.worker_pids()[1]
     with http_as(ALICE_KEY) as http, fleet.accepting_only(pid), LegacyStream(http, fleet.base_url) as stream:
-        assert stream.call(request("ping"))["result"] == {}  # allowed before initialize; refreshes the TTL here
-        store.script_flush()
+        assert stream.call(request("ping"))["result"] == {}  # allowed before initialize
         early = call_tool("worker_pid", {})
         assert stream.post(early).status_code == 202
         refusal = stream.wait_for(early["id"])
         assert refusal["error"]["code"] == INVALID_REQUEST, refusal
         assert "not initialized" in refusal["error"]["message"]
-        assert script_ran(store)
         assert store.zcard(call_slots_key(stream.session_id)) == 0
         stream.open()
         assert pid_of(stream.call(call_tool("worker_pid", {}))) == pid
@@ -139,11 +121,10 @@ def test_another_principals_call_to_a_session_gets_404_and_takes_none_of_its_slo
     pid = fleet.worker_pids()[0]
     with http_as(ALICE_KEY) as alice, http_as(BOB_KEY) as bob, fleet.accepting_only(pid):
         victim = StreamableSession(alice, fleet.url)
-        assert victim.post(request("ping")).status_code == 200  # fresh TTL here: bob's probe meets the script
+        assert victim.post(request("ping")).status_code == 200
         with LegacyStream(alice, fleet.base_url) as legacy:
             legacy.open()
             assert legacy.call(request("ping"))["result"] == {}
-            store.script_flush()
             probes = {
                 "streamable": bob.post(fleet.url, json=call_tool("worker_pid", {}),
                                        headers={"Accept": BOTH, **victim.headers}),
@@ -152,7 +133,6 @@ def test_another_principals_call_to_a_session_gets_404_and_takes_none_of_its_slo
             for name, probe in probes.items():
                 assert probe.status_code == 404, (name, probe.status_code, probe.text)
                 assert "Unknown or expired session" in probe.json()["error"]["message"], name
-            assert script_ran(store)
             assert store.zcard(call_slots_key(victim.session_id)) == 0
             assert store.zcard(call_slots_key(legacy.session_id)) == 0
             # The owners' one-call limit is untouched: their calls run.

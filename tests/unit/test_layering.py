@@ -289,12 +289,11 @@ def test_web_modules_find_the_dispatcher_without_importing_the_routes():
     assert wrong == []
 
 
-HUB_SLOT_METHODS = ("get_session_for_call", "take_call_slot", "hold_call_slot", "give_back_call_slot",
-                    "free_held_slot", "wait_for_release")
+HUB_SLOT_METHODS = ("take_call_slot", "give_back_call_slot")
 
 
 def test_only_the_call_slots_use_the_hubs_call_slot_methods():
-    # A slot's whole life in limits.CallSlots: taken with the session, claimed, given back, waited for.
+    # A slot's whole life in limits.CallSlots: taken, given back.
     wrong = [f"{name} calls hub.{method}" for name in MODULES
              if in_package(name, "flask_mcp_gevent") and not in_package(name, "flask_mcp_gevent.hub")
              and name != "flask_mcp_gevent.limits"

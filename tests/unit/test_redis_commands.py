@@ -1,9 +1,8 @@
-"""The Redis hub's command interface (hub/redis_link.py) and the call slot freed in the answer's round trip.
+"""The Redis hub's command interface (hub/redis_link.py) and a call slot freed before its answer can be seen.
 
 redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the hub's guarantees as the multiplexer
-does: what goes ahead runs first, a posted error reply raises nothing, a script Redis forgot runs once, a call
-slot given back with answer_follows is free before the answer can be seen, exactly once, and a greenlet that
-never stores its answer still frees its slot.
+does: a posted script's error reply reaches its callback, a script Redis forgot runs once, and a call slot given
+back is free before the answer can be seen.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
 from flask_mcp_gevent.session import SessionChange
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
-from tests.support.waiting import wait_until
 
 
 def test_pack_writes_the_redis_protocol_for_text_bytes_and_integers():
@@ -43,11 +41,11 @@ def test_only_a_plain_blocking_pool_of_gevent_sockets_gets_the_multiplexer():
 
 
 @pytest.mark.redis
-def test_redis_py_commands_reply_as_redis_py_and_run_what_goes_ahead_first(redis_server):  # noqa: F811
+def test_redis_py_commands_reply_as_redis_py(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
     commands = commands_for(client)
-    assert commands.execute("SET", "k", b"v", before=(("SET", "ahead", "1"),))
-    assert commands.execute("GET", "k") == b"v" and client.get("ahead") == b"1"
+    assert commands.execute("SET", "k", b"v")
+    assert commands.execute("GET", "k") == b"v"
     assert commands.execute("GET", "missing") is None
     with pytest.raises(redis.ResponseError):
         commands.execute("INCR", "k")  # not a number
@@ -55,16 +53,12 @@ def test_redis_py_commands_reply_as_redis_py_and_run_what_goes_ahead_first(redis
 
 
 @pytest.mark.redis
-def test_posted_commands_on_redis_py_run_and_an_error_reply_raises_nothing(redis_server):  # noqa: F811
+def test_a_posted_script_on_redis_py_hands_its_error_reply_to_its_callback(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
     commands = commands_for(client)
-    client.set("text", "not a number")
-    number = commands.post_nowait([("SET", "posted", "1"), ("INCR", "text")])
-    assert commands.written(number)  # written by the time it returns
-    assert client.get("posted") == b"1"
     done: list[BaseException | None] = []
     script = client.register_script("return redis.error_reply('no way')")
-    commands.post_script(script, [], [], (), done.append)
+    commands.post_script(script, [], [], done.append)
     assert isinstance(done[0], redis.ResponseError)
     assert commands.execute("ECHO", "next") == b"next"
 
@@ -76,8 +70,8 @@ def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F
     script = client.register_script("return redis.call('INCR', KEYS[1])")
     client.delete("runs")
     client.script_flush()
-    assert commands.run(script, ["runs"], [], before=(("SET", "before", "1"),)) == 1
-    assert client.get("runs") == b"1" and client.get("before") == b"1"
+    assert commands.run(script, ["runs"], []) == 1
+    assert client.get("runs") == b"1"
 
 
 @pytest.mark.redis
@@ -102,7 +96,7 @@ def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_w
 
 
 @pytest.mark.redis
-def test_a_slot_given_back_with_its_answer_is_free_before_the_answer_arrives(redis_hubs):
+def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
     worker, other = redis_hubs(), redis_hubs()
     session = new_session(worker)
     stream = other.subscribe(session.id)
@@ -112,9 +106,9 @@ def test_a_slot_given_back_with_its_answer_is_free_before_the_answer_arrives(red
     def call(n: int) -> None:
         token = worker.take_call_slot(session.id, 1)
         assert token is not None
-        worker.give_back_call_slot(session.id, token, answer_follows=True)
-        assert worker.client.zcard(calls) == 1  # not sent yet: it goes with the answer
-        worker.deliver(session.id, message(n))
+        worker.give_back_call_slot(session.id, token)
+        assert worker.client.zcard(calls) == 0  # free before the answer is stored
+        worker.deliver_later(session.id, message(n))
 
     for n in range(20):
         gevent.spawn(call, n).join()
@@ -125,23 +119,6 @@ def test_a_slot_given_back_with_its_answer_is_free_before_the_answer_arrives(red
     assert seen_running == [0] * 20
     stream.close()
     assert numbers(drain(worker.subscribe(session.id, "0"))) == list(range(20))  # each stored exactly once
-
-
-@pytest.mark.redis
-def test_a_call_that_stores_no_answer_still_frees_its_slot(redis_hubs):
-    worker = redis_hubs()
-    session = new_session(worker)
-
-    def cancelled_call() -> None:
-        token = worker.take_call_slot(session.id, 1)
-        worker.give_back_call_slot(session.id, token, answer_follows=True)
-        # Cancelled: the answer that would have carried the release never comes; the dispatcher says it is done.
-        worker.free_held_slot()
-
-    gevent.spawn(cancelled_call).join()
-    assert wait_until(lambda: worker.client.zcard(call_slots_key(session.id)) == 0)
-    assert worker.take_call_slot(session.id, 1) is not None
-    assert not worker.link.ahead  # nothing left waiting
 
 
 @pytest.mark.redis

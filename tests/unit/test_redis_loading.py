@@ -103,7 +103,7 @@ def test_a_posted_script_redis_refused_while_loading_reports_the_refusal(mux, de
     heard = gevent.event.AsyncResult()
     reloading = start_loading(debug_redis)
     try:
-        mux.post_script(script, ["posted"], ["stored"], (), heard.set)
+        mux.post_script(script, ["posted"], ["stored"], heard.set)
         assert isinstance(heard.get(timeout=5), BusyLoadingError)
     finally:
         finish_loading(debug_redis, reloading)

@@ -20,7 +20,6 @@ from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
 from flask_mcp_gevent.hub.redis_keys import call_slots_key
 from flask_mcp_gevent.hub.redis_link import commands_for
 from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
-from flask_mcp_gevent.hub.redis_sessions import MAX_UNWRITTEN_RELEASES
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 
@@ -159,32 +158,14 @@ def test_an_error_reply_is_raised_to_its_own_greenlet_and_the_others_get_theirs(
     assert len(connections_named(redis_server)) == 1  # no reconnection: an error reply is no failure
 
 
-def test_before_commands_run_right_ahead_of_the_command_in_the_same_write(muxes, monkeypatch):
-    mux = muxes()
-    assert mux.execute("SET", "text", "not a number") == b"OK"
-    # An error reply to a command in before is not the command's: it is not raised.
-    assert mux.execute("GET", "text", before=(("INCR", "text"),)) == b"not a number"
-    writes = recorded_writes(mux, monkeypatch)
-    assert mux.execute("GET", "k", before=(("SET", "k", "v"), ("APPEND", "k", "w"))) == b"vw"
-    assert writes == [pack(("SET", "k", "v")) + pack(("APPEND", "k", "w")) + pack(("GET", "k"))]
-
-    # 50 greenlets each set one shared key and read it back: nothing of another comes in between.
-    def own_value(n: int) -> bytes:
-        return mux.execute("GET", "shared", before=(("SET", "shared", f"v{n}"),))
-
-    greenlets = [gevent.spawn(own_value, n) for n in range(50)]
-    gevent.joinall(greenlets, raise_error=True, timeout=10)
-    assert [greenlet.value for greenlet in greenlets] == [f"v{n}".encode() for n in range(50)]
-
-
 def test_a_script_redis_forgot_is_loaded_and_runs_exactly_once(muxes, redis_server):
     mux = muxes()
     client = redis_server.client()
     script = client.register_script("return redis.call('INCR', KEYS[1])")
     client.script_flush()
-    # NOSCRIPT: the script did not run; loaded, it runs once; before ran with the first attempt only.
-    assert mux.run(script, ["runs"], [], before=(("INCR", "before"),)) == 1
-    assert client.get("runs") == b"1" and client.get("before") == b"1"
+    # NOSCRIPT: the script did not run; loaded, it runs once.
+    assert mux.run(script, ["runs"], []) == 1
+    assert client.get("runs") == b"1"
     assert client.script_exists(script.sha) == [True]
     assert mux.run(script, ["runs"], []) == 2
     # Greenlets that all meet NOSCRIPT at once: each call still runs it once.
@@ -472,7 +453,7 @@ def test_an_empty_pipeline_returns_nothing_at_once_and_costs_no_other_caller_its
         [greenlet.exception for greenlet in greenlets]
 
 
-# post: a call slot's release, written at once and not waited for
+# a call slot's release: free before the call's answer can be seen
 def raw_reply(server, *command: str) -> bytes:
     """One command over a plain blocking socket: this greenlet never yields, so no other greenlet runs meanwhile."""
     blocking_socket = gevent.monkey.get_original("socket", "socket")
@@ -483,119 +464,6 @@ def raw_reply(server, *command: str) -> bytes:
         return sock.recv(1024)
 
 
-def test_a_posted_command_is_written_before_its_greenlet_goes_on(muxes, redis_server):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    mux.wait_written(mux.post_nowait([("SET", "released", "yes")]))
-    # Nothing has yielded since the post, so neither the writer greenlet nor the reader ran: the post wrote it.
-    assert raw_reply(redis_server, "GET", "released") == b"$3\r\nyes\r\n"
-
-
-def test_replies_to_posted_commands_reach_no_caller(muxes):
-    mux = muxes()
-    assert mux.execute("SET", "n", "0") == b"OK"
-
-    def work(k: int) -> list:
-        mux.wait_written(mux.post_nowait([("INCR", "n"), ("SET", f"k{k}", "posted")]))
-        return [mux.execute("GET", f"k{k}"), mux.execute("ECHO", f"mine {k}")]
-
-    greenlets = [gevent.spawn(work, k) for k in range(50)]
-    gevent.joinall(greenlets, raise_error=True, timeout=10)
-    assert [greenlet.value for greenlet in greenlets] == [[b"posted", f"mine {k}".encode()] for k in range(50)]
-    assert mux.execute("GET", "n") == b"50"
-
-
-def test_posts_of_one_turn_go_out_in_one_write_and_each_greenlet_goes_on_after_it(muxes, redis_server, monkeypatch):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    sock = mux._sock
-    original = type(sock).sendall
-    writes: list[bytes] = []
-
-    def counted(self, data, *args):
-        if self is sock:
-            writes.append(bytes(data))
-        return original(self, data, *args)
-
-    monkeypatch.setattr(type(sock), "sendall", counted)
-    seen: list[bytes] = []
-
-    def release(k: int) -> None:
-        mux.wait_written(mux.post_nowait([("SET", f"released{k}", "yes")]))
-        # The greenlet goes on (the HTTP answer is written) only once its release is on its way to Redis.
-        seen.append(raw_reply(redis_server, "GET", f"released{k}"))
-
-    greenlets = [gevent.spawn(release, k) for k in range(20)]
-    gevent.joinall(greenlets, raise_error=True, timeout=10)
-    assert seen == [b"$3\r\nyes\r\n"] * 20
-    assert len(writes) == 1 and all(f"released{k}".encode() in writes[0] for k in range(20))
-
-
-def test_a_post_while_the_writer_is_mid_write_goes_on_only_after_its_own_write(muxes, redis_server, monkeypatch):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    sock = mux._sock
-    original = type(sock).sendall
-    entered = gevent.event.Event()
-    writes: list[bytes] = []
-
-    def slow(self, data, *args):
-        if self is sock:
-            writes.append(bytes(data))
-            entered.set()
-            half = len(data) // 2
-            original(self, data[:half])
-            gevent.sleep(0.05)  # the writer yields inside its write, as on a full socket
-            return original(self, data[half:], *args)
-        return original(self, data, *args)
-
-    monkeypatch.setattr(type(sock), "sendall", slow)
-    big = gevent.spawn(mux.execute, "SET", "big", b"x" * 4096)
-    entered.wait(5)
-    mux.wait_written(mux.post_nowait([("SET", "after", "1")]))
-    # Not written between the two halves of the SET, and not left behind: a write of its own came after.
-    assert len(writes) == 2 and b"after" not in writes[0] and b"after" in writes[1]
-    assert raw_reply(redis_server, "GET", "after") == b"$1\r\n1\r\n"
-    big.join(5)
-    assert big.value == b"OK"
-
-
-def break_writes(mux: Multiplexer, monkeypatch) -> object:
-    """Make every write to the multiplexer's current socket fail, as on a broken pipe; return that socket."""
-    sock = mux._sock
-    original = type(sock).sendall
-
-    def broken(self, data, *args):
-        if self is sock:
-            raise OSError("Broken pipe")
-        return original(self, data, *args)
-
-    monkeypatch.setattr(type(sock), "sendall", broken)
-    return sock
-
-
-def test_a_post_whose_write_fails_lets_its_greenlet_go_on_and_the_next_command_reconnects(muxes, monkeypatch):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    sock = break_writes(mux, monkeypatch)
-    posting = gevent.spawn(lambda: mux.wait_written(mux.post_nowait([("SET", "lost", "1")])))
-    posting.join(5)
-    assert posting.successful()  # woken when the connection failed, not left waiting for a write
-    assert mux.execute("GET", "lost") is None  # on a new connection; the release's lease would run out
-    assert mux._sock is not sock
-
-
-def test_a_posted_command_on_a_dead_connection_fails_nobody_and_the_next_command_reconnects(muxes, redis_server):
-    mux = muxes(timeout_s=1.0)
-    assert mux.execute("PING") == b"PONG"
-    redis_server.client().client_kill_filter(_type="normal", skipme=True)
-    gevent.sleep(0.2)  # the reader sees the connection go
-    # Connects again, or fails the connection: either way nobody waits.
-    mux.wait_written(mux.post_nowait([("SET", "lost", "1")]))
-    assert mux.execute("SET", "kept", "1") == b"OK"
-    assert mux.execute("GET", "kept") == b"1"
-
-
 def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(redis_hubs, redis_server):
     hub = redis_hubs()
     session = new_session(hub)
@@ -604,141 +472,3 @@ def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(red
     hub.give_back_call_slot(session.id, token)
     # Without a yield in between, as when the HTTP answer is written right after: Redis has the release already.
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
-
-
-def test_a_post_that_does_not_wait_is_marked_written_once_the_writer_wrote_it(muxes, redis_server):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    first = mux.post_nowait([("SET", "released", "yes")])
-    second = mux.post_nowait([("SET", "released-too", "yes")])
-    assert second > first and not mux.written(first)  # nothing yielded yet: the writer has not run
-    mux.wait_written(first)
-    assert mux.written(first) and mux.written(second)  # one write took both
-    assert raw_reply(redis_server, "GET", "released") == b"$3\r\nyes\r\n"
-    mux.wait_written(second)  # written already: returns at once
-
-
-def test_a_post_queued_while_the_writer_is_mid_write_is_marked_by_its_own_write_only(muxes, redis_server, monkeypatch):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    sock = mux._sock
-    original = type(sock).sendall
-    gates = {b"first": gevent.event.Event(), b"second": gevent.event.Event()}
-
-    def held(self, data, *args):
-        for name, gate in gates.items():
-            if self is sock and name in bytes(data):
-                gate.wait(5)  # the writer yields inside its write, as on a full socket
-        return original(self, data, *args)
-
-    monkeypatch.setattr(type(sock), "sendall", held)
-    first = mux.post_nowait([("SET", "first", "1")])
-    gevent.sleep(0.05)  # the writer takes the first post and waits inside its write
-    second = mux.post_nowait([("SET", "second", "1")])
-    gates[b"first"].set()
-    mux.wait_written(first)
-    gevent.sleep(0.05)  # the writer has taken the second post and waits inside its own write
-    assert mux.written(first) and not mux.written(second)  # the first write did not cover a post queued after it
-    gates[b"second"].set()
-    mux.wait_written(second)
-    assert raw_reply(redis_server, "GET", "second") == b"$1\r\n1\r\n"
-
-
-def test_a_post_that_does_not_wait_is_marked_when_its_write_fails(muxes, monkeypatch):
-    mux = muxes()
-    assert mux.execute("PING") == b"PONG"
-    break_writes(mux, monkeypatch)
-    number = mux.post_nowait([("SET", "lost", "1")])
-    waiting = gevent.spawn(mux.wait_written, number)
-    waiting.join(5)
-    assert waiting.successful() and mux.written(number)  # nobody is left waiting for a write that never comes
-    assert mux.execute("GET", "lost") is None
-
-
-def test_through_the_hub_a_release_left_to_the_answer_s_writer_is_written_before_it_waits_no_more(
-        redis_hubs, redis_server):  # noqa: F811
-    hub = redis_hubs()
-    session = new_session(hub)
-    token = hub.take_call_slot(session.id, 1)
-    seen: list[bytes] = []
-
-    def call() -> None:
-        hub.give_back_call_slot(session.id, token, answer_waits=True)
-        # This greenlet went on at once: the release is queued, not written yet.
-        seen.append(raw_reply(redis_server, "ZCARD", call_slots_key(session.id)))
-
-    greenlet = gevent.spawn(call)
-    greenlet.join(5)
-    assert seen == [b":1\r\n"]
-    hub.wait_for_release(greenlet)  # what the POST's greenlet does before it writes the answer
-    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
-    assert hub.call_slots.unwritten_releases == {}  # nothing kept once written
-    hub.wait_for_release(greenlet)  # and nothing to wait for after
-
-
-def test_through_the_hub_releases_nobody_waited_for_are_forgotten_once_written(redis_hubs, redis_server):  # noqa: F811
-    hub = redis_hubs()
-    session = new_session(hub)
-    waves = 2 * MAX_UNWRITTEN_RELEASES // 100
-    for _ in range(waves):  # each wave's answers went out on streams that ended early: nobody waits for them
-        tokens = [hub.take_call_slot(session.id, 1000) for _ in range(100)]
-        callers = [gevent.spawn(hub.give_back_call_slot, session.id, token, answer_waits=True) for token in tokens]
-        gevent.joinall(callers, raise_error=True, timeout=10)
-        gevent.sleep(0.02)  # the writer wrote this wave
-    wait_until(lambda: raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n",
-               what="every release to reach Redis")
-    assert len(hub.call_slots.unwritten_releases) < MAX_UNWRITTEN_RELEASES  # bounded: the written ones were dropped
-    last = hub.take_call_slot(session.id, 1000)
-    greenlet = gevent.spawn(hub.give_back_call_slot, session.id, last, answer_waits=True)
-    greenlet.join(5)
-    hub.wait_for_release(greenlet)  # still waited for like any other
-    assert greenlet not in hub.call_slots.unwritten_releases
-
-
-def test_through_the_hub_many_releases_of_one_turn_are_not_scanned_again_for_each_one(
-        redis_hubs, redis_server, monkeypatch):  # noqa: F811
-    hub = redis_hubs()
-    session = new_session(hub)
-    calls = 8 * MAX_UNWRITTEN_RELEASES
-    tokens = hub.link.script_batch()
-    for n in range(calls):
-        tokens.add("take_call_slot", [call_slots_key(session.id)], [f"t{n}", str(calls), "15000"])
-    tokens.execute()
-    looked: list[int] = []
-    written = type(hub.link.commands).written
-    monkeypatch.setattr(type(hub.link.commands), "written",
-                        lambda self, number: looked.append(number) or written(self, number))
-    # Every call ends in the same turn of the loop: none of their releases is written while the others queue.
-    callers = [gevent.spawn(hub.give_back_call_slot, session.id, f"t{n}", answer_waits=True) for n in range(calls)]
-    gevent.joinall(callers, raise_error=True, timeout=10)
-    assert all(caller.successful() for caller in callers)
-    assert len(looked) < 3 * calls  # fails when each release past the bound scans every unwritten one (~calls**2/2)
-    for caller in callers:
-        hub.wait_for_release(caller)
-    assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"
-
-
-def test_through_the_hub_the_answer_s_writer_waits_for_a_release_the_writer_has_not_written(
-        redis_hubs, redis_server, monkeypatch):  # noqa: F811
-    hub = redis_hubs()
-    session = new_session(hub)
-    token = hub.take_call_slot(session.id, 1)
-    mux = hub.link.commands
-    sock = mux._sock
-    original = type(sock).sendall
-    gate = gevent.event.Event()
-
-    def held(self, data, *args):
-        if self is sock and b"ZREM" in bytes(data):
-            gate.wait(5)  # the writer yields inside its write, as on a full socket
-        return original(self, data, *args)
-
-    monkeypatch.setattr(type(sock), "sendall", held)
-    greenlet = gevent.spawn(hub.give_back_call_slot, session.id, token, answer_waits=True)
-    greenlet.join(5)
-    answer = gevent.spawn(lambda: (hub.wait_for_release(greenlet),
-                                   raw_reply(redis_server, "ZCARD", call_slots_key(session.id)))[1])
-    gevent.sleep(0.1)
-    assert not answer.ready()  # the answer is held back while its release is unwritten
-    gate.set()
-    assert answer.get(timeout=5) == b":0\r\n"

@@ -20,11 +20,6 @@ class CountingHub:
         """Count the lookup; no session is known."""
         self.lookups += 1
 
-    def get_session_for_call(self, session_id, transport, principal, limit):
-        """Count the lookup; no session is known, no slot taken."""
-        self.lookups += 1
-        return None, None
-
 
 def status_of(session_id: str) -> tuple[int, int]:
     """The HTTP status lookup_session refuses session_id with, and how many times it asked the hub."""
