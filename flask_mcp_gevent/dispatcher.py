@@ -244,7 +244,8 @@ class Dispatcher:
         finally:
             self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
         if on_done is not None and response is not None:
-            on_done(response)
+            # Out of the calls in flight (a cancel or the drain's stop would cut the answer), yet waited for.
+            self.hub.inflight.store_answer(on_done, response)
         return response
 
     def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
@@ -371,9 +372,11 @@ class Dispatcher:
         stopped = [call for call in running if inflight.holds(*call)]
         for _session_id, _request_id, greenlet in stopped:
             greenlet.kill(CallStopped, block=False)
-        # Each answers itself (handle_request); delivering it may retry through a Redis stall, within bounds.
+        # Each answers itself (handle_request).
         inflight.wait_finished(stopped, self.settings.graceful_timeout_s / 4)
-        self.hub.flush(self.settings.graceful_timeout_s / 4)  # legacy answers still being stored (deliver_later)
+        # The waits above end when a call leaves the calls in flight; a legacy call's greenlet then stores its
+        # answer (Hub.deliver), maybe retrying through a Redis stall: the worker must not exit before it is stored.
+        inflight.wait_answers_stored(self.settings.graceful_timeout_s / 4)
         if stopped:
             log.info("stopped %d call(s) still running at shutdown", len(stopped))
         return len(stopped)

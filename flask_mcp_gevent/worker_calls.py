@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -11,7 +12,7 @@ from gevent.event import AsyncResult
 
 __all__ = ["InflightCalls", "PendingRequests"]
 
-# How often a shutdown looks whether the calls it waits for have finished.
+# How often a shutdown looks whether the calls it waits for have finished (and their answers are stored).
 FINISH_POLL_S = 0.05
 
 
@@ -20,6 +21,8 @@ class InflightCalls:
 
     def __init__(self) -> None:
         self._calls: dict[tuple[str, Any], gevent.Greenlet] = {}
+        # Finished calls whose answers are still being stored (a legacy answer retried through a Redis outage).
+        self.answers_storing = 0
 
     def add(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> None:
         """Remember a running request."""
@@ -47,6 +50,20 @@ class InflightCalls:
         """Wait up to timeout seconds until none of calls is still running."""
         deadline = time.monotonic() + timeout
         while any(self.holds(*call) for call in calls) and time.monotonic() < deadline:
+            gevent.sleep(min(FINISH_POLL_S, max(0.0, deadline - time.monotonic())))
+
+    def store_answer(self, store: Callable[[Any], Any], answer: Any) -> None:
+        """Hand a finished call's answer to store, counted until stored: the drain waits for it, and never stops it."""
+        self.answers_storing += 1
+        try:
+            store(answer)
+        finally:
+            self.answers_storing -= 1
+
+    def wait_answers_stored(self, timeout: float) -> None:
+        """Wait up to timeout seconds until no finished call's answer is still being stored."""
+        deadline = time.monotonic() + timeout
+        while self.answers_storing and time.monotonic() < deadline:
             gevent.sleep(min(FINISH_POLL_S, max(0.0, deadline - time.monotonic())))
 
     def running(self) -> list[tuple[str, Any, gevent.Greenlet]]:

@@ -83,9 +83,9 @@ def post_message(dispatcher: Dispatcher, session: Session, body: Body) -> Respon
         dispatcher.hub.publish(session.id, message)
 
     def deliver(answer: Any) -> None:
-        # The 202 promised this answer: it is retried through a store outage (MCP_DELIVERY_RETRY_S). Nobody here
-        # needs its event id, so the hub may store it without this greenlet waiting.
-        dispatcher.hub.deliver_later(session.id, answer)
+        # The 202 promised this answer: the call's greenlet stores it, retrying through a store outage
+        # (MCP_DELIVERY_RETRY_S); the drain waits for it (InflightCalls.store_answer).
+        dispatcher.hub.deliver(session.id, answer)
 
     rejected = dispatcher.batch_error(session, body)
     if rejected is not None:
@@ -109,4 +109,4 @@ def publish_batch(dispatcher: Dispatcher, session: Session, running: list, error
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if answers:
-        dispatcher.hub.deliver_later(session.id, answers)
+        dispatcher.hub.inflight.store_answer(lambda batch: dispatcher.hub.deliver(session.id, batch), answers)

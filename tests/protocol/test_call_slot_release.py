@@ -21,8 +21,8 @@ def rpc(make_dispatcher, redis_server) -> Rpc:  # noqa: F811
 
 
 def store_as_legacy_posts_do(rpc: Rpc, answers: list):
-    """The on_done a legacy POST gives its call: the answer is stored (posted) from the call's greenlet."""
-    return lambda answer: answers.append(answer) or rpc.dispatcher.hub.deliver_later(rpc.session.id, answer)
+    """The on_done a legacy POST gives its call: the answer is stored from the call's greenlet."""
+    return lambda answer: answers.append(answer) or rpc.dispatcher.hub.deliver(rpc.session.id, answer)
 
 
 def running_calls(rpc: Rpc, redis_server) -> int:  # noqa: F811
@@ -37,7 +37,6 @@ def test_a_legacy_call_frees_its_slot_with_its_answer(rpc, redis_server):  # noq
     assert wait_until(lambda: running_calls(rpc, redis_server) == 1)
     RELEASE.set()
     call.join(5)
-    rpc.dispatcher.hub.flush(5)
     assert answers and answers[0]["result"]["content"] == [{"type": "text", "text": "released"}]
     assert running_calls(rpc, redis_server) == 0
 

@@ -77,15 +77,15 @@ def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_
         client = blocking_rpc(make_dispatcher, {**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": server.url,
                                           "MCP_REDIS_TIMEOUT_S": "0.3"})
         dispatcher = client.dispatcher
-        # As the legacy transport does: the answer is posted to Redis, and the call's greenlet goes on.
-        start_call(client, 10, lambda answer: dispatcher.hub.deliver_later(client.session.id, answer))
+        # As the legacy transport does: the call's greenlet stores the answer, retrying while Redis is paused.
+        start_call(client, 10, lambda answer: dispatcher.hub.deliver(client.session.id, answer))
         server.pause()
         try:
             dispatcher.shutdown()
             gevent.spawn_later(0.05, RELEASE.set)
             gevent.spawn_later(0.6, server.resume)
             assert dispatcher.drain() == 0
-            assert dispatcher.hub.deliveries.unsettled == 0, "the drain returned before the answer was stored"
+            assert dispatcher.hub.inflight.answers_storing == 0, "the drain returned before the answer was stored"
         finally:
             server.resume()
         replay = server.client().xrange(session_keys(client.session.id)["replay"])
