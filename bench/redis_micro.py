@@ -59,7 +59,7 @@ def sse_call(hub: Any, session: Session, stream: Any) -> None:
         hub.give_back_call_slot(session.id, token, answer_follows=True)
     else:
         hub.give_back_call_slot(session.id, token)
-    if hasattr(hub, "deliver_later"):  # as the legacy transport stores it: without waiting (a tree before: deliver)
+    if hasattr(hub, "deliver_later"):  # as the legacy transport stored it on some trees: without waiting (else deliver)
         hub.deliver_later(session.id, ANSWER)
         if hasattr(hub, "free_held_slot"):
             hub.free_held_slot()

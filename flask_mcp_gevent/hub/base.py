@@ -157,10 +157,9 @@ class Hub(ABC):
 
     # Every attempt carries one token, so one that reached the store although its reply was lost is not appended
     # again; past MCP_DELIVERY_RETRY_S the answer is logged as lost, never dropped without a trace.
-    def deliver(self, session_id: str, message: Any, stream: str | None = None, *,
-                token: str | None = None) -> str | None:
+    def deliver(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Publish an answer the client was promised (a legacy 202), retrying with backoff through a store outage."""
-        token = token or self.delivery_token()
+        token = self.delivery_token()
         started = time.monotonic()
         delay = DELIVERY_BACKOFF_MIN_S
         while True:
@@ -180,14 +179,6 @@ class Hub(ABC):
                 log.info("answer to %s of session %s stored after %.1f s of retries", answered(message),
                          session_id[:8], time.monotonic() - started)
             return event_id
-
-    def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
-        """Deliver a legacy 202's answer (nobody needs its event id), maybe without waiting; deliver's promise holds."""
-        self.deliver(session_id, message, stream)
-
-    def flush(self, timeout: float) -> None:
-        """Wait up to timeout seconds for the answers deliver_later is still storing (here it stores at once)."""
-        return None
 
     def delivery_token(self) -> str:
         """A token that names one delivery among every delivery of the fleet (a hub may make it cheaper)."""

@@ -48,7 +48,7 @@ class RedisHub(Hub):
         self.claims = Claims(self.link, settings, self._in_reader)
         self.sessions = Sessions(self.link, settings, self.claims, self.pending_ttl_s)
         self.call_slots = CallSlots(self.link, self.sessions)
-        self.deliveries = Deliveries(self.link, settings, self.deliver, self.call_slots.new_token)
+        self.deliveries = Deliveries(self.link, settings)
         self.registry_sync = RegistrySync(self.link, self.control)
         self.listener = Listener(self.link, self.claims, self.registry_sync, self.pending, self.inflight,
                                  self.hand_to_this_worker)
@@ -70,7 +70,7 @@ class RedisHub(Hub):
         """Forget everything a parent process owned: connections, streams, greenlets."""
         self.link.reset()
         self._reader = self._refresher = self._watcher = None
-        for part in (self.claims, self.call_slots, self.listener, self.registry_sync, self.deliveries):
+        for part in (self.claims, self.call_slots, self.listener, self.registry_sync):
             part.reset()
 
     def _in_reader(self) -> bool:
@@ -142,14 +142,6 @@ class RedisHub(Hub):
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
         return self.deliveries.publish_once(session_id, message, stream, token)
-
-    def deliver_later(self, session_id: str, message: Any, stream: str | None = None) -> None:
-        """Store an answer without waiting for Redis."""
-        self.deliveries.deliver_later(session_id, message, stream)
-
-    def flush(self, timeout: float) -> None:
-        """Wait up to timeout seconds for every posted answer to be stored (or given up on)."""
-        self.deliveries.flush(timeout)
 
     # streams (redis_claims.py)
     def subscribe(

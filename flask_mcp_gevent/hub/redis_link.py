@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
-from redis.exceptions import AskError, MovedError, RedisError
+from redis.exceptions import AskError, MovedError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from flask_mcp_gevent.hub.redis_connection import CooperativeConnection, OutageGuard, connect, is_cluster
@@ -38,16 +38,6 @@ class RedisPyCommands:
     def execute(self, *args: Any) -> Any:
         """Send one command; its reply as redis-py gives it."""
         return self.client.execute_command(*args)
-
-    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
-                    on_done: Callable[[BaseException | None], None]) -> None:
-        """Run a script, wait, and tell on_done how it went (from this greenlet)."""
-        try:
-            self.run(script, keys, args)
-        except (RedisError, OSError) as error:
-            on_done(error)
-            return
-        on_done(None)
 
     def close(self) -> None:
         """Nothing of its own to close: its connections are the client's."""
@@ -159,11 +149,6 @@ class RedisLink:
     def execute(self, *args: Any) -> Any:
         """Send one Redis command; its reply."""
         return self.path().execute(*args)
-
-    def post_script(self, name: str, keys: Sequence[Any], args: Sequence[Any],
-                    on_done: Callable[[BaseException | None], None]) -> None:
-        """Run one of the hub's scripts without waiting for its reply; on_done hears None or its failure."""
-        self.path().post_script(self.scripts[name], keys, args, on_done)
 
     def subscribers(self, channel: str) -> int:
         """How many connections listen on a channel of a cluster, on every node (PUBSUB NUMSUB counts one's)."""

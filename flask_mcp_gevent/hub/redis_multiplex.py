@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gevent
@@ -55,24 +55,20 @@ def reply_or_raise(reply: Any) -> Any:
 class PendingCall:
     """The commands one greenlet sent together, waiting for their replies."""
 
-    __slots__ = ("expected", "deadline", "replies", "error", "waiter", "done", "on_done")
+    __slots__ = ("expected", "deadline", "replies", "error", "waiter", "done")
 
-    def __init__(self, expected: int, deadline: float, on_done: Callable[[PendingCall], None] | None = None) -> None:
+    def __init__(self, expected: int, deadline: float) -> None:
         self.expected = expected
         self.deadline = deadline
         self.replies: list[Any] = []
         self.error: BaseException | None = None
         self.waiter: Waiter | None = None
         self.done = False
-        # For a post that wants to know how it went: called once, from whichever greenlet finishes the call.
-        self.on_done = on_done
 
     def finish(self, error: BaseException | None = None) -> None:
         """Wake the asking greenlet (from the hub's loop: a Waiter is switched to from there only)."""
         self.done = True
         self.error = error
-        if self.on_done is not None:
-            self.on_done(self)
         if self.waiter is not None:
             get_hub().loop.run_callback(self.waiter.switch, None)
 
@@ -84,14 +80,6 @@ class PendingCall:
         if self.error is not None:
             raise self.error
         return self.replies
-
-
-def script_failure(call: PendingCall) -> BaseException | None:
-    """What failed a posted script: its connection, or its error reply (NOSCRIPT, LOADING: the script did not run)."""
-    # Any RedisError, not only ResponseError: LOADING is a BusyLoadingError for redis-py, NOAUTH an AuthenticationError.
-    if call.error is None and isinstance(call.replies[-1], RedisError):
-        return call.replies[-1]
-    return call.error
 
 
 class Multiplexer:
@@ -129,26 +117,17 @@ class Multiplexer:
         """Send one command; its reply (an error reply raised)."""
         return reply_or_raise(self.pipeline([args])[-1])
 
-    def post_script(self, script: Any, keys: Sequence[Any], args: Sequence[Any],
-                    on_done: Callable[[BaseException | None], None]) -> None:
-        """Run a registered script, not waiting for its reply; on_done hears None, or its error or lost connection."""
-        # For a store whose order against this greenlet's next steps does not matter (a legacy answer).
-        # on_done runs once, from the reader or whoever fails the connection: it must not block.
-        data = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
-        self._enqueue(data, lambda call: on_done(script_failure(call)))
-
     def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
         """Send several commands together and return their replies in order, an error reply as its exception."""
         if not commands:
             return []
         return self._enqueue(b"".join(map(pack, commands)), expected=len(commands)).wait()
 
-    def _enqueue(self, data: bytes, on_done: Callable[[PendingCall], None] | None = None,
-                 expected: int = 1) -> PendingCall:
+    def _enqueue(self, data: bytes, expected: int = 1) -> PendingCall:
         """Queue commands in RESP (connecting if needed) and wake the writer; return the call awaiting their replies."""
         if self._sock is None:
             self._connect()
-        call = PendingCall(expected, time.monotonic() + self._patience_s, on_done)
+        call = PendingCall(expected, time.monotonic() + self._patience_s)
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(data)
         self._calls.append(call)

@@ -97,45 +97,14 @@ def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  
             worker.stop()
 
 
-def test_an_answer_delivered_later_reaches_the_stream_once(hub):  # noqa: F811
-    session = new_session(hub)
-    subscription = hub.subscribe(session.id)
-    hub.deliver_later(session.id, ANSWER)
-    hub.flush(2.0)
-    events = take(subscription, 2, timeout=1.0)
-    assert [data for _, data in events] == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
-    subscription.close()
-
-
 @pytest.mark.redis
-def test_an_answer_delivered_later_does_not_wait_for_a_stalled_redis_and_is_stored_exactly_once():
-    with stalling_hub(retry_s=20) as (server, stalling):
-        session = new_session(stalling)
-        assert stalling.deliver(session.id, EARLIER) is not None
-        server.pause()
-        started = time.monotonic()
-        stalling.deliver_later(session.id, ANSWER)
-        assert time.monotonic() - started < 1.0, "deliver_later waited for Redis"
-        assert stalling.deliveries.unsettled == 1
-        # The posted attempt times out and is retried; when Redis resumes both may run: one appends.
-        gevent.spawn_later(1.5, server.resume)
-        stalling.flush(10.0)
-        assert stalling.deliveries.unsettled == 0
-        assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
-        assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
-                                                b'{"jsonrpc":"2.0","id":7,"result":{}}']
-
-
-@pytest.mark.redis
-def test_an_answer_delivered_later_to_a_redis_that_forgot_the_script_is_stored_once(redis_server):  # noqa: F811
+def test_an_answer_delivered_to_a_redis_that_forgot_the_script_is_stored_once(redis_server):  # noqa: F811
     hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
         session = new_session(hub)
         assert hub.deliver(session.id, EARLIER) is not None
-        redis_server.client().script_flush()  # a restarted Redis: the posted EVALSHA gets NOSCRIPT
-        hub.deliver_later(session.id, ANSWER)
-        hub.flush(5.0)
-        assert hub.deliveries.unsettled == 0
+        redis_server.client().script_flush()  # a restarted Redis: the EVALSHA gets NOSCRIPT
+        assert hub.deliver(session.id, ANSWER) is not None
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
     finally:
@@ -143,31 +112,18 @@ def test_an_answer_delivered_later_to_a_redis_that_forgot_the_script_is_stored_o
 
 
 @pytest.mark.redis
-def test_an_answer_delivered_later_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noqa: F811
-    with stalling_hub(retry_s=0.5) as (server, stalling):
-        session = new_session(stalling)
-        server.pause()
-        stalling.deliver_later(session.id, ANSWER)
-        stalling.flush(10.0)
-        assert stalling.deliveries.unsettled == 0
-    assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
-
-
-@pytest.mark.redis
 @pytest.mark.parametrize("stream", [None, "req-1"], ids=["session-stream", "request-stream"])
-def test_a_posted_answer_is_the_deliver_script_packed_argument_by_argument(redis_server, stream):  # noqa: F811
+def test_a_delivered_answer_is_one_deliver_script_run_that_remembers_its_token(redis_server, stream):  # noqa: F811
     hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
         session = new_session(hub)
-        hub.deliver_later(session.id, EARLIER, stream)  # the first answer of the stream packs its command
-        hub.flush(2.0)
+        assert hub.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded
         tokens: list[str] = []
-        new_token = hub.deliveries.new_token
-        hub.deliveries.new_token = lambda: tokens.append(new_token()) or tokens[-1]
+        delivery_token = hub.delivery_token
+        hub.delivery_token = lambda: tokens.append(delivery_token()) or tokens[-1]
         with queued_commands(hub) as sent:
-            hub.deliver_later(session.id, ANSWER, stream)
-        hub.deliveries.new_token = new_token
-        hub.flush(2.0)
+            assert hub.deliver(session.id, ANSWER, stream) is not None
+        del hub.delivery_token
         keys, args = hub.deliveries.publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
         assert sent == [(redis_multiplex.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,
@@ -176,21 +132,5 @@ def test_a_posted_answer_is_the_deliver_script_packed_argument_by_argument(redis
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
         assert redis_server.client().exists(delivery_key(session.id, tokens[0]))  # remembered for its retries
-    finally:
-        hub.stop()
-
-
-@pytest.mark.redis
-def test_an_answer_that_cannot_be_encoded_is_not_counted_in_flight(redis_server):  # noqa: F811
-    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
-    try:
-        session = new_session(hub)
-        with pytest.raises(TypeError):
-            hub.deliver_later(session.id, {"jsonrpc": "2.0", "id": 1, "result": object()})
-        assert hub.deliveries.unsettled == 0  # the drain does not wait for it
-        hub.deliver_later(session.id, ANSWER)
-        hub.flush(2.0)
-        assert hub.deliveries.unsettled == 0
-        assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":7,"result":{}}']
     finally:
         hub.stop()

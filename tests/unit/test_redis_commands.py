@@ -1,8 +1,7 @@
 """The Redis hub's command interface (hub/redis_link.py) and a call slot freed before its answer can be seen.
 
 redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the hub's guarantees as the multiplexer
-does: a posted script's error reply reaches its callback, a script Redis forgot runs once, and a call slot given
-back is free before the answer can be seen.
+does: a script Redis forgot runs once, and a call slot given back is free before the answer can be seen.
 """
 
 from __future__ import annotations
@@ -53,17 +52,6 @@ def test_redis_py_commands_reply_as_redis_py(redis_server):  # noqa: F811
 
 
 @pytest.mark.redis
-def test_a_posted_script_on_redis_py_hands_its_error_reply_to_its_callback(redis_server):  # noqa: F811
-    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
-    commands = commands_for(client)
-    done: list[BaseException | None] = []
-    script = client.register_script("return redis.error_reply('no way')")
-    commands.post_script(script, [], [], done.append)
-    assert isinstance(done[0], redis.ResponseError)
-    assert commands.execute("ECHO", "next") == b"next"
-
-
-@pytest.mark.redis
 def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F811
     client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url))
     commands = commands_for(client)
@@ -108,7 +96,7 @@ def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
         assert token is not None
         worker.give_back_call_slot(session.id, token)
         assert worker.client.zcard(calls) == 0  # free before the answer is stored
-        worker.deliver_later(session.id, message(n))
+        worker.deliver(session.id, message(n))
 
     for n in range(20):
         gevent.spawn(call, n).join()

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import gevent
-import gevent.event
 import pytest
 import redis
 from redis.exceptions import BusyLoadingError
@@ -98,15 +97,15 @@ def test_a_loading_reply_is_raised_to_its_command_not_returned_as_its_reply(mux,
     assert mux.execute("GET", "absent") is None  # the same connection serves again once loaded
 
 
-def test_a_posted_script_redis_refused_while_loading_reports_the_refusal(mux, debug_redis):
+def test_a_script_redis_refused_while_loading_raises_the_refusal(mux, debug_redis):
     script = debug_redis.client().register_script("return redis.call('SET', KEYS[1], ARGV[1])")
-    heard = gevent.event.AsyncResult()
     reloading = start_loading(debug_redis)
     try:
-        mux.post_script(script, ["posted"], ["stored"], heard.set)
-        assert isinstance(heard.get(timeout=5), BusyLoadingError)
+        with pytest.raises(BusyLoadingError):
+            mux.run(script, ["stored"], ["during loading"])
     finally:
         finish_loading(debug_redis, reloading)
+    assert debug_redis.client().get("stored") is None  # refused, not run
 
 
 def test_through_the_hub_redis_loading_is_unavailable_for_reads_and_writes(debug_redis):
