@@ -17,7 +17,8 @@ FINISH_POLL_S = 0.05
 
 
 class InflightCalls:
-    """The requests this worker is running, by (session id, request id), so they can be cancelled."""
+    """The requests this worker is running, by (session id, request id), to cancel them; and finished ones' answers
+    still being stored, for the drain to wait for."""
 
     def __init__(self) -> None:
         self._calls: dict[tuple[str, Any], gevent.Greenlet] = {}
