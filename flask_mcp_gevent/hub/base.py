@@ -181,7 +181,7 @@ class Hub(ABC):
             return event_id
 
     def delivery_token(self) -> str:
-        """A token that names one delivery among every delivery of the fleet (a hub may make it cheaper)."""
+        """A token that names one delivery among every delivery of the fleet (64 random bits)."""
         return secrets.token_hex(8)
 
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:

@@ -135,10 +135,6 @@ class RedisHub(Hub):
         """Append to the session's replay log and route to the worker holding that stream."""
         return self.deliveries.publish(session_id, message, stream)
 
-    def delivery_token(self) -> str:
-        """A delivery's token, made as a call slot's: this worker's id and a number (no randomness per call)."""
-        return self.call_slots.new_token()
-
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
         return self.deliveries.publish_once(session_id, message, stream, token)

@@ -59,31 +59,6 @@ def session_from_json(data: bytes) -> Session:
     return Session.from_dict(fields)
 
 
-class DecodedSessions:
-    """The sessions this worker read last, with their JSON: an unchanged one is copied, not decoded again."""
-
-    def __init__(self, limit: int = 10_000) -> None:
-        self.limit = limit
-        self._known: dict[str, tuple[bytes, Session]] = {}
-
-    def decode(self, session_id: str, data: bytes) -> Session:
-        """The session stored as data (session_json's bytes), a copy the caller may change."""
-        known = self._known.get(session_id)
-        # Every tool call reads its session, and a copy costs a fraction of decoding the same bytes again.
-        if known is not None and known[0] == data:
-            return known[1].copy()
-        session = session_from_json(data)
-        if len(self._known) >= self.limit:
-            self._known.clear()
-        # The kept copy is never handed out: what a caller changes is its own.
-        self._known[session_id] = (data, session.copy())
-        return session
-
-    def forget(self, session_id: str) -> None:
-        """Drop what is known of a session (it was closed)."""
-        self._known.pop(session_id, None)
-
-
 def event_order(event_id: str) -> tuple[int, int]:
     """Sort key of a Redis stream id ("<ms>-<seq>")."""
     ms, _, seq = event_id.partition("-")

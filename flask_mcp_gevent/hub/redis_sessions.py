@@ -14,9 +14,9 @@ from flask_mcp_gevent.hub.base import CapacityError, HubUnavailable, QuotaFull
 from flask_mcp_gevent.hub.redis_claims import Claims
 from flask_mcp_gevent.hub.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
-    DecodedSessions,
     client_chosen_json,
     milliseconds,
+    session_from_json,
     session_json,
 )
 from flask_mcp_gevent.hub.redis_keys import (
@@ -52,8 +52,6 @@ class Sessions:
         self.link = link
         self.settings = settings
         self.claims = claims
-        # A session's stored JSON decoded once and kept while it does not change (shared with the call slots).
-        self.decoded = DecodedSessions()
         # When this worker last refreshed each session's TTL (bounded).
         self.ttl_refreshed: dict[str, float] = {}
         self.refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
@@ -104,7 +102,7 @@ class Sessions:
         if len(self.ttl_refreshed) >= MAX_TTL_REFRESH_MEMORY:
             self.ttl_refreshed.clear()
         self.ttl_refreshed[session_id] = now
-        return self.decoded.decode(session_id, data)
+        return session_from_json(data)
 
     def ttl_is_fresh(self, session_id: str, now: float | None = None) -> bool:
         """True when this worker refreshed the session's TTL moments ago (a plain read suffices now)."""
@@ -117,7 +115,7 @@ class Sessions:
         """Load a session without refreshing its idle TTL (quota checks)."""
         with self.link.guard:
             data = self.link.execute("GET", session_keys(session_id)["session"])
-        return None if data is None else self.decoded.decode(session_id, data)
+        return None if data is None else session_from_json(data)
 
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
         """Apply a change in one Lua script (read, change, write), keeping the session's TTL."""
@@ -133,12 +131,11 @@ class Sessions:
             )
         if reply[0] == 0:
             return SessionUpdate(False, None)
-        return SessionUpdate(reply[0] == 1, self.decoded.decode(session_id, reply[1]))
+        return SessionUpdate(reply[0] == 1, session_from_json(reply[1]))
 
     def close_session(self, session_id: str) -> bool:
         """Delete the session's keys and end its streams on whichever workers hold them."""
         self.ttl_refreshed.pop(session_id, None)
-        self.decoded.forget(session_id)
         self.claims.end_session(session_id, "session closed")
         keys = session_keys(session_id)
         with self.link.guard:
