@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from flask_mcp_gevent.mailbox import Empty, Mailbox
@@ -55,11 +55,6 @@ class Subscription(ABC):
     @abstractmethod
     def end(self, reason: str) -> None:
         """Make reads raise StreamClosed with reason, after what it already holds has been read."""
-
-    def __iter__(self) -> Iterator[tuple[str, bytes] | None]:
-        """Iterate forever: events, or None when nothing arrived within a second."""
-        while True:
-            yield self.get(1.0)
 
 
 class QueuedSubscription(Subscription):
