@@ -91,11 +91,6 @@ class RedisHub(Hub):
             except Exception:
                 log.exception("refreshing stream claims failed")
 
-    @property
-    def client(self) -> Any:
-        """redis-py's client of this worker (for the hub's helpers and tests)."""
-        return self.link.client
-
     # sessions (redis_sessions.py)
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session (see Sessions.create_session)."""

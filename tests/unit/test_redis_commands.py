@@ -66,7 +66,7 @@ def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F
 def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_within_the_timeout(redis_hubs):
     hub = redis_hubs(MCP_REDIS_POOL_SIZE=1, MCP_REDIS_TIMEOUT_S=0.2)
     session = new_session(hub)
-    held = hub.client.connection_pool.get_connection()
+    held = hub.link.client.connection_pool.get_connection()
     try:
         # The per-call commands share the multiplexed connection: an exhausted pool does not stop them.
         assert hub.peek_session(session.id) is not None
@@ -79,7 +79,7 @@ def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_w
             hub.call_slots.renew_call_leases()
         assert time.monotonic() - started < 2
     finally:
-        hub.client.connection_pool.release(held)
+        hub.link.client.connection_pool.release(held)
     hub.call_slots.renew_call_leases()
 
 
@@ -95,14 +95,14 @@ def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
         token = worker.take_call_slot(session.id, 1)
         assert token is not None
         worker.give_back_call_slot(session.id, token)
-        assert worker.client.zcard(calls) == 0  # free before the answer is stored
+        assert worker.link.client.zcard(calls) == 0  # free before the answer is stored
         worker.deliver(session.id, message(n))
 
     for n in range(20):
         gevent.spawn(call, n).join()
         event = stream.get(5)
         assert event is not None
-        seen_running.append(other.client.zcard(calls))
+        seen_running.append(other.link.client.zcard(calls))
     # Every answer arrived after its slot was free, so a limit of 1 took all 20 calls one after another.
     assert seen_running == [0] * 20
     stream.close()

@@ -104,7 +104,7 @@ def test_events_reach_workers_subscribed_to_every_master(cluster_hubs, masters_i
 def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(cluster_hubs, masters_in_turn):
     holder, other = cluster_hubs(), cluster_hubs()
     assert wait_until(holder.ready) and wait_until(other.ready)
-    client = holder.client
+    client = holder.link.client
     listening_on = masters_in_turn[0]
     for _ in range(50):  # a session whose keys live on another master than the holder's subscriber connection
         session = new_session(holder)

@@ -106,7 +106,7 @@ def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, 
     greenlets = [gevent.spawn(call, n) for n in range(100)]
     gevent.joinall(greenlets, raise_error=True, timeout=30)
     assert connections_named(redis_server, name) == before
-    assert hub.client.zcard(call_slots_key(session.id)) == 0
+    assert hub.link.client.zcard(call_slots_key(session.id)) == 0
 
 
 def recorded_writes(mux, monkeypatch) -> list[bytes]:
