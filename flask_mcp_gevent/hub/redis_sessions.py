@@ -82,7 +82,8 @@ class Sessions:
         """Load a session and refresh its idle TTL (at most every REFRESH_TTL_EVERY_S per worker) if accept takes it."""
         now = time.monotonic()
         # A session read moments ago has a fresh TTL: a plain GET (one Redis command, not a script) suffices.
-        fresh = self.ttl_is_fresh(session_id, now)
+        refreshed = self.ttl_refreshed.get(session_id)
+        fresh = refreshed is not None and now - refreshed < self.refresh_ttl_every_s
         if fresh or accept is not None:
             session = self.peek_session(session_id)
             if session is None or (accept is not None and not accept(session)):
@@ -103,13 +104,6 @@ class Sessions:
             self.ttl_refreshed.clear()
         self.ttl_refreshed[session_id] = now
         return session_from_json(data)
-
-    def ttl_is_fresh(self, session_id: str, now: float | None = None) -> bool:
-        """True when this worker refreshed the session's TTL moments ago (a plain read suffices now)."""
-        refreshed = self.ttl_refreshed.get(session_id)
-        if refreshed is None:
-            return False
-        return (time.monotonic() if now is None else now) - refreshed < self.refresh_ttl_every_s
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
