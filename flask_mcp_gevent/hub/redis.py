@@ -47,7 +47,7 @@ class RedisHub(Hub):
         self.link = RedisLink(settings, self.start, {**SCRIPTS, **TASK_SCRIPTS})
         self.claims = Claims(self.link, settings, self._in_reader)
         self.sessions = Sessions(self.link, settings, self.claims, self.pending_ttl_s)
-        self.call_slots = CallSlots(self.link, self.sessions)
+        self.call_slots = CallSlots(self.link)
         self.deliveries = Deliveries(self.link, settings)
         self.registry_sync = RegistrySync(self.link, self.control)
         self.listener = Listener(self.link, self.claims, self.registry_sync, self.pending, self.inflight,

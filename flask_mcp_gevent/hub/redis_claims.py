@@ -101,17 +101,16 @@ class Claims:
             if restore is not None and restore.reason is None:
                 self.local[subscription.key] = restore
 
-    def forget(self, subscription: RedisSubscription, detach: bool) -> None:
+    def forget(self, subscription: RedisSubscription) -> None:
         """Stop routing to a subscription and, once, give up its claim."""
         self.unregister(subscription)
         if subscription.released:
             return
         subscription.released = True
-        if detach:
-            if self.in_reader():
-                gevent.spawn(self._detach, subscription)  # the reader must never wait on Redis
-            else:
-                self._detach(subscription)
+        if self.in_reader():
+            gevent.spawn(self._detach, subscription)  # the reader must never wait on Redis
+        else:
+            self._detach(subscription)
 
     def end_session(self, session_id: str, reason: str) -> None:
         """End this worker's streams of a session (its own and request streams)."""
@@ -340,7 +339,7 @@ class RedisSubscription(QueuedSubscription):
         self.queue.items.clear()
         self.queued_bytes = 0
         self.held = None
-        self.claims.forget(self, detach=True)
+        self.claims.forget(self)
         super().cut_off()
 
     def get(self, timeout: float) -> tuple[str, bytes] | None:
@@ -355,4 +354,4 @@ class RedisSubscription(QueuedSubscription):
         """Let go of the stream; the session's own stream starts the resume window."""
         if self.reason is None:
             self.reason = reason
-        self.claims.forget(self, detach=True)
+        self.claims.forget(self)

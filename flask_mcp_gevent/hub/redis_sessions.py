@@ -149,11 +149,10 @@ class Sessions:
 
 
 class CallSlots:
-    """RedisHub's call slots: it sends through the hub's link and reads sessions as the session store decodes them."""
+    """RedisHub's call slots: it sends through the hub's link."""
 
-    def __init__(self, link: RedisLink, sessions: Sessions) -> None:
+    def __init__(self, link: RedisLink) -> None:
         self.link = link
-        self.sessions = sessions
         self.reset()
 
     def reset(self) -> None:
