@@ -84,12 +84,14 @@ class MemorySubscription(QueuedSubscription):
 class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
-    __slots__ = ("session", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
+    __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
                  "subscriber", "request_subscribers", "last_seen", "detached_at", "pending", "clock")
 
-    def __init__(self, session: Session, replay_max: int, replay_max_bytes: int,
+    def __init__(self, session: Session, owner: str | None, replay_max: int, replay_max_bytes: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.session = session
+        # Whose quota the session counts against (None: only the total applies).
+        self.owner = owner
         self.clock = clock
         # (event id, JSON, request stream or None for the session's own stream), oldest first.
         self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
@@ -129,9 +131,8 @@ class MemoryHub(Hub):
         self.clock = clock
         self.slots: dict[str, SessionSlot] = {}
         self._reaper: gevent.Greenlet | None = None
-        # The sessions each owner opened; ended ones are pruned when the owner reaches its limit.
-        self.owned: dict[str, list[str]] = {}
-        self.owned_count = 0
+        # How many live sessions each owner holds: close_session counts one down and drops an owner at zero.
+        self.sessions_per_owner: dict[str, int] = {}
         self.calls_running: dict[str, int] = {}
         # Multi-round requests made single-use, in this process only: several workers without Redis keep their own.
         self.used_rounds = UsedOnce(settings.request_state_used_max, clock)
@@ -139,38 +140,17 @@ class MemoryHub(Hub):
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session; CapacityError at MCP_MAX_SESSIONS, QuotaFull when owner holds owner_limit."""
-        self.reap()
+        self.reap()  # expired sessions close first, so the counts below are of live ones
         if len(self.slots) >= self.settings.max_sessions:
             raise CapacityError(f"this server holds its maximum of {self.settings.max_sessions} sessions")
         # gevent never switches between these checks and the insert, so no lock is needed.
-        if owner is not None and len(self.owned.get(owner, ())) >= owner_limit \
-                and len(self.prune_owner(owner)) >= owner_limit:
+        if owner is not None and self.sessions_per_owner.get(owner, 0) >= owner_limit:
             raise QuotaFull(owner)
-        self.slots[session.id] = SessionSlot(session, self.settings.replay_max,
+        self.slots[session.id] = SessionSlot(session, owner, self.settings.replay_max,
                                             self.settings.replay_max_bytes, self.clock)
         if owner is not None:
-            self.own(owner, session.id)
+            self.sessions_per_owner[owner] = self.sessions_per_owner.get(owner, 0) + 1
         self._start_reaper()
-
-    def prune_owner(self, owner: str) -> list[str]:
-        """Forget an owner's sessions that have ended; return the live ones."""
-        ids = self.owned.get(owner, [])
-        live = [sid for sid in ids if self.peek_session(sid) is not None]
-        self.owned_count -= len(ids) - len(live)
-        if live:
-            self.owned[owner] = live
-        else:
-            self.owned.pop(owner, None)
-        return live
-
-    def own(self, owner: str, session_id: str) -> None:
-        """Count a new session against its owner."""
-        self.owned.setdefault(owner, []).append(session_id)
-        self.owned_count += 1
-        if self.owned_count > 2 * self.settings.max_sessions:
-            # Many owners that each left a few sessions behind: sweep them all once.
-            for name in list(self.owned):
-                self.prune_owner(name)
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Count one more call of the session, unless it already runs limit."""
@@ -218,6 +198,10 @@ class MemoryHub(Hub):
         slot = self.slots.pop(session_id, None)
         if slot is None:
             return False
+        if slot.owner is not None:
+            left = self.sessions_per_owner.pop(slot.owner) - 1
+            if left:
+                self.sessions_per_owner[slot.owner] = left
         for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
             if subscriber is not None:
                 subscriber.end("session closed")

@@ -9,7 +9,7 @@ from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
-from flask_mcp_gevent.hub import CapacityError, StreamClosed, StreamConflict
+from flask_mcp_gevent.hub import CapacityError, QuotaFull, StreamClosed, StreamConflict
 from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.session import Session, SessionChange
 from tests.support.hub_seam import streaming_session_ids
@@ -79,6 +79,33 @@ def test_sessions_are_capped(make_hub):
     hub.create_session(Session())
     with pytest.raises(CapacityError):
         hub.create_session(Session())
+
+
+def test_an_owner_at_its_limit_is_refused_until_a_session_closes_or_expires(make_hub):
+    hub = make_hub(session_ttl_s=60.0)
+    first, second = Session(), Session()
+    hub.create_session(first, "address:192.0.2.1", 2)
+    hub.create_session(second, "address:192.0.2.1", 2)
+    with pytest.raises(QuotaFull):
+        hub.create_session(Session(), "address:192.0.2.1", 2)
+    hub.close_session(first.id)
+    hub.create_session(Session(), "address:192.0.2.1", 2)
+    hub.slots[second.id].last_seen -= 61.0  # expired: the next create reaps it
+    hub.create_session(Session(), "address:192.0.2.1", 2)
+    with pytest.raises(QuotaFull):
+        hub.create_session(Session(), "address:192.0.2.1", 2)
+
+
+def test_the_count_per_owner_keeps_only_owners_of_live_sessions(make_hub):
+    hub = make_hub(session_ttl_s=60.0)
+    for n in range(50):
+        for _ in range(3):
+            hub.create_session(Session(), f"address:192.0.2.{n}", 5)
+    assert len(hub.sessions_per_owner) == 50
+    for slot in hub.slots.values():
+        slot.last_seen -= 61.0
+    assert hub.reap() == 150
+    assert hub.sessions_per_owner == {}
 
 
 # publish / subscribe
