@@ -25,7 +25,6 @@ from flask_mcp_gevent.hub.base import (
 )
 from flask_mcp_gevent.hub.subscription import QueuedSubscription, Subscription
 from flask_mcp_gevent.hub.tasks import MemoryTaskStore
-from flask_mcp_gevent.mailbox import Mailbox
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:
@@ -40,15 +39,8 @@ class MemorySubscription(QueuedSubscription):
     """A stream attached to one session slot."""
 
     def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None, max_bytes: int) -> None:
-        self.session_id = slot.session.id
+        super().__init__(slot.session.id, stream, maxsize, max_bytes)
         self.slot = slot
-        self.stream = stream
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
-        self.queue: Mailbox = Mailbox()
-        self.maxsize = maxsize
-        self.max_bytes = max_bytes
-        self.queued_bytes = 0
-        self.reason: str | None = None
 
     def offer(self, event: tuple[str, bytes]) -> None:
         """Queue an event; a consumer too slow to keep up is cut off instead of growing memory."""

@@ -17,7 +17,6 @@ from flask_mcp_gevent.hub.redis_codec import entries_of, event_order, millisecon
 from flask_mcp_gevent.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 from flask_mcp_gevent.hub.redis_link import RedisLink
 from flask_mcp_gevent.hub.subscription import QueuedSubscription
-from flask_mcp_gevent.mailbox import Mailbox
 
 log = logging.getLogger("mcp.hub")
 
@@ -267,16 +266,9 @@ class RedisSubscription(QueuedSubscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
     def __init__(self, claims: Claims, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
+        super().__init__(session_id, stream, maxsize, max_bytes)
         self.claims = claims
-        self.session_id = session_id
-        self.stream = stream
         self.owner = claims.link.worker_id + "|" + secrets.token_hex(8)
-        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
-        self.queue: Mailbox = Mailbox()
-        self.maxsize = maxsize
-        self.max_bytes = max_bytes
-        self.queued_bytes = 0
-        self.reason: str | None = None
         self.last_queued: tuple[int, int] = (0, 0)
         self.delivered: str | None = None
         self.released = False

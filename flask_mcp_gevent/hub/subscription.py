@@ -60,12 +60,17 @@ class Subscription(ABC):
 class QueuedSubscription(Subscription):
     """A subscription fed through a Mailbox: the ending, reading and bounds both backends share."""
 
-    queue: Mailbox
-    reason: str | None = None
-    maxsize: int
-    max_bytes: int
-    # Bytes of JSON waiting in the queue: bounded like the count, since one answer may be megabytes.
-    queued_bytes: int = 0
+    def __init__(self, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
+        """Start with an empty queue that offer() keeps within maxsize events and max_bytes of JSON."""
+        self.session_id = session_id
+        self.stream = stream
+        # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
+        self.queue = Mailbox()
+        self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        # Bytes of JSON waiting in the queue: bounded like the count, since one answer may be megabytes.
+        self.queued_bytes = 0
+        self.reason: str | None = None
 
     def enqueue(self, event: tuple[str, bytes]) -> None:
         """Queue an event, counting its bytes."""
