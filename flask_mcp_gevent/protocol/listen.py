@@ -21,7 +21,6 @@ from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.hub import HubUnavailable, StreamClosed
 from flask_mcp_gevent.hub.subscription import QueuedSubscription
-from flask_mcp_gevent.mailbox import Mailbox
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.protocol.listen_filter import (
     FLAGS,
@@ -75,10 +74,10 @@ def listen_result(listen_id: Any) -> dict[str, Any]:
 class ListenStream(QueuedSubscription):
     """One open subscriptions/listen: its id, owner and filter, and a bounded queue of tagged notifications."""
 
-    stream = None
-
     def __init__(self, listen_id: Any, principal: str | None, honoured: dict[str, Any], maxsize: int,
                  max_bytes: int, registry: ListenRegistry | None = None) -> None:
+        # Logs name a stream by its listen id, escaped and cut short (Subscription's logs use session_id).
+        super().__init__("listen " + repr(listen_id)[:40], None, maxsize, max_bytes)
         self.listen_id = listen_id
         self.principal = principal
         self.honoured = honoured
@@ -87,14 +86,7 @@ class ListenStream(QueuedSubscription):
         self.task_ids = frozenset(honoured.get(TASK_IDS, ()))
         # Tasks of task_ids seen ending: no longer worth a look at keepalive time (see subscriptions_listen).
         self.ended_tasks: set[str] = set()
-        self.queue = Mailbox()
-        self.maxsize = maxsize
-        self.max_bytes = max_bytes
-        self.queued_bytes = 0
-        self.reason = None
         self.registry = registry
-        # Logs name a stream by its listen id, escaped and cut short (Subscription's logs use session_id).
-        self.session_id = "listen " + repr(listen_id)[:40]
 
     def wants(self, message: dict[str, Any]) -> bool:
         """Whether the filter asked for this notification."""
