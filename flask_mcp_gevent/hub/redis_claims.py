@@ -88,7 +88,7 @@ class Claims:
             return self.link.run(
                 "attach",
                 [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"],
-                 keys["replay_sizes"], keys["replay_bytes"]],
+                 keys["replay_bytes"]],
                 [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
                  milliseconds(self.settings.session_ttl_s), subscription.session_id, WORKER_CHANNEL,
                  self.link.worker_id, subscription.stream or "", *self._claim_holder_alive(keys["claim"])],
@@ -146,7 +146,7 @@ class Claims:
                     scripts.add(
                         "refresh",
                         [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"],
-                         keys["replay_sizes"], keys["replay_bytes"]],
+                         keys["replay_bytes"]],
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
                          delivered or ""],
                     )
@@ -249,7 +249,7 @@ class Claims:
                 self.link.run(
                     "detach",
                     [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"],
-                     keys["replay_sizes"], keys["replay_bytes"]],
+                     keys["replay_bytes"]],
                     [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
                      "1" if subscription.stream is None else "0"],
                 )

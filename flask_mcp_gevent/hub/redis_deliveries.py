@@ -48,6 +48,6 @@ class Deliveries:
                           stream: str | None) -> tuple[tuple[str, ...], list[Any]]:
         """The keys and arguments of the publish script for one message."""
         keys = session_keys(session_id, stream)
-        script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"])
+        script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_bytes"])
         return (script_keys, [dumps(message), self._replay_max_arg, session_id, stream or "", WORKER_CHANNEL,
                               self._replay_max_bytes_arg])

@@ -46,7 +46,6 @@ def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
     return {
         "session": base,
         "replay": base + ":replay",
-        "replay_sizes": base + ":replay:sizes",
         "replay_bytes": base + ":replay:bytes",
         "claim": base + ":stream" + ("" if stream is None else ":" + stream),
         "delivered": base + ":delivered",

@@ -48,14 +48,14 @@ end
 return 1
 """
 
-# KEYS: session, detached, replay, delivered[, replay sizes, replay bytes]. ARGV: ttl ms.
+# KEYS: session, detached, replay, delivered, replay bytes. ARGV: ttl ms.
 # A client request ends a resume window and renews the full idle TTL (Streamable clients need no stream); the caller
 # then moves the index (TOUCH_SCRIPT). Every script that moves a session's TTL moves its replay log's with it.
 GET_SCRIPT = """
 local data = redis.call('GET', KEYS[1])
 if not data then return false end
 redis.call('DEL', KEYS[2])
-for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do redis.call('PEXPIRE', key, ARGV[1]) end
+for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5]}) do redis.call('PEXPIRE', key, ARGV[1]) end
 return data
 """
 
@@ -90,7 +90,7 @@ redis.call('SET', KEYS[1], data, 'KEEPTTL')
 return {1, data}
 """
 
-# KEYS: session, claim, replay, delivered, detached[, replay sizes, replay bytes].
+# KEYS: session, claim, replay, delivered, detached, replay bytes.
 # ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
 # request stream ('' for the session's own)[, on a cluster: the claim's worker if it is alive, else ''].
 # Claims and reads in one step: every event is in the replay returned or published to this worker after.
@@ -114,7 +114,7 @@ end
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
 if ARGV[9] == '' then redis.call('DEL', KEYS[5]) end
 if redis.call('EXISTS', KEYS[5]) == 0 then
-  for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[5]) end
+  for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[6]}) do redis.call('PEXPIRE', key, ARGV[5]) end
 end
 local after = ARGV[3]
 if after == '' then after = redis.call('GET', KEYS[4]) end
@@ -126,7 +126,7 @@ if after then return {1, redis.call('XRANGE', KEYS[3], after, '+'), after} end
 return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
 """
 
-# KEYS: claim, delivered, session, replay, detached[, replay sizes, replay bytes].
+# KEYS: claim, delivered, session, replay, detached, replay bytes.
 # ARGV: owner, delivered id, resume window ms, '1' for the session's own stream. Only the claim's holder lets go;
 # the session's own stream also records what it delivered and starts the resume window.
 DETACH_SCRIPT = """
@@ -138,18 +138,17 @@ if ttl == -2 then return 0 end
 if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', math.max(ttl, 1)) end
 local window = tonumber(ARGV[3])
 if window <= 0 then
-  redis.call('DEL', KEYS[3], KEYS[4], KEYS[2])
-  if KEYS[7] then redis.call('DEL', KEYS[6], KEYS[7]) end
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[2], KEYS[6])
   return 1
 end
 redis.call('SET', KEYS[5], '1', 'PX', window)
 if ttl < 0 or ttl > window then
-  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[2], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, window) end
+  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[2], KEYS[6]}) do redis.call('PEXPIRE', key, window) end
 end
 return 1
 """
 
-# KEYS: claim, session, replay, delivered, detached[, replay sizes, replay bytes].
+# KEYS: claim, session, replay, delivered, detached, replay bytes.
 # ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it). Returns 0: session gone; 1: claim held
 # (session in its resume window); 4: claim held and TTL moved (the caller moves the index too); 2: claim gone (the
 # caller re-takes it if the stream is still open); 3: another stream holds it.
@@ -161,17 +160,17 @@ if current ~= ARGV[1] then return 3 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3]) end
 if redis.call('EXISTS', KEYS[5]) == 0 then
-  for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[3]) end
+  for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[6]}) do redis.call('PEXPIRE', key, ARGV[3]) end
   return 4
 end
 return 1
 """
 
-# KEYS: session, replay, delivered, claim, detached, replay sizes, replay bytes. ARGV: session id, control channel.
+# KEYS: session, replay, delivered, claim, detached, replay bytes. ARGV: session id, control channel.
 # Every worker hears the close and ends its streams; the caller then takes it out of the index (another hash slot).
 CLOSE_SCRIPT = """
 local existed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
 return existed
 """

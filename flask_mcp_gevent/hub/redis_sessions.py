@@ -95,7 +95,7 @@ class Sessions:
         ttl_ms = milliseconds(self.settings.session_ttl_s)
         with self.link.guard:
             data = self.link.run("get", [keys["session"], keys["detached"], keys["replay"], keys["delivered"],
-                                     keys["replay_sizes"], keys["replay_bytes"]], [ttl_ms])
+                                     keys["replay_bytes"]], [ttl_ms])
             if data is not None:
                 self.link.run("touch", [SESSION_INDEX], [ttl_ms, session_id])
         if data is None:
@@ -145,7 +145,7 @@ class Sessions:
             existed = self.link.run(
                 "close",
                 [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
-                 keys["replay_sizes"], keys["replay_bytes"]],
+                 keys["replay_bytes"]],
                 [session_id, CONTROL_CHANNEL],
             )
             self.link.execute("ZREM", SESSION_INDEX, session_id)
