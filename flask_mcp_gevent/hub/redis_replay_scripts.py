@@ -5,13 +5,15 @@ Appending and routing happen in one atomic step, so every worker sees one order 
 
 from __future__ import annotations
 
+from flask_mcp_gevent.hub.redis_keys import SESSION_KEYS_LUA
+
 __all__ = ["DELIVER_SCRIPT", "PUBLISH_SCRIPT"]
 
 
 # Hands a new entry of the log to the worker holding its stream (if any holds it) and returns its id.
 ROUTE = """
 local function route(id)
-  local owner = redis.call('GET', KEYS[3])
+  local owner = redis.call('GET', claim)
   if owner then
     local worker = string.match(owner, '^([^|]*)|')
     redis.call('PUBLISH', ARGV[5] .. worker,
@@ -32,40 +34,40 @@ local function data_size(entry)
 end
 """
 
-# KEYS: session, replay, claim, replay bytes. ARGV: message json, replay max, session id, request stream ('' for the
-# session's own), worker channel prefix, replay max bytes.
-# Drops the oldest entries past replay max entries or bytes; the newest always stays. The replay bytes key holds the
-# sum of the log's message lengths; lost apart from the log (expired, evicted), it is summed again from the log.
+# KEYS: a session's (SessionKeys; the claim of the stream it goes to). ARGV: message json, replay max, session id,
+# request stream ('' for the session's own), worker channel prefix, replay max bytes.
+# Drops the oldest entries past replay max entries or bytes; the newest always stays. replay_bytes holds the sum of
+# the log's message lengths; lost apart from the log (expired, evicted), it is summed again from the log.
 # (Older versions also kept a ...:replay:sizes list: left behind by a fleet mid-upgrade, it expires with its TTL.)
-PUBLISH_SCRIPT = ROUTE + DATA_SIZE + """
-local ttl = redis.call('PTTL', KEYS[1])
+PUBLISH_SCRIPT = SESSION_KEYS_LUA + ROUTE + DATA_SIZE + """
+local ttl = redis.call('PTTL', session)
 if ttl == -2 then return false end
 local fields = {'d', ARGV[1]}
 if ARGV[4] ~= '' then fields = {'d', ARGV[1], 's', ARGV[4]} end
-local kept = redis.call('XLEN', KEYS[2]) + 1
-local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
+local kept = redis.call('XLEN', replay) + 1
+local id = redis.call('XADD', replay, '*', unpack(fields))
 local bytes, rebuilt
-if kept > 1 and redis.call('EXISTS', KEYS[4]) == 1 then
-  bytes = redis.call('INCRBY', KEYS[4], string.len(ARGV[1]))
+if kept > 1 and redis.call('EXISTS', replay_bytes) == 1 then
+  bytes = redis.call('INCRBY', replay_bytes, string.len(ARGV[1]))
 else
   bytes = 0
-  for _, entry in ipairs(redis.call('XRANGE', KEYS[2], '-', '+')) do bytes = bytes + data_size(entry) end
-  redis.call('SET', KEYS[4], bytes)
+  for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do bytes = bytes + data_size(entry) end
+  redis.call('SET', replay_bytes, bytes)
   rebuilt = true
 end
 local freed = 0
 while kept > 1 and (kept > tonumber(ARGV[2]) or bytes - freed > tonumber(ARGV[6])) do
-  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
-  redis.call('XDEL', KEYS[2], oldest[1])
+  local oldest = redis.call('XRANGE', replay, '-', '+', 'COUNT', 1)[1]
+  redis.call('XDEL', replay, oldest[1])
   freed = freed + data_size(oldest)
   kept = kept - 1
 end
-if freed > 0 then redis.call('DECRBY', KEYS[4], freed) end
+if freed > 0 then redis.call('DECRBY', replay_bytes, freed) end
 -- Only keys made here (a new log, its counter rebuilt) take the session's TTL: from then on, every script that
 -- moves the session's TTL moves theirs too.
 if ttl > 0 and rebuilt then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
+  redis.call('PEXPIRE', replay, ttl)
+  redis.call('PEXPIRE', replay_bytes, ttl)
 end
 return route(id)
 """

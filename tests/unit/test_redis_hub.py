@@ -82,7 +82,7 @@ def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, re
     worker = redis_hubs()
     session = new_session(worker)
     # A claim left by a worker that was killed: nobody listens on its channel any more.
-    redis_server.client().set(session_keys(session.id)["claim"], "deadbeefdeadbeef|0123", px=20000)
+    redis_server.client().set(session_keys(session.id).claim, "deadbeefdeadbeef|0123", px=20000)
     subscription = worker.subscribe(session.id, exclusive=True)
     worker.publish(session.id, message(1))
     assert numbers(drain(subscription)) == [1]
@@ -165,20 +165,21 @@ def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_hubs, redis_serve
     worker.publish(session.id, message(1))
     keys = session_keys(session.id)
     client = redis_server.client()
-    assert client.exists(keys["session"], keys["replay"]) == 2
-    assert wait_until(lambda: client.exists(*keys.values()) == 0, timeout=3.0)
+    assert client.exists(keys.session, keys.replay) == 2
+    assert wait_until(lambda: client.exists(*keys) == 0, timeout=3.0)
 
 
 def replay_ttls_ms(client, session_id: str) -> dict[str, int]:
     """The remaining TTL of a session's key and of its replay log's keys."""
     keys = session_keys(session_id)
-    return {name: client.pttl(keys[name]) for name in ("session", "replay", "replay_bytes")}
+    return {"session": client.pttl(keys.session), "replay": client.pttl(keys.replay),
+            "replay_bytes": client.pttl(keys.replay_bytes)}
 
 
 def replay_bytes(client, session_id: str) -> tuple[int, int]:
     """The replay log's byte counter, and the sum it should hold: the length of each entry's message."""
     keys = session_keys(session_id)
-    return int(client.get(keys["replay_bytes"])), sum(len(fields[b"d"]) for _, fields in client.xrange(keys["replay"]))
+    return int(client.get(keys.replay_bytes)), sum(len(fields[b"d"]) for _, fields in client.xrange(keys.replay))
 
 
 def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_server):  # noqa: F811
@@ -188,15 +189,15 @@ def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_se
     worker.publish(session.id, message(1))  # a new log takes the session's TTL
     ttls = replay_ttls_ms(client, session.id)
     assert all(0 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls
-    for name in ("session", "replay", "replay_bytes"):  # shorter, so a refresh visibly moves them
-        client.pexpire(session_keys(session.id)[name], 2_000)
+    for key in session_keys(session.id):  # shorter, so a refresh visibly moves them
+        client.pexpire(key, 2_000)
     worker.sessions.ttl_refreshed.clear()
     assert worker.get_session(session.id) is not None  # refreshes the TTL (the get script)
     worker.publish(session.id, message(2))  # a publish to an existing log leaves its TTL alone
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     # A counter that vanished on its own is rebuilt, and takes the session's TTL again.
-    client.delete(session_keys(session.id)["replay_bytes"])
+    client.delete(session_keys(session.id).replay_bytes)
     worker.publish(session.id, message(3))
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
@@ -209,12 +210,12 @@ def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the
     session = new_session(worker)
     client = redis_server.client()
     worker.publish(session.id, message(1))
-    for key in session_keys(session.id).values():
+    for key in session_keys(session.id):
         client.pexpire(key, 2_000)
     subscription = worker.subscribe(session.id)  # attach: the full idle TTL again
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
-    for key in session_keys(session.id).values():
+    for key in session_keys(session.id):
         client.pexpire(key, 2_000)
     worker.claims.refresh()  # the refresher, every few seconds while the stream is open
     ttls = replay_ttls_ms(client, session.id)
@@ -229,9 +230,9 @@ def test_closing_a_session_leaves_none_of_its_keys_in_redis(redis_hubs, redis_se
     client = redis_server.client()
     worker.publish(session.id, message(1))
     worker.subscribe(session.id, "0").close()
-    assert client.exists(session_keys(session.id)["replay_bytes"]) == 1
+    assert client.exists(session_keys(session.id).replay_bytes) == 1
     assert worker.close_session(session.id) is True
-    assert client.keys(session_keys(session.id)["session"] + "*") == []
+    assert client.keys(session_keys(session.id).session + "*") == []
 
 
 def test_a_log_keeps_the_newest_replay_max_and_counts_their_bytes(redis_hubs, redis_server):  # noqa: F811
@@ -240,7 +241,7 @@ def test_a_log_keeps_the_newest_replay_max_and_counts_their_bytes(redis_hubs, re
     client = redis_server.client()
     for n in range(12):
         worker.publish(session.id, message(n))
-    assert client.xlen(session_keys(session.id)["replay"]) == 5
+    assert client.xlen(session_keys(session.id).replay) == 5
     subscription = worker.subscribe(session.id, "0")
     kept = drain(subscription)
     subscription.close()
@@ -265,14 +266,14 @@ def test_a_lost_byte_counter_is_summed_again_from_the_log_and_the_byte_bound_hol
     keys = session_keys(session.id)
     for n in range(3):
         worker.publish(session.id, message(n))
-    client.delete(keys["replay_bytes"])  # evicted alone (maxmemory), or expired before the log
+    client.delete(keys.replay_bytes)  # evicted alone (maxmemory), or expired before the log
     worker.publish(session.id, padded(3, size + 40))  # 4 entries, 4 * size + 40 bytes: one too many bytes
     assert replay_bytes(client, session.id) == (3 * size + 40,) * 2
     subscription = worker.subscribe(session.id, "0")
     assert numbers(drain(subscription)) == [1, 2, 3]
     subscription.close()
     # A log lost apart from its counter starts again from its one new entry, not from the stale sum.
-    client.delete(keys["replay"])
+    client.delete(keys.replay)
     worker.publish(session.id, message(4))
     assert replay_bytes(client, session.id) == (size,) * 2
 
@@ -298,7 +299,7 @@ def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, re
     session = new_session(worker_a)
     subscription = worker_a.subscribe(session.id)
     assert wait_until(worker_a.ready)
-    claim = session_keys(session.id)["claim"]
+    claim = session_keys(session.id).claim
     redis_server.client().delete(claim)  # as after a Redis restart, or an outage longer than the claim
     worker_b.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
     worker_a.claims.refresh()
