@@ -46,23 +46,21 @@ local fields = {'d', ARGV[1]}
 if ARGV[4] ~= '' then fields = {'d', ARGV[1], 's', ARGV[4]} end
 local kept = redis.call('XLEN', replay) + 1
 local id = redis.call('XADD', replay, '*', unpack(fields))
-local bytes, rebuilt
-if kept > 1 and redis.call('EXISTS', replay_bytes) == 1 then
-  bytes = redis.call('INCRBY', replay_bytes, string.len(ARGV[1]))
-else
+local bytes = kept > 1 and tonumber(redis.call('GET', replay_bytes))
+local rebuilt = not bytes
+if rebuilt then
   bytes = 0
   for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do bytes = bytes + data_size(entry) end
-  redis.call('SET', replay_bytes, bytes)
-  rebuilt = true
+else
+  bytes = bytes + string.len(ARGV[1])
 end
-local freed = 0
-while kept > 1 and (kept > tonumber(ARGV[2]) or bytes - freed > tonumber(ARGV[6])) do
+while kept > 1 and (kept > tonumber(ARGV[2]) or bytes > tonumber(ARGV[6])) do
   local oldest = redis.call('XRANGE', replay, '-', '+', 'COUNT', 1)[1]
   redis.call('XDEL', replay, oldest[1])
-  freed = freed + data_size(oldest)
+  bytes = bytes - data_size(oldest)
   kept = kept - 1
 end
-if freed > 0 then redis.call('DECRBY', replay_bytes, freed) end
+redis.call('SET', replay_bytes, bytes, 'KEEPTTL')  -- the TTL the session's scripts moved stays
 -- Only keys made here (a new log, its counter rebuilt) take the session's TTL: from then on, every script that
 -- moves the session's TTL moves theirs too.
 if ttl > 0 and rebuilt then
