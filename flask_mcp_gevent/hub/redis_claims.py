@@ -85,12 +85,10 @@ class Claims:
         keys = session_keys(subscription.session_id, subscription.stream)
         with self.link.guard:
             return self.link.run(
-                "attach",
-                [keys["session"], keys["claim"], keys["replay"], keys["delivered"], keys["detached"],
-                 keys["replay_sizes"], keys["replay_bytes"]],
+                "attach", keys,
                 [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
                  milliseconds(self.settings.session_ttl_s), subscription.session_id, WORKER_CHANNEL,
-                 self.link.worker_id, subscription.stream or "", *self._claim_holder_alive(keys["claim"])],
+                 self.link.worker_id, subscription.stream or "", *self._claim_holder_alive(keys.claim)],
             )
 
     def unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
@@ -139,12 +137,9 @@ class Claims:
             with self.link.guard:
                 scripts = self.link.script_batch()
                 for subscription in batch:
-                    keys = session_keys(subscription.session_id, subscription.stream)
                     delivered = subscription.delivered if subscription.stream is None else None
                     scripts.add(
-                        "refresh",
-                        [keys["claim"], keys["session"], keys["replay"], keys["delivered"], keys["detached"],
-                         keys["replay_sizes"], keys["replay_bytes"]],
+                        "refresh", session_keys(subscription.session_id, subscription.stream),
                         [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
                          delivered or ""],
                     )
@@ -163,7 +158,7 @@ class Claims:
 
     def _reclaim(self, subscription: RedisSubscription) -> None:
         """Take back a claim that vanished (Redis restarted, or was away past the claim's TTL) and catch up."""
-        claim = session_keys(subscription.session_id, subscription.stream)["claim"]
+        claim = session_keys(subscription.session_id, subscription.stream).claim
         with self.link.guard:
             self.link.execute("SET", claim, subscription.owner, "PX", milliseconds(ATTACH_TTL_S), "NX")
         if self.local.get(subscription.key) is not subscription:
@@ -217,7 +212,7 @@ class Claims:
         subscription.hold()
         try:
             with self.link.guard:
-                raw = self.link.execute("XRANGE", session_keys(subscription.session_id)["replay"], start, "+")
+                raw = self.link.execute("XRANGE", session_keys(subscription.session_id).replay, start, "+")
         except HubUnavailable:
             return False  # still holding its live events: read again
         except BaseException:
@@ -241,13 +236,10 @@ class Claims:
 
     def _detach(self, subscription: RedisSubscription) -> None:
         """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""
-        keys = session_keys(subscription.session_id, subscription.stream)
         try:
             with self.link.guard:
                 self.link.run(
-                    "detach",
-                    [keys["claim"], keys["delivered"], keys["session"], keys["replay"], keys["detached"],
-                     keys["replay_sizes"], keys["replay_bytes"]],
+                    "detach", session_keys(subscription.session_id, subscription.stream),
                     [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
                      "1" if subscription.stream is None else "0"],
                 )

@@ -7,7 +7,7 @@ from typing import Any
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.hub.base import join_event_id
 from flask_mcp_gevent.hub.redis_codec import milliseconds
-from flask_mcp_gevent.hub.redis_keys import WORKER_CHANNEL, delivery_key, session_keys
+from flask_mcp_gevent.hub.redis_keys import WORKER_CHANNEL, SessionKeys, delivery_key, session_keys
 from flask_mcp_gevent.hub.redis_link import RedisLink
 
 __all__ = ["Deliveries"]
@@ -45,9 +45,7 @@ class Deliveries:
         return None if position is None else join_event_id(position.decode(), stream)
 
     def publish_arguments(self, session_id: str, message: Any,
-                          stream: str | None) -> tuple[tuple[str, ...], list[Any]]:
+                          stream: str | None) -> tuple[SessionKeys, list[Any]]:
         """The keys and arguments of the publish script for one message."""
-        keys = session_keys(session_id, stream)
-        script_keys = (keys["session"], keys["replay"], keys["claim"], keys["replay_sizes"], keys["replay_bytes"])
-        return (script_keys, [dumps(message), self._replay_max_arg, session_id, stream or "", WORKER_CHANNEL,
-                              self._replay_max_bytes_arg])
+        return session_keys(session_id, stream), [dumps(message), self._replay_max_arg, session_id, stream or "",
+                                                  WORKER_CHANNEL, self._replay_max_bytes_arg]

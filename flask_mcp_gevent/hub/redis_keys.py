@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 __all__ = ["CONTROL_CHANNEL", "FLEET", "PREFIX", "REGISTRY_STATE", "REGISTRY_VERSION", "SECRET_PREFIX", "SESSION_INDEX",
-           "WORKER_CHANNEL", "call_slots_key", "delivery_key", "owner_key", "session_base", "session_keys",
-           "used_rounds_key"]
+           "SESSION_KEYS_LUA", "WORKER_CHANNEL", "SessionKeys", "call_slots_key", "delivery_key", "owner_key",
+           "session_base", "session_keys", "used_rounds_key"]
 
 PREFIX = "mcp:"
 CONTROL_CHANNEL = PREFIX + "control"
@@ -40,18 +42,26 @@ def delivery_key(session_id: str, token: str) -> str:
     return session_base(session_id) + ":delivery:" + token
 
 
-def session_keys(session_id: str, stream: str | None = None) -> dict[str, str]:
-    """The Redis keys that hold one session; "claim" is that of its own stream, or of a request stream."""
+class SessionKeys(NamedTuple):
+    """The Redis keys that hold one session, in the order every session script takes them as its KEYS."""
+
+    session: str  # the session's JSON
+    replay: str  # its replay log (a Stream)
+    replay_bytes: str  # the sum of the log's message lengths (the publish script keeps it)
+    delivered: str  # the last event its own stream delivered
+    detached: str  # set while the session waits out its resume window
+    claim: str  # the worker and token holding a stream: the session's own, or a request stream
+
+
+# The first line of every session script: names its KEYS as SessionKeys does (the deliver script's token key follows).
+SESSION_KEYS_LUA = "local " + ", ".join(SessionKeys._fields) + " = unpack(KEYS)\n"
+
+
+def session_keys(session_id: str, stream: str | None = None) -> SessionKeys:
+    """The Redis keys that hold one session; the claim is that of its own stream, or of a request stream."""
     base = session_base(session_id)
-    return {
-        "session": base,
-        "replay": base + ":replay",
-        "replay_sizes": base + ":replay:sizes",
-        "replay_bytes": base + ":replay:bytes",
-        "claim": base + ":stream" + ("" if stream is None else ":" + stream),
-        "delivered": base + ":delivered",
-        "detached": base + ":detached",
-    }
+    return SessionKeys(base, base + ":replay", base + ":replay:bytes", base + ":delivered", base + ":detached",
+                       base + ":stream" + ("" if stream is None else ":" + stream))
 
 
 def used_rounds_key(rounds_id: bytes) -> str:

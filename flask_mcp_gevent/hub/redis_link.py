@@ -62,7 +62,7 @@ class ScriptBatch:
         # For each run, in the order added: which pipeline, and its place there.
         self.order: list[tuple[str, int]] = []
 
-    def add(self, name: str, keys: list[str], args: list[Any]) -> None:
+    def add(self, name: str, keys: Sequence[str], args: list[Any]) -> None:
         """Queue one run of a script (all its keys in one hash slot, so on one master)."""
         server, target = "", self.client
         if is_cluster(self.client):  # a cluster's own pipeline refuses scripts: a plain one per master

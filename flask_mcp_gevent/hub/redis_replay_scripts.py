@@ -5,13 +5,15 @@ Appending and routing happen in one atomic step, so every worker sees one order 
 
 from __future__ import annotations
 
+from flask_mcp_gevent.hub.redis_keys import SESSION_KEYS_LUA
+
 __all__ = ["DELIVER_SCRIPT", "PUBLISH_SCRIPT"]
 
 
 # Hands a new entry of the log to the worker holding its stream (if any holds it) and returns its id.
 ROUTE = """
 local function route(id)
-  local owner = redis.call('GET', KEYS[3])
+  local owner = redis.call('GET', claim)
   if owner then
     local worker = string.match(owner, '^([^|]*)|')
     redis.call('PUBLISH', ARGV[5] .. worker,
@@ -21,72 +23,49 @@ local function route(id)
 end
 """
 
-# Rebuilds a replay log's bookkeeping (the size of each entry, oldest first, and their sum) from the log itself,
-# for when it expired or was deleted apart from the log; returns the sum.
-REBUILD_SIZES = """
-local function rebuild_sizes(replay, sizes, total)
-  redis.call('DEL', sizes)
-  local bytes = 0
-  for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do
-    local fields = entry[2]
-    for i = 1, #fields, 2 do
-      if fields[i] == 'd' then
-        local size = string.len(fields[i + 1])
-        redis.call('RPUSH', sizes, size)
-        bytes = bytes + size
-      end
-    end
+# The length of a replay entry's message (its 'd' field): what the byte bound counts.
+DATA_SIZE = """
+local function data_size(entry)
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'd' then return string.len(fields[i + 1]) end
   end
-  redis.call('SET', total, bytes)
-  return bytes
+  return 0
 end
 """
 
-# KEYS: session, replay, claim, replay sizes, replay bytes. ARGV: message json, replay max, session id, request
-# stream ('' for the session's own), worker channel prefix, replay max bytes.
-# Trims the oldest entries past replay max entries or bytes; the newest always stays. While no entry is larger than
-# max bytes / max, MAXLEN alone keeps both bounds (half the commands); the first larger one builds the bookkeeping
-# (entry sizes, their sum) from the log, and both bounds apply from then on. Both bookkeeping keys lost at once
-# (maxmemory eviction) leave MAXLEN alone until the larger entries age out; one lost is rebuilt.
-PUBLISH_SCRIPT = ROUTE + REBUILD_SIZES + """
-local ttl = redis.call('PTTL', KEYS[1])
+# KEYS: a session's (SessionKeys; the claim of the stream it goes to). ARGV: message json, replay max, session id,
+# request stream ('' for the session's own), worker channel prefix, replay max bytes.
+# Drops the oldest entries past replay max entries or bytes; the newest always stays. replay_bytes holds the sum of
+# the log's message lengths; lost apart from the log (expired, evicted), it is summed again from the log.
+# (Older versions also kept a ...:replay:sizes list: left behind by a fleet mid-upgrade, it expires with its TTL.)
+PUBLISH_SCRIPT = SESSION_KEYS_LUA + ROUTE + DATA_SIZE + """
+local ttl = redis.call('PTTL', session)
 if ttl == -2 then return false end
-local size = string.len(ARGV[1])
 local fields = {'d', ARGV[1]}
 if ARGV[4] ~= '' then fields = {'d', ARGV[1], 's', ARGV[4]} end
-local id
-if size <= math.floor(tonumber(ARGV[6]) / tonumber(ARGV[2])) and redis.call('EXISTS', KEYS[4], KEYS[5]) == 0 then
-  id = redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[2], '*', unpack(fields))
-  if ttl > 0 and redis.call('XLEN', KEYS[2]) == 1 then
-    redis.call('PEXPIRE', KEYS[2], ttl)  -- a new log
-  end
-  return route(id)
-end
-local kept = redis.call('XLEN', KEYS[2]) + 1
-id = redis.call('XADD', KEYS[2], '*', unpack(fields))
-local bytes, rebuilt
-if kept > 1 and redis.call('LLEN', KEYS[4]) == kept - 1 and redis.call('EXISTS', KEYS[5]) == 1 then
-  redis.call('RPUSH', KEYS[4], size)
-  bytes = redis.call('INCRBY', KEYS[5], size)
+local kept = redis.call('XLEN', replay) + 1
+local id = redis.call('XADD', replay, '*', unpack(fields))
+local bytes = kept > 1 and tonumber(redis.call('GET', replay_bytes))
+local rebuilt = not bytes
+if rebuilt then
+  bytes = 0
+  for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do bytes = bytes + data_size(entry) end
 else
-  bytes = rebuild_sizes(KEYS[2], KEYS[4], KEYS[5])
-  rebuilt = true
+  bytes = bytes + string.len(ARGV[1])
 end
-local dropped, freed = 0, 0
-while kept - dropped > 1 and (kept - dropped > tonumber(ARGV[2]) or bytes - freed > tonumber(ARGV[6])) do
-  freed = freed + tonumber(redis.call('LPOP', KEYS[4]))
-  dropped = dropped + 1
+while kept > 1 and (kept > tonumber(ARGV[2]) or bytes > tonumber(ARGV[6])) do
+  local oldest = redis.call('XRANGE', replay, '-', '+', 'COUNT', 1)[1]
+  redis.call('XDEL', replay, oldest[1])
+  bytes = bytes - data_size(oldest)
+  kept = kept - 1
 end
-if dropped > 0 then
-  redis.call('XTRIM', KEYS[2], 'MAXLEN', kept - dropped)
-  redis.call('DECRBY', KEYS[5], freed)
-end
--- Only keys made here (a new log, its bookkeeping rebuilt) take the session's TTL: from then on, every script
--- that moves the session's TTL moves theirs too.
+redis.call('SET', replay_bytes, bytes, 'KEEPTTL')  -- the TTL the session's scripts moved stays
+-- Only keys made here (a new log, its counter rebuilt) take the session's TTL: from then on, every script that
+-- moves the session's TTL moves theirs too.
 if ttl > 0 and rebuilt then
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
-  redis.call('PEXPIRE', KEYS[5], ttl)
+  redis.call('PEXPIRE', replay, ttl)
+  redis.call('PEXPIRE', replay_bytes, ttl)
 end
 return route(id)
 """

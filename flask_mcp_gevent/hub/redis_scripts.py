@@ -5,6 +5,7 @@ Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree.
 
 from __future__ import annotations
 
+from flask_mcp_gevent.hub.redis_keys import SESSION_KEYS_LUA
 from flask_mcp_gevent.hub.redis_replay_scripts import DELIVER_SCRIPT, PUBLISH_SCRIPT
 
 __all__ = ["CALL_SLOT_SCRIPTS", "SCRIPTS"]
@@ -48,14 +49,23 @@ end
 return 1
 """
 
-# KEYS: session, detached, replay, delivered[, replay sizes, replay bytes]. ARGV: ttl ms.
-# A client request ends a resume window and renews the full idle TTL (Streamable clients need no stream); the caller
-# then moves the index (TOUCH_SCRIPT). Every script that moves a session's TTL moves its replay log's with it.
-GET_SCRIPT = """
-local data = redis.call('GET', KEYS[1])
+# The session scripts (get, publish, deliver, attach, detach, refresh, close) all take one session's keys, as
+# redis_keys.session_keys gives them: KEYS[1] session, KEYS[2] replay, KEYS[3] replay_bytes, KEYS[4] delivered,
+# KEYS[5] detached, KEYS[6] claim; SESSION_KEYS_LUA names them so. The replay log, its byte counter and the delivered
+# id live as long as the session: every script that moves the session's TTL moves theirs with it (expire_session).
+SESSION_TTL = SESSION_KEYS_LUA + """
+local function expire_session(ms)
+  for _, key in ipairs({session, replay, replay_bytes, delivered}) do redis.call('PEXPIRE', key, ms) end
+end
+"""
+
+# ARGV: ttl ms. A client request ends a resume window and renews the full idle TTL (Streamable clients need no
+# stream); the caller then moves the index (TOUCH_SCRIPT).
+GET_SCRIPT = SESSION_TTL + """
+local data = redis.call('GET', session)
 if not data then return false end
-redis.call('DEL', KEYS[2])
-for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do redis.call('PEXPIRE', key, ARGV[1]) end
+redis.call('DEL', detached)
+expire_session(ARGV[1])
 return data
 """
 
@@ -90,15 +100,14 @@ redis.call('SET', KEYS[1], data, 'KEEPTTL')
 return {1, data}
 """
 
-# KEYS: session, claim, replay, delivered, detached[, replay sizes, replay bytes].
 # ARGV: owner, exclusive, after, claim ttl ms, session ttl ms, session id, worker channel prefix, this worker,
 # request stream ('' for the session's own)[, on a cluster: the claim's worker if it is alive, else ''].
 # Claims and reads in one step: every event is in the replay returned or published to this worker after.
 # Returns {1, entries from that id on (itself first while the log holds it), that id}, {0} for an unknown
 # session, {-1} for a conflict.
-ATTACH_SCRIPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
-local current = redis.call('GET', KEYS[2])
+ATTACH_SCRIPT = SESSION_TTL + """
+if redis.call('EXISTS', session) == 0 then return {0} end
+local current = redis.call('GET', claim)
 if current and current ~= ARGV[1] then
   local worker, token = string.match(current, '^([^|]*)|(.*)$')
   if worker and worker ~= ARGV[8] then
@@ -111,67 +120,60 @@ if current and current ~= ARGV[1] then
     end
   end
 end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[4])
-if ARGV[9] == '' then redis.call('DEL', KEYS[5]) end
-if redis.call('EXISTS', KEYS[5]) == 0 then
-  for _, key in ipairs({KEYS[1], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[5]) end
-end
+redis.call('SET', claim, ARGV[1], 'PX', ARGV[4])
+if ARGV[9] == '' then redis.call('DEL', detached) end
+if redis.call('EXISTS', detached) == 0 then expire_session(ARGV[5]) end
 local after = ARGV[3]
-if after == '' then after = redis.call('GET', KEYS[4]) end
+if after == '' then after = redis.call('GET', delivered) end
 if after == '$' then
-  local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
+  local last = redis.call('XREVRANGE', replay, '+', '-', 'COUNT', 1)[1]
   return {1, {}, last and last[1] or '0-0'}
 end
-if after then return {1, redis.call('XRANGE', KEYS[3], after, '+'), after} end
-return {1, redis.call('XRANGE', KEYS[3], '-', '+'), '0-0'}
+if after then return {1, redis.call('XRANGE', replay, after, '+'), after} end
+return {1, redis.call('XRANGE', replay, '-', '+'), '0-0'}
 """
 
-# KEYS: claim, delivered, session, replay, detached[, replay sizes, replay bytes].
 # ARGV: owner, delivered id, resume window ms, '1' for the session's own stream. Only the claim's holder lets go;
 # the session's own stream also records what it delivered and starts the resume window.
-DETACH_SCRIPT = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
+DETACH_SCRIPT = SESSION_TTL + """
+if redis.call('GET', claim) ~= ARGV[1] then return 0 end
+redis.call('DEL', claim)
 if ARGV[4] ~= '1' then return 1 end
-local ttl = redis.call('PTTL', KEYS[3])
+local ttl = redis.call('PTTL', session)
 if ttl == -2 then return 0 end
-if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'PX', math.max(ttl, 1)) end
+if ARGV[2] ~= '' then redis.call('SET', delivered, ARGV[2], 'PX', math.max(ttl, 1)) end
 local window = tonumber(ARGV[3])
 if window <= 0 then
-  redis.call('DEL', KEYS[3], KEYS[4], KEYS[2])
-  if KEYS[7] then redis.call('DEL', KEYS[6], KEYS[7]) end
+  redis.call('DEL', session, replay, replay_bytes, delivered)
   return 1
 end
-redis.call('SET', KEYS[5], '1', 'PX', window)
-if ttl < 0 or ttl > window then
-  for _, key in ipairs({KEYS[3], KEYS[4], KEYS[2], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, window) end
-end
+redis.call('SET', detached, '1', 'PX', window)
+if ttl < 0 or ttl > window then expire_session(window) end
 return 1
 """
 
-# KEYS: claim, session, replay, delivered, detached[, replay sizes, replay bytes].
 # ARGV: owner, claim ttl ms, session ttl ms, delivered id ('' to leave it). Returns 0: session gone; 1: claim held
 # (session in its resume window); 4: claim held and TTL moved (the caller moves the index too); 2: claim gone (the
 # caller re-takes it if the stream is still open); 3: another stream holds it.
-REFRESH_SCRIPT = """
-if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-local current = redis.call('GET', KEYS[1])
+REFRESH_SCRIPT = SESSION_TTL + """
+if redis.call('EXISTS', session) == 0 then return 0 end
+local current = redis.call('GET', claim)
 if not current then return 2 end
 if current ~= ARGV[1] then return 3 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if ARGV[4] ~= '' then redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3]) end
-if redis.call('EXISTS', KEYS[5]) == 0 then
-  for _, key in ipairs({KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7]}) do redis.call('PEXPIRE', key, ARGV[3]) end
+redis.call('SET', claim, ARGV[1], 'PX', ARGV[2])
+if ARGV[4] ~= '' then redis.call('SET', delivered, ARGV[4], 'PX', ARGV[3]) end
+if redis.call('EXISTS', detached) == 0 then
+  expire_session(ARGV[3])
   return 4
 end
 return 1
 """
 
-# KEYS: session, replay, delivered, claim, detached, replay sizes, replay bytes. ARGV: session id, control channel.
-# Every worker hears the close and ends its streams; the caller then takes it out of the index (another hash slot).
-CLOSE_SCRIPT = """
-local existed = redis.call('DEL', KEYS[1])
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+# ARGV: session id, control channel. Every worker hears the close and ends its streams; the caller then takes it out
+# of the index (another hash slot).
+CLOSE_SCRIPT = SESSION_KEYS_LUA + """
+local existed = redis.call('DEL', session)
+redis.call('DEL', replay, replay_bytes, delivered, detached, claim)
 redis.call('PUBLISH', ARGV[2], '{"op":"closed","session":"' .. ARGV[1] .. '"}')
 return existed
 """

@@ -72,7 +72,7 @@ class Sessions:
         with self.link.guard:
             taken = self.link.run("create", script_keys, args)
             if taken == 1:
-                self.link.execute("SET", session_keys(session.id)["session"], session_json(session), "PX", ttl_ms)
+                self.link.execute("SET", session_keys(session.id).session, session_json(session), "PX", ttl_ms)
         if taken == -1:
             raise QuotaFull(owner)
         if not taken:
@@ -90,11 +90,9 @@ class Sessions:
                 return None
             if fresh:
                 return session
-        keys = session_keys(session_id)
         ttl_ms = milliseconds(self.settings.session_ttl_s)
         with self.link.guard:
-            data = self.link.run("get", [keys["session"], keys["detached"], keys["replay"], keys["delivered"],
-                                     keys["replay_sizes"], keys["replay_bytes"]], [ttl_ms])
+            data = self.link.run("get", session_keys(session_id), [ttl_ms])
             if data is not None:
                 self.link.run("touch", [SESSION_INDEX], [ttl_ms, session_id])
         if data is None:
@@ -108,7 +106,7 @@ class Sessions:
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
         with self.link.guard:
-            data = self.link.execute("GET", session_keys(session_id)["session"])
+            data = self.link.execute("GET", session_keys(session_id).session)
         return None if data is None else session_from_json(data)
 
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
@@ -119,7 +117,7 @@ class Sessions:
         with self.link.guard:
             reply = self.link.run(
                 "update",
-                [session_keys(session_id)["session"]],
+                [session_keys(session_id).session],
                 [dumps(assign), change.subscribe or "", change.unsubscribe or "", limit,
                  "1" if change.unless_negotiated else "0"],
             )
@@ -131,14 +129,8 @@ class Sessions:
         """Delete the session's keys and end its streams on whichever workers hold them."""
         self.ttl_refreshed.pop(session_id, None)
         self.claims.end_session(session_id, "session closed")
-        keys = session_keys(session_id)
         with self.link.guard:
-            existed = self.link.run(
-                "close",
-                [keys["session"], keys["replay"], keys["delivered"], keys["claim"], keys["detached"],
-                 keys["replay_sizes"], keys["replay_bytes"]],
-                [session_id, CONTROL_CHANNEL],
-            )
+            existed = self.link.run("close", session_keys(session_id), [session_id, CONTROL_CHANNEL])
             self.link.execute("ZREM", SESSION_INDEX, session_id)
         return bool(existed)
 

@@ -53,7 +53,7 @@ def streams_on_every_worker(server, redis_cluster) -> Iterator[list[LegacyStream
                 clients.append(client())
                 with server.accepting_only(pid):
                     streams.append(LegacyStream(clients[-1], server.base_url))
-                masters.add(redis_cluster.master_port_of(session_keys(streams[-1].session_id)["session"]))
+                masters.add(redis_cluster.master_port_of(session_keys(streams[-1].session_id).session))
         for stream in streams:
             stream.open()
         yield streams
@@ -74,9 +74,9 @@ def test_legacy_answers_reach_streams_on_every_worker_once_from_every_master(ser
     cluster = redis_cluster.client()
     # Which master holds a session as the masters say, not a client's slot cache (through one, a CI run saw
     # every session on two masters of three).
-    masters = {redis_cluster.master_port_of(session_keys(stream.session_id)["session"])
+    masters = {redis_cluster.master_port_of(session_keys(stream.session_id).session)
                for stream in streams_on_every_worker}
-    holders = {int(cluster.get(session_keys(stream.session_id)["claim"]).split(b"-")[0])
+    holders = {int(cluster.get(session_keys(stream.session_id).claim).split(b"-")[0])
                for stream in streams_on_every_worker}
     assert masters == {node.port for node in redis_cluster.nodes}, (masters, len(streams_on_every_worker))
     assert holders == set(server.worker_pids())

@@ -115,13 +115,13 @@ def open_session(base_url: str, http: httpx.Client) -> StreamReader:
 
 def stream_owner_pid(redis_client, session_id: str) -> int | None:
     """The pid of the worker holding session_id's stream, per Redis."""
-    owner = redis_client.get(session_keys(session_id)["claim"])
+    owner = redis_client.get(session_keys(session_id).claim)
     return None if owner is None else int(owner.decode().split("-", 1)[0])
 
 
 def produced_response_ids(redis_client, session_id: str) -> list[Any]:
     """The ids of every response the server produced for a session, from its replay stream in Redis."""
-    entries = redis_client.xrange(session_keys(session_id)["replay"])
+    entries = redis_client.xrange(session_keys(session_id).replay)
     messages = [json.loads(fields[b"d"]) for _, fields in entries]
     return [m["id"] for m in messages if isinstance(m, dict) and "id" in m and "method" not in m]
 
@@ -295,7 +295,7 @@ def test_stalled_client_is_cut_off_and_worker_memory_stays_bounded(redis_server)
             flood(80)  # ~16 MB of answers: more than the socket buffers and the 20-event queue hold
             assert wait_until(lambda: "queue full (slow consumer)" in server.read_log(), timeout=20, interval=POLL_S)
             # The stream gave up its claim, so nothing more is routed to this worker for it.
-            claim = session_keys(session_id)["claim"]
+            claim = session_keys(session_id).claim
             assert wait_until(lambda: redis_server.client().exists(claim) == 0, timeout=5, interval=POLL_S)
             after_cut = worker_rss_kib(worker)
             flood(80)
@@ -334,7 +334,7 @@ def test_sigterm_closes_streams_promptly_and_answers_calls_in_flight(redis_serve
         assert code == 0
         for reader in readers:
             # Every call in flight got an answer: the short one its result, the long one an error.
-            entries = redis_client.xrange(session_keys(reader.session_id)["replay"])
+            entries = redis_client.xrange(session_keys(reader.session_id).replay)
             answers = {m["id"]: m for m in (json.loads(fields[b"d"]) for _, fields in entries)
                        if isinstance(m, dict) and "id" in m and "method" not in m}
             assert "result" in answers[quick[reader.session_id]["id"]]
@@ -362,7 +362,7 @@ def test_idle_sessions_expire_after_the_ttl(backend, redis_server):  # noqa: F81
         # Counting touches no session, so waiting on the count cannot keep it alive.
         assert wait_until(lambda: session_count() == 0, timeout=10, interval=POLL_S)
         if backend == "redis":
-            assert redis_server.client().keys(session_keys(session.session_id)["session"] + "*") == []
+            assert redis_server.client().keys(session_keys(session.session_id).session + "*") == []
         assert session.post(request("ping")).status_code == 404
 
 

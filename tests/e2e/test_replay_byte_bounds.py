@@ -83,7 +83,7 @@ def test_replay_logs_of_dropped_streams_stay_under_the_byte_bound_and_keep_the_n
             assert held["ids"] == posted[session_id][-len(held["ids"]):]
             if redis_client is not None:
                 # What Redis really holds for the log, overhead included: nowhere near 12 answers.
-                usage = redis_client.memory_usage(session_keys(session_id)["replay"], samples=0)
+                usage = redis_client.memory_usage(session_keys(session_id).replay, samples=0)
                 assert usage < 2 * REPLAY_MAX_BYTES
 
         # A resumed stream replays the newest answers whole, then carries on.

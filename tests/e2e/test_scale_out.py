@@ -111,7 +111,7 @@ def tool_text(response: dict[str, Any]) -> str:
 
 def stream_owner_pid(redis_client, session_id: str) -> int:
     """The pid of the worker whose stream holds session_id, as recorded in Redis."""
-    owner = redis_client.get(session_keys(session_id)["claim"])
+    owner = redis_client.get(session_keys(session_id).claim)
     assert owner is not None, "no stream attached"
     return int(owner.decode().split("-", 1)[0])
 

@@ -196,7 +196,7 @@ def test_soak_three_workers_200_sessions_10000_calls_nothing_lost_or_misrouted(r
 
     def note_stream_owners(sessions: list[SoakSession]) -> None:
         client = redis_server.client()
-        owners.update(client.get(session_keys(s.session_id)["claim"]) or b"" for s in sessions)
+        owners.update(client.get(session_keys(s.session_id).claim) or b"" for s in sessions)
 
     with ServerProcess(env=env, workers=WORKERS) as server:
         tally, elapsed = asyncio.run(soak(server, note_stream_owners))

@@ -88,5 +88,5 @@ def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_
             assert dispatcher.hub.inflight.answers_storing == 0, "the drain returned before the answer was stored"
         finally:
             server.resume()
-        replay = server.client().xrange(session_keys(client.session.id)["replay"])
+        replay = server.client().xrange(session_keys(client.session.id).replay)
         assert [loads(fields[b"d"])["id"] for _, fields in replay] == [10]

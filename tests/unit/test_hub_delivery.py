@@ -36,7 +36,7 @@ def stalling_hub(retry_s: float) -> Iterator[tuple[RedisServer, RedisHub]]:
 
 def replayed(server: RedisServer, session_id: str) -> list[bytes]:
     """Every answer in the session's replay log, oldest first."""
-    return [fields[b"d"] for _, fields in server.client().xrange(session_keys(session_id)["replay"])]
+    return [fields[b"d"] for _, fields in server.client().xrange(session_keys(session_id).replay)]
 
 
 def given_up_line(session_id: str) -> str:

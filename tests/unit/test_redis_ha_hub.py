@@ -182,7 +182,7 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
             sentinels.sentinels[0].client().execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
             sentinels.wait_for_failover()
             new_master = sentinels.replica.client()
-            replay = session_keys(session.id)["replay"]
+            replay = session_keys(session.id).replay
             published = iter(range(1000))
 
             def landed_on_the_new_master() -> bool:

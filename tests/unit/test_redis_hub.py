@@ -82,7 +82,7 @@ def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, re
     worker = redis_hubs()
     session = new_session(worker)
     # A claim left by a worker that was killed: nobody listens on its channel any more.
-    redis_server.client().set(session_keys(session.id)["claim"], "deadbeefdeadbeef|0123", px=20000)
+    redis_server.client().set(session_keys(session.id).claim, "deadbeefdeadbeef|0123", px=20000)
     subscription = worker.subscribe(session.id, exclusive=True)
     worker.publish(session.id, message(1))
     assert numbers(drain(subscription)) == [1]
@@ -165,56 +165,57 @@ def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_hubs, redis_serve
     worker.publish(session.id, message(1))
     keys = session_keys(session.id)
     client = redis_server.client()
-    assert client.exists(keys["session"], keys["replay"]) == 2
-    assert wait_until(lambda: client.exists(*keys.values()) == 0, timeout=3.0)
+    assert client.exists(keys.session, keys.replay) == 2
+    assert wait_until(lambda: client.exists(*keys) == 0, timeout=3.0)
 
 
 def replay_ttls_ms(client, session_id: str) -> dict[str, int]:
     """The remaining TTL of a session's key and of its replay log's keys."""
     keys = session_keys(session_id)
-    return {name: client.pttl(keys[name]) for name in ("session", "replay", "replay_sizes", "replay_bytes")}
+    return {"session": client.pttl(keys.session), "replay": client.pttl(keys.replay),
+            "replay_bytes": client.pttl(keys.replay_bytes)}
 
 
-# A byte bound this small makes every entry larger than MCP_REPLAY_MAX_BYTES / MCP_REPLAY_MAX: its log keeps the
-# byte bookkeeping (a log of entries no larger than that has none; see the publish script).
-COUNTED_BYTES = {"MCP_REPLAY_MAX_BYTES": 400}
+def replay_bytes(client, session_id: str) -> tuple[int, int]:
+    """The replay log's byte counter, and the sum it should hold: the length of each entry's message."""
+    keys = session_keys(session_id)
+    return int(client.get(keys.replay_bytes)), sum(len(fields[b"d"]) for _, fields in client.xrange(keys.replay))
 
 
 def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, **COUNTED_BYTES)
+    worker = redis_hubs(MCP_SESSION_TTL_S=30)
     session = new_session(worker)
     client = redis_server.client()
     worker.publish(session.id, message(1))  # a new log takes the session's TTL
     ttls = replay_ttls_ms(client, session.id)
     assert all(0 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls
-    client.pexpire(session_keys(session.id)["session"], 2_000)  # shorter, so a refresh visibly moves it
-    for name in ("replay", "replay_sizes", "replay_bytes"):
-        client.pexpire(session_keys(session.id)[name], 2_000)
+    for key in session_keys(session.id):  # shorter, so a refresh visibly moves them
+        client.pexpire(key, 2_000)
     worker.sessions.ttl_refreshed.clear()
     assert worker.get_session(session.id) is not None  # refreshes the TTL (the get script)
     worker.publish(session.id, message(2))  # a publish to an existing log leaves its TTL alone
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
-    # Bookkeeping that vanished on its own is rebuilt, and takes the session's TTL again.
-    client.delete(session_keys(session.id)["replay_sizes"])
+    # A counter that vanished on its own is rebuilt, and takes the session's TTL again.
+    client.delete(session_keys(session.id).replay_bytes)
     worker.publish(session.id, message(3))
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
-    assert client.llen(session_keys(session.id)["replay_sizes"]) == 3
+    assert replay_bytes(client, session.id) == (3 * len(dumps(message(1))),) * 2
 
 
 def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the_session_s(
         redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5, **COUNTED_BYTES)
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5)
     session = new_session(worker)
     client = redis_server.client()
     worker.publish(session.id, message(1))
-    for key in session_keys(session.id).values():
+    for key in session_keys(session.id):
         client.pexpire(key, 2_000)
     subscription = worker.subscribe(session.id)  # attach: the full idle TTL again
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
-    for key in session_keys(session.id).values():
+    for key in session_keys(session.id):
         client.pexpire(key, 2_000)
     worker.claims.refresh()  # the refresher, every few seconds while the stream is open
     ttls = replay_ttls_ms(client, session.id)
@@ -223,21 +224,31 @@ def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the
     assert wait_until(lambda: all(0 < ttl <= 5_000 for ttl in replay_ttls_ms(client, session.id).values()))
 
 
-def test_a_log_of_small_entries_has_no_byte_bookkeeping_and_keeps_the_newest_replay_max(
-        redis_hubs, redis_server):  # noqa: F811
+def test_closing_a_session_leaves_none_of_its_keys_in_redis(redis_hubs, redis_server):  # noqa: F811
+    worker = redis_hubs()
+    session = new_session(worker)
+    client = redis_server.client()
+    worker.publish(session.id, message(1))
+    worker.subscribe(session.id, "0").close()
+    assert client.exists(session_keys(session.id).replay_bytes) == 1
+    assert worker.close_session(session.id) is True
+    assert client.keys(session_keys(session.id).session + "*") == []
+
+
+def test_a_log_keeps_the_newest_replay_max_and_counts_their_bytes(redis_hubs, redis_server):  # noqa: F811
     worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=5)
     session = new_session(worker)
     client = redis_server.client()
     for n in range(12):
         worker.publish(session.id, message(n))
-    keys = session_keys(session.id)
-    assert client.exists(keys["replay_sizes"], keys["replay_bytes"]) == 0
-    assert client.xlen(keys["replay"]) == 5
+    assert client.xlen(session_keys(session.id).replay) == 5
     subscription = worker.subscribe(session.id, "0")
-    assert numbers(drain(subscription)) == [7, 8, 9, 10, 11]
+    kept = drain(subscription)
     subscription.close()
+    assert numbers(kept) == [7, 8, 9, 10, 11]
+    assert replay_bytes(client, session.id) == (sum(len(data) for _, data in kept),) * 2
     ttls = replay_ttls_ms(client, session.id)
-    assert 25_000 < ttls["replay"] <= ttls["session"] + 50, ttls  # a new log took the session's TTL
+    assert all(25_000 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls  # a new log took the session's TTL
 
 
 def padded(n: int, size: int) -> dict:
@@ -246,30 +257,25 @@ def padded(n: int, size: int) -> dict:
     return {**message(n), "pad": "x" * padding}
 
 
-def test_an_entry_past_its_share_of_the_byte_bound_builds_the_bookkeeping_from_the_whole_log(
+def test_a_lost_byte_counter_is_summed_again_from_the_log_and_the_byte_bound_holds(
         redis_hubs, redis_server):  # noqa: F811
     size = len(dumps(message(0)))
-    share = size + 25  # of MCP_REPLAY_MAX_BYTES, per entry
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=4, MCP_REPLAY_MAX_BYTES=4 * share + 3)
+    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=4, MCP_REPLAY_MAX_BYTES=3 * size + 50)
     session = new_session(worker)
     client = redis_server.client()
     keys = session_keys(session.id)
-    worker.publish(session.id, message(0))
-    worker.publish(session.id, message(1))
-    worker.publish(session.id, padded(2, share))
-    assert client.exists(keys["replay_sizes"], keys["replay_bytes"]) == 0  # none past its share: counted alone
-    worker.publish(session.id, padded(3, share + 1))
-    assert client.lrange(keys["replay_sizes"], 0, -1) == [b"%d" % n for n in (size, size, share, share + 1)]
-    assert int(client.get(keys["replay_bytes"])) == 2 * size + 2 * share + 1
-    ttls = replay_ttls_ms(client, session.id)
-    assert all(25_000 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls
-    # From then on the log is trimmed by bytes too: by count alone it would keep 1 to 4.
-    worker.publish(session.id, padded(4, 2 * share))
+    for n in range(3):
+        worker.publish(session.id, message(n))
+    client.delete(keys.replay_bytes)  # evicted alone (maxmemory), or expired before the log
+    worker.publish(session.id, padded(3, size + 40))  # 4 entries, 4 * size + 40 bytes: one too many bytes
+    assert replay_bytes(client, session.id) == (3 * size + 40,) * 2
     subscription = worker.subscribe(session.id, "0")
-    kept = drain(subscription)
+    assert numbers(drain(subscription)) == [1, 2, 3]
     subscription.close()
-    assert numbers(kept) == [2, 3, 4]
-    assert int(client.get(keys["replay_bytes"])) == sum(len(data) for _, data in kept) == 4 * share + 1
+    # A log lost apart from its counter starts again from its one new entry, not from the stale sum.
+    client.delete(keys.replay)
+    worker.publish(session.id, message(4))
+    assert replay_bytes(client, session.id) == (size,) * 2
 
 
 def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, redis_server):  # noqa: F811
@@ -293,7 +299,7 @@ def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, re
     session = new_session(worker_a)
     subscription = worker_a.subscribe(session.id)
     assert wait_until(worker_a.ready)
-    claim = session_keys(session.id)["claim"]
+    claim = session_keys(session.id).claim
     redis_server.client().delete(claim)  # as after a Redis restart, or an outage longer than the claim
     worker_b.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
     worker_a.claims.refresh()

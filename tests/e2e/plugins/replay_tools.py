@@ -21,7 +21,7 @@ def replay_entries(hub, session_id: str) -> list[bytes]:
     if slots is not None:
         slot = slots.get(session_id)
         return [] if slot is None else [data for _, data, _ in slot.replay]
-    return [fields[b"d"] for _, fields in hub.link.client.xrange(session_keys(session_id)["replay"])]
+    return [fields[b"d"] for _, fields in hub.link.client.xrange(session_keys(session_id).replay)]
 
 
 @tool(input_schema={
