@@ -54,21 +54,17 @@ class MemorySubscription(QueuedSubscription):
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """Return the next event, None on timeout; raise StreamClosed once ended."""
         item = self.next_item(timeout)
-        if item is None:
-            self.slot.touch()
-            return None
-        if self.stream is None:
-            self.slot.delivered = int(item[0])
         self.slot.touch()
+        if item is not None and self.stream is None:
+            self.slot.delivered = int(item[0])
         return item
 
     def close(self, reason: str = "client gone") -> None:
         """Detach from the slot; the session waits resume_window_s for a reconnect."""
-        if self.slot.subscriber is self:
-            self.slot.subscriber = None
-            self.slot.detached_at = self.slot.clock()
-        elif self.stream is not None and self.slot.request_subscribers.get(self.stream) is self:
-            del self.slot.request_subscribers[self.stream]
+        if self.slot.streams.get(self.stream) is self:
+            del self.slot.streams[self.stream]
+            if self.stream is None:
+                self.slot.detached_at = self.slot.clock()
         if self.reason is None:
             self.reason = reason
 
@@ -77,7 +73,7 @@ class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
     __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
-                 "subscriber", "request_subscribers", "last_seen", "detached_at", "pending", "clock")
+                 "streams", "last_seen", "detached_at", "pending", "clock")
 
     def __init__(self, session: Session, owner: str | None, replay_max: int, replay_max_bytes: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -91,9 +87,9 @@ class SessionSlot:
         self.replay_max_bytes = replay_max_bytes
         self.next_event_id = 1
         self.delivered = 0
-        self.subscriber: MemorySubscription | None = None
-        # Resumed request streams (Streamable HTTP POST streams picked up again with Last-Event-ID).
-        self.request_subscribers: dict[str, MemorySubscription] = {}
+        # The attached streams: the session's own (None), and request streams (Streamable HTTP POST streams picked up
+        # again with Last-Event-ID) by their key.
+        self.streams: dict[str | None, MemorySubscription] = {}
         self.last_seen = clock()
         self.detached_at: float | None = None
         # Until the client comes back after initialize, the session lives only the short pending TTL.
@@ -194,9 +190,8 @@ class MemoryHub(Hub):
             left = self.sessions_per_owner.pop(slot.owner) - 1
             if left:
                 self.sessions_per_owner[slot.owner] = left
-        for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
-            if subscriber is not None:
-                subscriber.end("session closed")
+        for subscription in list(slot.streams.values()):
+            subscription.end("session closed")
         return True
 
     def session_count(self) -> int:
@@ -212,9 +207,9 @@ class MemoryHub(Hub):
         slot.next_event_id += 1
         data = dumps(message)
         slot.remember(event_id, data, stream)
-        subscriber = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
-        if subscriber is not None:
-            subscriber.offer((event_id, data))
+        subscription = slot.streams.get(stream)
+        if subscription is not None:
+            subscription.offer((event_id, data))
         return event_id
 
     def subscribe(
@@ -225,7 +220,7 @@ class MemoryHub(Hub):
         if slot is None:
             raise KeyError(session_id)
         position, stream = split_event_id(last_event_id)
-        current = slot.subscriber if stream is None else slot.request_subscribers.get(stream)
+        current = slot.streams.get(stream)
         if current is not None:
             if exclusive:
                 raise StreamConflict(session_id)
@@ -238,11 +233,7 @@ class MemoryHub(Hub):
         for event_id, data, event_stream in slot.replay:
             if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
                 subscription.enqueue((event_id, data))
-        if stream is None:
-            slot.subscriber = subscription
-            slot.detached_at = None
-        else:
-            slot.request_subscribers[stream] = subscription
+        slot.streams[stream] = subscription
         slot.touch()
         slot.pending = False
         return subscription
@@ -270,9 +261,8 @@ class MemoryHub(Hub):
     def shutdown(self) -> None:
         """End every stream so the worker can exit promptly."""
         for slot in list(self.slots.values()):
-            for subscriber in [slot.subscriber, *slot.request_subscribers.values()]:
-                if subscriber is not None:
-                    subscriber.end("server shutting down")
+            for subscription in list(slot.streams.values()):
+                subscription.end("server shutting down")
         if self._reaper is not None:
             self._reaper.kill(block=False)
 
@@ -288,7 +278,7 @@ class MemoryHub(Hub):
 
     def _expired(self, slot: SessionSlot, now: float) -> bool:
         """A session expires when idle past the TTL, or detached past the resume window."""
-        if slot.subscriber is not None or slot.request_subscribers:
+        if slot.streams:
             return False
         if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
             return True

@@ -30,5 +30,5 @@ def streaming_session_ids(hub: Hub) -> list[str]:
     """Sessions whose own stream is attached in this worker, read from either backend's bookkeeping."""
     slots = getattr(hub, "slots", None)
     if slots is not None:
-        return [session_id for session_id, slot in slots.items() if slot.subscriber is not None]
+        return [session_id for session_id, slot in slots.items() if None in slot.streams]
     return [session_id for session_id, stream in hub.claims.local if stream is None]  # type: ignore[attr-defined]
