@@ -145,8 +145,7 @@ class RedisHub(Hub):
     # fan-out and control
     def broadcast_session_ids(self) -> list[str]:
         """Every live session of the fleet, from the session index."""
-        with self.link.guard:
-            members = self.link.execute("ZRANGEBYSCORE", SESSION_INDEX, f"({milliseconds(time.time())}", "+inf")
+        members = self.link.execute("ZRANGEBYSCORE", SESSION_INDEX, f"({milliseconds(time.time())}", "+inf")
         return [member.decode() for member in members]
 
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
@@ -168,8 +167,7 @@ class RedisHub(Hub):
 
     def control(self, command: dict[str, Any]) -> int:
         """Publish a command on the control channel; return how many workers heard it."""
-        with self.link.guard:
-            return int(self.link.execute("PUBLISH", CONTROL_CHANNEL, dumps({**command, "origin": self.link.worker_id})))
+        return int(self.link.execute("PUBLISH", CONTROL_CHANNEL, dumps({**command, "origin": self.link.worker_id})))
 
     # operations
     def ready(self) -> bool:
@@ -180,8 +178,7 @@ class RedisHub(Hub):
         if not self.listener.listening:
             return False
         try:
-            with self.link.guard:
-                return bool(self.link.execute("PING"))
+            return bool(self.link.execute("PING"))
         except HubUnavailable:
             return False
 
@@ -211,19 +208,16 @@ class RedisHub(Hub):
     def shared_secret(self, name: str) -> bytes:
         """A random secret every worker and host shares: the first to ask stores it (SET NX), the rest read it."""
         key = SECRET_PREFIX + name
-        with self.link.guard:
-            self.link.execute("SET", key, secrets.token_hex(SHARED_SECRET_BYTES), "NX")
-            value = self.link.execute("GET", key)
+        self.link.execute("SET", key, secrets.token_hex(SHARED_SECRET_BYTES), "NX")
+        value = self.link.execute("GET", key)
         return bytes.fromhex(value.decode())
 
     # multi-round requests made single-use: one key per request id, set once with NX, then expired
     def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
         """SET the id's key NX PX ttl: only the first of any number of workers and hosts gets OK."""
-        with self.link.guard:
-            reply = self.link.execute("SET", used_rounds_key(rounds_id), "1", "NX", "PX", milliseconds(ttl_s))
+        reply = self.link.execute("SET", used_rounds_key(rounds_id), "1", "NX", "PX", milliseconds(ttl_s))
         return reply is not None
 
     def is_used(self, rounds_id: bytes) -> bool:
         """Whether the id's key exists (Redis drops it when its time is over)."""
-        with self.link.guard:
-            return bool(self.link.execute("EXISTS", used_rounds_key(rounds_id)))
+        return bool(self.link.execute("EXISTS", used_rounds_key(rounds_id)))

@@ -15,7 +15,7 @@ from gevent.event import Event
 from flask_mcp_gevent.hub.base import HubUnavailable, StreamConflict, join_event_id, report_replay_gap, split_event_id
 from flask_mcp_gevent.hub.redis_codec import entries_of, event_order, milliseconds, replay_position
 from flask_mcp_gevent.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
-from flask_mcp_gevent.hub.redis_link import RedisLink
+from flask_mcp_gevent.hub.redis_link import RUN_BATCH, RedisLink
 from flask_mcp_gevent.hub.subscription import QueuedSubscription
 
 log = logging.getLogger("mcp.hub")
@@ -23,7 +23,6 @@ log = logging.getLogger("mcp.hub")
 # How long a stream's claim on its session lasts without a refresh, and how often it is refreshed.
 ATTACH_TTL_S = 20.0
 REFRESH_EVERY_S = 5.0
-REFRESH_BATCH = 500
 # A failed catch-up read (Redis not back yet, a reply too slow) is made again, with doubling backoff.
 CATCH_UP_RETRY_MIN_S = 0.1
 CATCH_UP_RETRY_MAX_S = 2.0
@@ -83,13 +82,12 @@ class Claims:
     def _claim(self, subscription: RedisSubscription, exclusive: bool, after: str) -> Any:
         """Run the attach script: [1, missed entries, floor], or [0] (no session), [-1] (held elsewhere)."""
         keys = session_keys(subscription.session_id, subscription.stream)
-        with self.link.guard:
-            return self.link.run(
-                "attach", keys,
-                [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
-                 milliseconds(self.settings.session_ttl_s), subscription.session_id, WORKER_CHANNEL,
-                 self.link.worker_id, subscription.stream or "", *self._claim_holder_alive(keys.claim)],
-            )
+        return self.link.run(
+            "attach", keys,
+            [subscription.owner, "1" if exclusive else "0", after, milliseconds(ATTACH_TTL_S),
+             milliseconds(self.settings.session_ttl_s), subscription.session_id, WORKER_CHANNEL,
+             self.link.worker_id, subscription.stream or "", *self._claim_holder_alive(keys.claim)],
+        )
 
     def unregister(self, subscription: RedisSubscription, restore: RedisSubscription | None = None) -> None:
         """Drop a subscription from this worker's routing table if it is still there."""
@@ -132,35 +130,29 @@ class Claims:
         # A stream still attaching holds no claim yet (the one it replaces does): refreshing it would read as
         # "claimed elsewhere" and end it. Its attach sets a fresh claim anyway.
         subscriptions = [subscription for subscription in self.local.values() if subscription.loaded.is_set()]
-        for start in range(0, len(subscriptions), REFRESH_BATCH):
-            batch = subscriptions[start:start + REFRESH_BATCH]
-            with self.link.guard:
-                scripts = self.link.script_batch()
-                for subscription in batch:
-                    delivered = subscription.delivered if subscription.stream is None else None
-                    scripts.add(
-                        "refresh", session_keys(subscription.session_id, subscription.stream),
-                        [subscription.owner, milliseconds(ATTACH_TTL_S), milliseconds(self.settings.session_ttl_s),
-                         delivered or ""],
-                    )
-                codes = scripts.execute()
-                # The sessions whose TTL moved move in the index too (the index is in another hash slot).
-                kept = {subscription.session_id for subscription, code in zip(batch, codes, strict=True) if code == 4}
-                if kept:
-                    self.link.run("touch", [SESSION_INDEX], [milliseconds(self.settings.session_ttl_s), *sorted(kept)])
-            for subscription, code in zip(batch, codes, strict=True):
-                if code == 0:
-                    self.drop(subscription, "session closed")
-                elif code == 3:
-                    self.drop(subscription, "replaced by a newer stream")
-                elif code == 2 and self.local.get(subscription.key) is subscription:
-                    self._reclaim(subscription)
+        ttl_ms = milliseconds(self.settings.session_ttl_s)
+        codes = self.link.run_each("refresh", [
+            (session_keys(subscription.session_id, subscription.stream),
+             [subscription.owner, milliseconds(ATTACH_TTL_S), ttl_ms,
+              (subscription.delivered if subscription.stream is None else None) or ""])
+            for subscription in subscriptions])
+        # The sessions whose TTL moved move in the index too (the index is in another hash slot).
+        kept = sorted({subscription.session_id for subscription, code in zip(subscriptions, codes, strict=True)
+                       if code == 4})
+        for start in range(0, len(kept), RUN_BATCH):
+            self.link.run("touch", [SESSION_INDEX], [ttl_ms, *kept[start:start + RUN_BATCH]])
+        for subscription, code in zip(subscriptions, codes, strict=True):
+            if code == 0:
+                self.drop(subscription, "session closed")
+            elif code == 3:
+                self.drop(subscription, "replaced by a newer stream")
+            elif code == 2 and self.local.get(subscription.key) is subscription:
+                self._reclaim(subscription)
 
     def _reclaim(self, subscription: RedisSubscription) -> None:
         """Take back a claim that vanished (Redis restarted, or was away past the claim's TTL) and catch up."""
         claim = session_keys(subscription.session_id, subscription.stream).claim
-        with self.link.guard:
-            self.link.execute("SET", claim, subscription.owner, "PX", milliseconds(ATTACH_TTL_S), "NX")
+        self.link.execute("SET", claim, subscription.owner, "PX", milliseconds(ATTACH_TTL_S), "NX")
         if self.local.get(subscription.key) is not subscription:
             self._detach(subscription)  # it closed while the claim was being re-taken: let go again
             return
@@ -211,8 +203,7 @@ class Claims:
         start = f"{ms}-{seq}"  # itself first while the log still holds it (see note_gap)
         subscription.hold()
         try:
-            with self.link.guard:
-                raw = self.link.execute("XRANGE", session_keys(subscription.session_id).replay, start, "+")
+            raw = self.link.execute("XRANGE", session_keys(subscription.session_id).replay, start, "+")
         except HubUnavailable:
             return False  # still holding its live events: read again
         except BaseException:
@@ -237,12 +228,11 @@ class Claims:
     def _detach(self, subscription: RedisSubscription) -> None:
         """Let go of the claim; the session's own stream records what it delivered and starts the resume window."""
         try:
-            with self.link.guard:
-                self.link.run(
-                    "detach", session_keys(subscription.session_id, subscription.stream),
-                    [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
-                     "1" if subscription.stream is None else "0"],
-                )
+            self.link.run(
+                "detach", session_keys(subscription.session_id, subscription.stream),
+                [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
+                 "1" if subscription.stream is None else "0"],
+            )
         except HubUnavailable:
             log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
 

@@ -32,16 +32,14 @@ class Deliveries:
     def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
         """Append to the session's replay log and route to the worker holding that stream."""
         keys, args = self.publish_arguments(session_id, message, stream)
-        with self.link.guard:
-            position = self.link.run("publish", keys, args)
+        position = self.link.run("publish", keys, args)
         return None if position is None else join_event_id(position.decode(), stream)
 
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
         keys, args = self.publish_arguments(session_id, message, stream)
-        with self.link.guard:
-            position = self.link.run("deliver", [*keys, delivery_key(session_id, token)],
-                                     [*args, self.remember_ms_arg])
+        position = self.link.run("deliver", [*keys, delivery_key(session_id, token)],
+                                 [*args, self.remember_ms_arg])
         return None if position is None else join_event_id(position.decode(), stream)
 
     def publish_arguments(self, session_id: str, message: Any,

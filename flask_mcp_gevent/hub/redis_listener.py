@@ -14,6 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.hub.base import HubUnavailable
 from flask_mcp_gevent.hub.redis_claims import Claims
 from flask_mcp_gevent.hub.redis_connection import UNAVAILABLE, subscriber_connection
 from flask_mcp_gevent.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
@@ -79,7 +80,7 @@ class Listener:
                 gevent.spawn(self.claims.resync_all, number)
                 self.master_moved = False
                 self._read(reader)
-            except UNAVAILABLE as exc:
+            except (*UNAVAILABLE, HubUnavailable) as exc:  # HubUnavailable: from the link (loading the registry)
                 if self.listening:
                     log.warning("lost the Redis subscriber connection (%s); reconnecting", type(exc).__name__)
             except Exception:

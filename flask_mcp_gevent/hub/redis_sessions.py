@@ -37,8 +37,6 @@ MAX_TTL_REFRESH_MEMORY = 100_000
 # so the slots of a killed worker come back within this.
 CALL_LEASE_S = 15.0
 CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
-# Leases renewed per round trip.
-RENEW_BATCH = 500
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
 
@@ -69,10 +67,9 @@ class Sessions:
             args.append(owner_limit)
         # The fleet-wide counts are taken in one script, then the session stored (its own hash slot): a failure
         # between the two leaves a place taken for the pending TTL, no more.
-        with self.link.guard:
-            taken = self.link.run("create", script_keys, args)
-            if taken == 1:
-                self.link.execute("SET", session_keys(session.id).session, session_json(session), "PX", ttl_ms)
+        taken = self.link.run("create", script_keys, args)
+        if taken == 1:
+            self.link.execute("SET", session_keys(session.id).session, session_json(session), "PX", ttl_ms)
         if taken == -1:
             raise QuotaFull(owner)
         if not taken:
@@ -91,13 +88,11 @@ class Sessions:
             if fresh:
                 return session
         ttl_ms = milliseconds(self.settings.session_ttl_s)
-        with self.link.guard:
-            data = self.link.run("get", session_keys(session_id), [ttl_ms])
-            if data is not None:
-                self.link.run("touch", [SESSION_INDEX], [ttl_ms, session_id])
+        data = self.link.run("get", session_keys(session_id), [ttl_ms])
         if data is None:
             self.ttl_refreshed.pop(session_id, None)
             return None
+        self.link.run("touch", [SESSION_INDEX], [ttl_ms, session_id])
         if len(self.ttl_refreshed) >= MAX_TTL_REFRESH_MEMORY:
             self.ttl_refreshed.clear()
         self.ttl_refreshed[session_id] = now
@@ -105,8 +100,7 @@ class Sessions:
 
     def peek_session(self, session_id: str) -> Session | None:
         """Load a session without refreshing its idle TTL (quota checks)."""
-        with self.link.guard:
-            data = self.link.execute("GET", session_keys(session_id).session)
+        data = self.link.execute("GET", session_keys(session_id).session)
         return None if data is None else session_from_json(data)
 
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
@@ -114,13 +108,12 @@ class Sessions:
         assign = {name: client_chosen_json(value) if name in CLIENT_CHOSEN_FIELDS else value
                   for name, value in change.assign.items()}
         limit = -1 if change.subscription_limit is None else change.subscription_limit
-        with self.link.guard:
-            reply = self.link.run(
-                "update",
-                [session_keys(session_id).session],
-                [dumps(assign), change.subscribe or "", change.unsubscribe or "", limit,
-                 "1" if change.unless_negotiated else "0"],
-            )
+        reply = self.link.run(
+            "update",
+            [session_keys(session_id).session],
+            [dumps(assign), change.subscribe or "", change.unsubscribe or "", limit,
+             "1" if change.unless_negotiated else "0"],
+        )
         if reply[0] == 0:
             return SessionUpdate(False, None)
         return SessionUpdate(reply[0] == 1, session_from_json(reply[1]))
@@ -129,15 +122,13 @@ class Sessions:
         """Delete the session's keys and end its streams on whichever workers hold them."""
         self.ttl_refreshed.pop(session_id, None)
         self.claims.end_session(session_id, "session closed")
-        with self.link.guard:
-            existed = self.link.run("close", session_keys(session_id), [session_id, CONTROL_CHANNEL])
-            self.link.execute("ZREM", SESSION_INDEX, session_id)
+        existed = self.link.run("close", session_keys(session_id), [session_id, CONTROL_CHANNEL])
+        self.link.execute("ZREM", SESSION_INDEX, session_id)
         return bool(existed)
 
     def session_count(self) -> int:
         """How many sessions exist across every worker."""
-        with self.link.guard:
-            return int(self.link.run("count", [SESSION_INDEX], []))
+        return int(self.link.run("count", [SESSION_INDEX], []))
 
 
 class CallSlots:
@@ -155,9 +146,8 @@ class CallSlots:
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
         token = self.new_token()
-        with self.link.guard:
-            taken = self.link.run("take_call_slot", [call_slots_key(session_id)],
-                                  [token, str(limit), str(CALL_LEASE_MS)])
+        taken = self.link.run("take_call_slot", [call_slots_key(session_id)],
+                              [token, str(limit), str(CALL_LEASE_MS)])
         if not taken:
             return None
         self.call_leases[token] = session_id
@@ -165,24 +155,18 @@ class CallSlots:
 
     def new_token(self) -> str:
         """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
-        self.link.path()
+        self.link.connected()
         return f"{self.link.worker_id}|{next(_token_numbers)}"
 
     def give_back_call_slot(self, session_id: str, token: str) -> None:
         """Free the slot, Redis's reply awaited: free before the call's answer can be seen (or its lease runs out)."""
         self.call_leases.pop(token, None)
         try:
-            with self.link.guard:
-                self.link.execute("ZREM", call_slots_key(session_id), token)
+            self.link.execute("ZREM", call_slots_key(session_id), token)
         except HubUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
     def renew_call_leases(self) -> None:
-        """Extend the lease of every call slot this worker holds, in one round trip per batch."""
-        leases = list(self.call_leases.items())
-        for start in range(0, len(leases), RENEW_BATCH):
-            with self.link.guard:
-                scripts = self.link.script_batch()
-                for token, session_id in leases[start:start + RENEW_BATCH]:
-                    scripts.add("renew_call_slot", [call_slots_key(session_id)], [token, str(CALL_LEASE_MS)])
-                scripts.execute()
+        """Extend the lease of every call slot this worker holds (many in one round trip)."""
+        self.link.run_each("renew_call_slot", [([call_slots_key(session_id)], [token, CALL_LEASE_MS])
+                                               for token, session_id in list(self.call_leases.items())])

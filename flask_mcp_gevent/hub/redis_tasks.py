@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict
-from typing import Any
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.hub.redis_link import RedisLink
@@ -75,22 +74,16 @@ class RedisTaskStore(TaskStore):
         self.link = link
         self.max_ttl_ms = max_ttl_ms
 
-    def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run one of the task scripts (registered with the hub's own, see TASK_SCRIPTS)."""
-        with self.link.guard:
-            return self.link.run("task_" + name, keys, args)
-
     def create(self, record: TaskRecord, limit: int) -> bool:
         """Store a new task unless its principal holds limit unexpired ones."""
         args = [record.task_id, record.created_ms, record.expires_ms, limit, self.max_ttl_ms, stored(record),
                 record.request]
-        return bool(self._run("create", list(task_keys(record.principal, record.task_id)), args))
+        return bool(self.link.run("task_create", list(task_keys(record.principal, record.task_id)), args))
 
     def load(self, principal: str | None, task_id: str) -> TaskRecord | None:
         """The task as stored now, with its version."""
         key, _ = task_keys(principal, task_id)
-        with self.link.guard:
-            version, record, request = self.link.execute("HMGET", key, "version", "record", "request")
+        version, record, request = self.link.execute("HMGET", key, "version", "record", "request")
         if record is None:
             return None
         return TaskRecord(task_id=task_id, principal=principal, version=int(version), request=text(request),
@@ -99,4 +92,4 @@ class RedisTaskStore(TaskStore):
     def save(self, record: TaskRecord) -> bool:
         """Store the changed record unless the task changed since it was loaded."""
         key, _ = task_keys(record.principal, record.task_id)
-        return bool(self._run("save", [key], [record.version, record.version + 1, stored(record)]))
+        return bool(self.link.run("task_save", [key], [record.version, record.version + 1, stored(record)]))

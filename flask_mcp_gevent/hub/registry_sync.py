@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
 import gevent
 from gevent.event import Event
+from gevent.queue import Empty, Queue
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.hub.base import HubUnavailable
@@ -29,30 +31,6 @@ log = logging.getLogger("mcp.hub")
 ACK_TIMEOUT_S = 5.0
 
 
-class Acknowledgments:
-    """The workers that have applied one change, and whether all that heard it have."""
-
-    def __init__(self) -> None:
-        self.heard_by: set[str] = set()
-        self.expected: int | None = None
-        self.done = Event()
-
-    def hear(self, worker: str) -> None:
-        """Count one worker's acknowledgment."""
-        self.heard_by.add(worker)
-        self._check()
-
-    def expect(self, count: int) -> None:
-        """Say how many workers heard the change (PUBLISH counts them, this one included)."""
-        self.expected = count
-        self._check()
-
-    def _check(self) -> None:
-        """Set done once every worker that heard the change has acknowledged it."""
-        if self.expected is not None and len(self.heard_by) >= self.expected:
-            self.done.set()
-
-
 class RegistrySync:
     """One worker's side of the fleet's run-time registry changes."""
 
@@ -65,7 +43,8 @@ class RegistrySync:
 
     def reset(self) -> None:
         """Forget what a parent process was waiting for (after a fork); the registry stays."""
-        self.acks: dict[str, Acknowledgments] = {}
+        # Each change this worker made and waits on: the acknowledgments of the workers that applied it, as they come.
+        self.acks: dict[str, Queue] = {}
         self.loaded = Event()
 
     def share(self, registry: Any) -> None:
@@ -76,18 +55,21 @@ class RegistrySync:
     def replicate(self, change: dict[str, Any]) -> int:
         """Record a change in Redis, tell every worker, and wait for each to apply it; return its version."""
         change_id = secrets.token_hex(8)
-        acks = self.acks[change_id] = Acknowledgments()
+        acks = self.acks[change_id] = Queue()
         try:
-            with self.link.guard:
-                version, heard = self.link.run(
-                    "registry", [REGISTRY_STATE, REGISTRY_VERSION],
-                    [dumps([change["kind"], change["key"]]), dumps(change), CONTROL_CHANNEL, self.link.worker_id,
-                     change_id],
-                )
-            acks.expect(int(heard))
-            if not acks.done.wait(ACK_TIMEOUT_S):
+            version, heard = self.link.run(
+                "registry", [REGISTRY_STATE, REGISTRY_VERSION],
+                [dumps([change["kind"], change["key"]]), dumps(change), CONTROL_CHANNEL, self.link.worker_id,
+                 change_id],
+            )
+            applied: set[str] = set()
+            deadline = time.monotonic() + ACK_TIMEOUT_S
+            try:
+                while len(applied) < int(heard):  # PUBLISH counted every worker that heard it, this one included
+                    applied.add(acks.get(timeout=max(0.0, deadline - time.monotonic())))
+            except Empty:
                 log.warning("%s %s %s: %d of %d workers applied it within %g s; announcing it anyway",
-                            change["action"], change["kind"], change["key"], len(acks.heard_by), heard, ACK_TIMEOUT_S)
+                            change["action"], change["kind"], change["key"], len(applied), heard, ACK_TIMEOUT_S)
             return int(version)
         finally:
             self.acks.pop(change_id, None)
@@ -119,7 +101,7 @@ class RegistrySync:
             ack_id = command.get("id")
             acks = self.acks.get(ack_id) if isinstance(ack_id, str) else None
             if acks is not None:
-                acks.hear(command["worker"])
+                acks.put(command["worker"])
             return True
         return False
 

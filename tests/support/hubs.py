@@ -124,17 +124,17 @@ def new_session(hub: Hub, **fields: Any) -> Session:
 def queued_commands(hub: RedisHub) -> Iterator[list[tuple[bytes, int]]]:
     """What the hub's multiplexed connection is given to write meanwhile: each queued RESP and its replies expected."""
     queued: list[tuple[bytes, int]] = []
-    enqueue = hub.link.commands._enqueue
+    enqueue = hub.link.multiplexer._enqueue
 
     def recorded(data: bytes, *args: Any, **kwargs: Any) -> Any:
         queued.append((data, kwargs.get("expected", 1)))
         return enqueue(data, *args, **kwargs)
 
-    hub.link.commands._enqueue = recorded
+    hub.link.multiplexer._enqueue = recorded
     try:
         yield queued
     finally:
-        del hub.link.commands._enqueue
+        del hub.link.multiplexer._enqueue
 
 
 def message(n: int) -> dict[str, Any]:

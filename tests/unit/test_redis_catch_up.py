@@ -43,14 +43,16 @@ class FakeLink:
             self.gate.wait()
         if self.failures:
             self.failures -= 1
-            raise RedisConnectionError("Redis went away")
+            with self.guard:  # as the link does: a lost connection is HubUnavailable
+                raise RedisConnectionError("Redis went away")
         start = command[2]  # inclusive, as the hub reads it
         return [[event_id.encode(), [b"d", data]] for event_id, data in seen
                 if event_order(event_id) >= event_order(start)]
 
-    def script_batch(self) -> Any:
+    def run_each(self, name: str, runs: Any) -> list[Any]:
         """Refreshing claims finds Redis away (the catch-up must not depend on it)."""
-        raise RedisConnectionError("Redis went away")
+        with self.guard:
+            raise RedisConnectionError("Redis went away")
 
 
 def attached_stream(link: FakeLink) -> tuple[Claims, RedisSubscription]:

@@ -12,10 +12,10 @@ import gevent
 import pytest
 import redis
 
-from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.hub import HubUnavailable, redis_link
 from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
 from flask_mcp_gevent.hub.redis_keys import call_slots_key
-from flask_mcp_gevent.hub.redis_link import RedisPyCommands, commands_for
+from flask_mcp_gevent.hub.redis_link import RedisLink, multiplexer_for
 from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
 from flask_mcp_gevent.session import SessionChange
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
@@ -34,32 +34,51 @@ def test_pack_refuses_values_redis_py_would_not_send_as_they_are(value):
 
 def test_only_a_plain_blocking_pool_of_gevent_sockets_gets_the_multiplexer():
     plain = redis.Redis(connection_pool=redis.BlockingConnectionPool(connection_class=CooperativeConnection))
-    assert isinstance(commands_for(plain), Multiplexer)
-    assert isinstance(commands_for(redis.Redis(connection_pool=redis.BlockingConnectionPool())), RedisPyCommands)
-    assert isinstance(commands_for(redis.Redis(connection_pool=redis.ConnectionPool())), RedisPyCommands)
+    assert isinstance(multiplexer_for(plain), Multiplexer)
+    assert multiplexer_for(redis.Redis(connection_pool=redis.BlockingConnectionPool())) is None
+    assert multiplexer_for(redis.Redis(connection_pool=redis.ConnectionPool())) is None
+
+
+@pytest.fixture
+def redis_py_link(redis_server, monkeypatch):  # noqa: F811
+    """A link to a Redis the multiplexer does not serve (as over TLS, a Unix socket or Sentinel): redis-py sends."""
+    monkeypatch.setattr(redis_link, "connect", lambda settings, name: redis.Redis(
+        connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1)))
+    link = RedisLink(None, lambda: None, {"count_run": "return redis.call('INCR', KEYS[1])"})
+    link.reset()
+    yield link
+    link.stop()
 
 
 @pytest.mark.redis
-def test_redis_py_commands_reply_as_redis_py(redis_server):  # noqa: F811
-    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=1))
-    commands = commands_for(client)
-    assert commands.execute("SET", "k", b"v")
-    assert commands.execute("GET", "k") == b"v"
-    assert commands.execute("GET", "missing") is None
+def test_redis_py_commands_reply_as_redis_py(redis_py_link):
+    link = redis_py_link
+    assert link.execute("SET", "k", b"v")
+    assert link.multiplexer is None
+    assert link.execute("GET", "k") == b"v"
+    assert link.execute("GET", "missing") is None
     with pytest.raises(redis.ResponseError):
-        commands.execute("INCR", "k")  # not a number
-    assert commands.execute("ECHO", "next") == b"next"  # the one connection went back with nothing unread
+        link.execute("INCR", "k")  # not a number
+    assert link.execute("ECHO", "next") == b"next"  # the one connection went back with nothing unread
 
 
 @pytest.mark.redis
-def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_server):  # noqa: F811
-    client = redis.Redis(connection_pool=redis.BlockingConnectionPool.from_url(redis_server.url))
-    commands = commands_for(client)
-    script = client.register_script("return redis.call('INCR', KEYS[1])")
-    client.delete("runs")
-    client.script_flush()
-    assert commands.run(script, ["runs"], []) == 1
-    assert client.get("runs") == b"1"
+def test_a_script_redis_forgot_is_loaded_and_runs_once(redis_py_link):
+    link = redis_py_link
+    link.execute("DEL", "runs")
+    link.execute("SCRIPT", "FLUSH")
+    assert link.run("count_run", ["runs"], []) == 1
+    assert link.execute("GET", "runs") == b"1"
+
+
+@pytest.mark.redis
+def test_a_script_run_for_each_of_many_keys_replies_in_order_across_round_trips(redis_py_link, monkeypatch):
+    monkeypatch.setattr(redis_link, "RUN_BATCH", 3)
+    link = redis_py_link
+    link.execute("DEL", *[f"each:{n}" for n in range(7)])
+    link.execute("SET", "each:4", 10)
+    assert link.run_each("count_run", [([f"each:{n}"], []) for n in range(7)]) == [1, 1, 1, 1, 11, 1, 1]
+    assert link.run_each("count_run", []) == []
 
 
 @pytest.mark.redis

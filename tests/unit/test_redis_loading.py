@@ -16,7 +16,7 @@ from redis.exceptions import BusyLoadingError
 
 from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
-from flask_mcp_gevent.hub.redis_link import commands_for
+from flask_mcp_gevent.hub.redis_link import multiplexer_for
 from flask_mcp_gevent.hub.redis_multiplex import Multiplexer
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session
@@ -79,7 +79,7 @@ def mux(debug_redis) -> Iterator[Multiplexer]:
     """A multiplexer made as the hub makes its own, connected before Redis starts loading."""
     pool = redis.BlockingConnectionPool.from_url(
         debug_redis.url, connection_class=CooperativeConnection, protocol=2, socket_timeout=5, timeout=5)
-    commands = commands_for(redis.Redis(connection_pool=pool))
+    commands = multiplexer_for(redis.Redis(connection_pool=pool))
     assert isinstance(commands, Multiplexer)
     assert commands.execute("PING") == b"PONG"
     yield commands

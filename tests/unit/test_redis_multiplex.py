@@ -18,7 +18,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
 from flask_mcp_gevent.hub.redis_keys import call_slots_key
-from flask_mcp_gevent.hub.redis_link import commands_for
+from flask_mcp_gevent.hub.redis_link import multiplexer_for
 from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
@@ -30,7 +30,7 @@ NAME = "mux-under-test"
 
 @pytest.fixture
 def muxes(redis_server):
-    """Multiplexers made as the hub makes its own (commands_for over a BlockingConnectionPool of gevent sockets)."""
+    """Multiplexers made as the hub makes its own (multiplexer_for over a BlockingConnectionPool of gevent sockets)."""
     redis_server.client().flushdb()
     made: list[tuple[Multiplexer, redis.BlockingConnectionPool]] = []
 
@@ -38,7 +38,7 @@ def muxes(redis_server):
         pool = redis.BlockingConnectionPool.from_url(
             redis_server.url, connection_class=CooperativeConnection, client_name=NAME, protocol=2,
             socket_timeout=timeout_s, socket_connect_timeout=timeout_s, timeout=timeout_s, max_connections=8)
-        mux = commands_for(redis.Redis(connection_pool=pool))
+        mux = multiplexer_for(redis.Redis(connection_pool=pool))
         assert isinstance(mux, Multiplexer)
         made.append((mux, pool))
         return mux
@@ -92,7 +92,7 @@ def test_200_greenlets_get_their_own_replies_over_one_connection(muxes, redis_se
 def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, redis_server):
     hub = redis_hubs()
     session = new_session(hub)
-    assert isinstance(hub.link.commands, Multiplexer)
+    assert isinstance(hub.link.multiplexer, Multiplexer)
     assert hub.peek_session(session.id) is not None
     name = "mcp-" + hub.link.worker_id
     before = connections_named(redis_server, name)
@@ -208,7 +208,7 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     hub = redis_hubs(MCP_REDIS_TIMEOUT_S=5)
     session = new_session(hub)
     assert hub.peek_session(session.id) is not None
-    port = hub.link.commands._sock.getsockname()[1]
+    port = hub.link.multiplexer._sock.getsockname()[1]
 
     def waiting() -> None:
         with hub.link.guard:
