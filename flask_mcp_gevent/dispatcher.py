@@ -120,7 +120,7 @@ class Dispatcher:
         # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
         self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
                                         settings.max_listens_per_principal, ListenLimits.from_settings(settings))
-        self.hub.listen_here(self.listeners.deliver)
+        self.hub.worker_listener = self.listeners.deliver
         # The authentication layer's (None when authentication is off: every session may use everything).
         self.authorizer = authorizer
         # The tasks extension's tasks running on this worker; the tasks themselves live in the hub.

@@ -101,7 +101,8 @@ class Hub(ABC):
         self.inflight = InflightCalls()
         self.pending = PendingRequests()
         self._secrets: dict[str, bytes] = {}
-        # This worker's receiver of fleet-wide notifications (its listen streams); the hub never reads them.
+        # This worker's receiver of fleet-wide notifications (its listen streams, set by the dispatcher); the hub
+        # never reads them.
         self.worker_listener: Callable[[dict[str, Any]], None] | None = None
 
     # sessions
@@ -208,10 +209,6 @@ class Hub(ABC):
         """Cancel a running request on whichever worker runs it."""
 
     # notifications for every worker's listen streams (an opaque dict to each worker's listener)
-    def listen_here(self, handler: Callable[[dict[str, Any]], None]) -> None:
-        """Name the function that hands a notification told to every worker to this worker's listen streams."""
-        self.worker_listener = handler
-
     def tell_every_worker(self, message: dict[str, Any]) -> None:
         """Hand a notification once to every worker's handler (one worker here: this one)."""
         self.hand_to_this_worker(message)

@@ -96,9 +96,10 @@ class SessionSlot:
         self.pending = True
 
     def touch(self) -> None:
-        """Mark the session as active now; activity ends a resume window (Streamable clients need no stream)."""
+        """Mark the session active now: that ends a resume window and the short pending TTL after initialize."""
         self.last_seen = self.clock()
         self.detached_at = None
+        self.pending = False
 
     def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
         """Append to the replay log, dropping the oldest entries past its length or bytes (never the newest)."""
@@ -164,7 +165,6 @@ class MemoryHub(Hub):
         if accept is not None and not accept(slot.session):
             return None
         slot.touch()
-        slot.pending = False  # the client came back: the session gets the full TTL
         return slot.session
 
     def peek_session(self, session_id: str) -> Session | None:
@@ -235,7 +235,6 @@ class MemoryHub(Hub):
                 subscription.enqueue((event_id, data))
         slot.streams[stream] = subscription
         slot.touch()
-        slot.pending = False
         return subscription
 
     def broadcast_session_ids(self) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from flask_mcp_gevent.hub.redis_keys import SESSION_KEYS_LUA
 from flask_mcp_gevent.hub.redis_replay_scripts import DELIVER_SCRIPT, PUBLISH_SCRIPT
 
-__all__ = ["CALL_SLOT_SCRIPTS", "SCRIPTS"]
+__all__ = ["SCRIPTS"]
 
 
 # Prepended to the scripts that read the time: Redis's clock in milliseconds.
@@ -221,8 +221,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
-CALL_SLOT_SCRIPTS = {"take_call_slot": TAKE_CALL_SLOT_SCRIPT, "renew_call_slot": RENEW_CALL_SLOT_SCRIPT}
-
 
 SCRIPTS = {
     "create": CREATE_SCRIPT,
@@ -236,6 +234,7 @@ SCRIPTS = {
     "count": COUNT_SCRIPT,
     "touch": TOUCH_SCRIPT,
     "registry": REGISTRY_SCRIPT,
-    **CALL_SLOT_SCRIPTS,
+    "take_call_slot": TAKE_CALL_SLOT_SCRIPT,
+    "renew_call_slot": RENEW_CALL_SLOT_SCRIPT,
     "update": UPDATE_SCRIPT,
 }

@@ -33,7 +33,7 @@ def test_one_change_reaches_each_listen_stream_on_three_workers_once(redis_hubs)
     registries = []
     for hub in workers:
         registry = ListenRegistry(100, 1 << 20, 100)
-        hub.listen_here(registry.deliver)
+        hub.worker_listener = registry.deliver
         registries.append(registry)
         assert wait_until(hub.ready, timeout=10)
     streams = [registries[n % 3].open(n, None, {"toolsListChanged": True, "resourceSubscriptions": ["file:///x"]},

@@ -130,7 +130,7 @@ def test_shutdown_ends_every_stream_with_its_result():
 def test_memory_hub_hands_list_changes_and_updates_to_its_listen_streams():
     hub = MemoryHub(Settings.from_mapping({}))
     registry = ListenRegistry(10, 10_000, 5)
-    hub.listen_here(registry.deliver)
+    hub.worker_listener = registry.deliver
     stream = registry.open(9, None, {"toolsListChanged": True, "resourceSubscriptions": ["file:///x"]}, everyone)
     announce_list_changed(hub, "tool")
     resource_updated(hub, "file:///x")

@@ -19,7 +19,7 @@ from redis.exceptions import NoScriptError
 
 from flask_mcp_gevent.hub import HubUnavailable, StreamConflict, redis_connection
 from flask_mcp_gevent.hub.redis_keys import session_keys
-from flask_mcp_gevent.hub.redis_link import RedisLink, ScriptBatch
+from flask_mcp_gevent.hub.redis_link import RedisLink
 from flask_mcp_gevent.hub.redis_scripts import SCRIPTS
 from flask_mcp_gevent.session import SessionChange
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
@@ -56,11 +56,11 @@ def masters_in_turn(monkeypatch):
 
 def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_hubs, monkeypatch):
     runs: list[tuple[str, list[str]]] = []
-    run, add = RedisLink.run, ScriptBatch.add
+    run, run_each = RedisLink.run, RedisLink.run_each
     monkeypatch.setattr(RedisLink, "run", lambda link, name, keys, args:
                         runs.append((name, keys)) or run(link, name, keys, args))
-    monkeypatch.setattr(ScriptBatch, "add", lambda batch, name, keys, args:
-                        runs.append((name, keys)) or add(batch, name, keys, args))
+    monkeypatch.setattr(RedisLink, "run_each", lambda link, name, each:
+                        runs.extend((name, keys) for keys, _ in each) or run_each(link, name, each))
     worker = cluster_hubs(MCP_MAX_SESSIONS=100)
     assert wait_until(worker.ready)
     session = new_session(worker)
@@ -121,7 +121,7 @@ def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_tu
     workers = [cluster_hubs() for _ in range(3)]
     heard: list[list[Any]] = [[] for _ in workers]
     for worker, log in zip(workers, heard, strict=True):
-        worker.listen_here(log.append)
+        worker.worker_listener = log.append
         assert wait_until(worker.ready)
     first, second = {"method": "notifications/tools/list_changed"}, {"method": "notifications/prompts/list_changed"}
     workers[0].tell_every_worker(first)
@@ -164,7 +164,7 @@ def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(
     def moved(*args, **kwargs):
         raise NoScriptError("No matching script. Please use EVAL.")
 
-    monkeypatch.setattr(worker.link, "run", moved)
+    monkeypatch.setattr(worker.link.multiplexer, "run", moved)  # under the link's outage guard
     with pytest.raises(HubUnavailable):
         worker.publish(session.id, message(1))
 
