@@ -137,6 +137,8 @@ def test_a_cluster_that_cannot_be_reached_is_an_outage_not_a_crash():
         worker = hubs(MCP_REDIS_TIMEOUT_S="0.5")
         with pytest.raises(HubUnavailable):
             worker.get_session("0" * 32)
+        with pytest.raises(HubUnavailable):  # its token is made before any command: connecting fails there
+            worker.take_call_slot("0" * 32, 1)
         assert not worker.ready()
     finally:
         hubs.close()
