@@ -82,7 +82,8 @@ class RedisLink:
     def connected(self) -> Any:
         """The client of this process, created on first use (skipping the start check on every later command)."""
         if self.fork_seen != _forks[0] or self._client is None:
-            return self.client
+            with self.guard:  # a cluster's client asks a node for its slots as it is made: that node may be down
+                return self.client
         return self._client
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
