@@ -23,7 +23,7 @@ from flask_mcp_gevent.hub.base import (
     report_replay_gap,
     split_event_id,
 )
-from flask_mcp_gevent.hub.subscription import QueuedSubscription, Subscription
+from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.hub.tasks import MemoryTaskStore
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
@@ -35,21 +35,12 @@ __all__ = ["MemoryHub", "UsedOnce"]
 log = logging.getLogger("mcp.hub")
 
 
-class MemorySubscription(QueuedSubscription):
+class MemorySubscription(Subscription):
     """A stream attached to one session slot."""
 
     def __init__(self, slot: SessionSlot, maxsize: int, stream: str | None, max_bytes: int) -> None:
         super().__init__(slot.session.id, stream, maxsize, max_bytes)
         self.slot = slot
-
-    def offer(self, event: tuple[str, bytes]) -> None:
-        """Queue an event; a consumer too slow to keep up is cut off instead of growing memory."""
-        if self.reason is not None:
-            return
-        if self.is_full(event[1]):
-            self.cut_off()
-            return
-        self.enqueue(event)
 
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """Return the next event, None on timeout; raise StreamClosed once ended."""
@@ -159,13 +150,11 @@ class MemoryHub(Hub):
 
     def get_session(self, session_id: str, accept: Callable[[Session], bool] | None = None) -> Session | None:
         """Return the live session and mark it active (unless accept refuses it)."""
-        slot = self.slots.get(session_id)
-        if slot is None or self._expired(slot, self.clock()):
+        session = self.peek_session(session_id)
+        if session is None or (accept is not None and not accept(session)):
             return None
-        if accept is not None and not accept(slot.session):
-            return None
-        slot.touch()
-        return slot.session
+        self.slots[session_id].touch()
+        return session
 
     def peek_session(self, session_id: str) -> Session | None:
         """Return the live session without marking it active."""
@@ -209,7 +198,7 @@ class MemoryHub(Hub):
         slot.remember(event_id, data, stream)
         subscription = slot.streams.get(stream)
         if subscription is not None:
-            subscription.offer((event_id, data))
+            subscription.offer(event_id, data)
         return event_id
 
     def subscribe(

@@ -45,7 +45,7 @@ class RedisHub(Hub):
         self._refresher: gevent.Greenlet | None = None
         self._watcher: gevent.Greenlet | None = None  # with Sentinel: follows the master (redis_listener.py)
         self.link = RedisLink(settings, self.start, {**SCRIPTS, **TASK_SCRIPTS})
-        self.claims = Claims(self.link, settings, self._in_reader)
+        self.claims = Claims(self.link, settings, lambda: gevent.getcurrent() is self._reader)
         self.sessions = Sessions(self.link, settings, self.claims, self.pending_ttl_s)
         self.call_slots = CallSlots(self.link)
         self.deliveries = Deliveries(self.link, settings)
@@ -72,10 +72,6 @@ class RedisHub(Hub):
         self._reader = self._refresher = self._watcher = None
         for part in (self.claims, self.call_slots, self.listener, self.registry_sync):
             part.reset()
-
-    def _in_reader(self) -> bool:
-        """True in the subscriber greenlet."""
-        return gevent.getcurrent() is self._reader
 
     def _refresh_forever(self) -> None:
         """Every few seconds, keep this worker's call slots, streams' claims and their sessions alive."""

@@ -16,7 +16,7 @@ from flask_mcp_gevent.hub.base import HubUnavailable, StreamConflict, join_event
 from flask_mcp_gevent.hub.redis_codec import entries_of, event_order, milliseconds, replay_position
 from flask_mcp_gevent.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 from flask_mcp_gevent.hub.redis_link import RUN_BATCH, RedisLink
-from flask_mcp_gevent.hub.subscription import QueuedSubscription
+from flask_mcp_gevent.hub.subscription import Subscription
 
 log = logging.getLogger("mcp.hub")
 
@@ -36,12 +36,11 @@ class Claims:
         self.settings = settings
         # True in the subscriber greenlet, which must never wait on Redis.
         self.in_reader = in_reader
-        self.local: dict[tuple[str, str | None], RedisSubscription] = {}
         self.reset()
 
     def reset(self) -> None:
         """No stream attached yet (after a fork too: the parent's are not this process's)."""
-        self.local = {}
+        self.local: dict[tuple[str, str | None], RedisSubscription] = {}
         # The subscriber connection streams hold their live events for (hold_all numbers each new one), and the
         # latest whose subscription Redis confirmed (resync_all): see _resync for why catch-ups need both.
         self.subscriber_number = 0
@@ -244,7 +243,7 @@ def note_gap(session_id: str, after: str, entries: list[Any]) -> None:
         report_replay_gap(session_id, after)
 
 
-class RedisSubscription(QueuedSubscription):
+class RedisSubscription(Subscription):
     """A stream on this worker: replayed events first, then live ones from the subscriber greenlet."""
 
     def __init__(self, claims: Claims, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
@@ -265,7 +264,7 @@ class RedisSubscription(QueuedSubscription):
         return self.session_id, self.stream
 
     def offer(self, event_id: str, data: bytes) -> None:
-        """Queue a live event once; a consumer too slow to keep up is cut off instead of growing memory."""
+        """Queue a live event once, in order, or hold it back while missed ones are read (bounded alike)."""
         if self.reason is not None:
             return
         if self.held is not None:
@@ -276,13 +275,9 @@ class RedisSubscription(QueuedSubscription):
                 self.held_bytes += len(data)
             return
         order = event_order(event_id)
-        if order <= self.last_queued:
-            return
-        if self.is_full(data):
-            self.cut_off()
-            return
-        self.last_queued = order
-        self.enqueue((event_id, data))
+        if order > self.last_queued:
+            self.last_queued = order
+            super().offer(event_id, data)
 
     def hold(self) -> None:
         """Start holding live events back while missed ones are read from the replay log."""

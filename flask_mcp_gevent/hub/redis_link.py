@@ -29,8 +29,7 @@ RUN_BATCH = 500
 
 
 def multiplexer_for(client: Any) -> Multiplexer | None:
-    """The multiplexer over a plain BlockingConnectionPool of gevent TCP sockets; None where redis-py sends (TLS,
-    Unix socket, Sentinel, Cluster)."""
+    """The multiplexer for a plain Redis over gevent TCP; None where redis-py sends (TLS, Unix, Sentinel, Cluster)."""
     pool = getattr(client, "connection_pool", None)
     if (type(client) is redis.Redis and type(pool) is redis.BlockingConnectionPool
             and issubclass(pool.connection_class, CooperativeConnection)):

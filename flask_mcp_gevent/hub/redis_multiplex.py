@@ -27,8 +27,7 @@ pack = hiredis.pack_command
 
 
 class HiredisParser:
-    """Replies out of the bytes a connection receives, as redis-py gives them undecoded, by hiredis (C).
-    An error reply comes back as the exception redis-py would raise for it (NoScriptError...), returned, not raised."""
+    """Replies, undecoded, out of the bytes a connection receives (hiredis); an error reply as redis-py's exception."""
 
     def __init__(self) -> None:
         self.reader = hiredis.Reader(protocolError=ValueError, replyError=BaseParser.parse_error)
@@ -53,33 +52,33 @@ def reply_or_raise(reply: Any) -> Any:
 
 
 class PendingCall:
-    """The commands one greenlet sent together, waiting for their replies."""
+    """One greenlet's command, waiting for its reply."""
 
-    __slots__ = ("expected", "deadline", "replies", "error", "waiter", "done")
+    __slots__ = ("deadline", "reply", "error", "waiter", "done")
 
-    def __init__(self, expected: int, deadline: float) -> None:
-        self.expected = expected
+    def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.replies: list[Any] = []
+        self.reply: Any = None
         self.error: BaseException | None = None
         self.waiter: Waiter | None = None
         self.done = False
 
-    def finish(self, error: BaseException | None = None) -> None:
+    def finish(self, reply: Any = None, error: BaseException | None = None) -> None:
         """Wake the asking greenlet (from the hub's loop: a Waiter is switched to from there only)."""
         self.done = True
+        self.reply = reply
         self.error = error
         if self.waiter is not None:
             get_hub().loop.run_callback(self.waiter.switch, None)
 
-    def wait(self) -> list[Any]:
-        """The replies, once all have arrived; the connection's failure as an exception."""
+    def wait(self) -> Any:
+        """The reply, once it has arrived; the connection's failure as an exception."""
         if not self.done:
             self.waiter = Waiter()
             self.waiter.get()
         if self.error is not None:
             raise self.error
-        return self.replies
+        return self.reply
 
 
 class Multiplexer:
@@ -94,8 +93,6 @@ class Multiplexer:
         self._outgoing: list[bytes] = []
         # The writer greenlet's wake-up while it waits for something to write.
         self._writer_waiting: Waiter | None = None
-        # The socket whose writer greenlet is inside a write that may yield: nobody else writes to it meanwhile.
-        self._writing: Any = None
         self._connecting = gevent.lock.Semaphore()
         self._connect_attempts = 0
         self._connect_failure: str | None = None
@@ -107,27 +104,21 @@ class Multiplexer:
     def run(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> Any:
         """Run a registered script by its SHA (loaded once on NOSCRIPT); its reply."""
         command = pack(("EVALSHA", script.sha, len(keys), *keys, *args))
-        reply = self._enqueue(command).wait()[-1]
+        reply = self._enqueue(command).wait()
         if isinstance(reply, NoScriptError):  # it did not run: load it, send it again
             self.execute("SCRIPT", "LOAD", script.script)
-            return reply_or_raise(self._enqueue(command).wait()[-1])
+            return reply_or_raise(self._enqueue(command).wait())
         return reply_or_raise(reply)
 
     def execute(self, *args: Any) -> Any:
         """Send one command; its reply (an error reply raised)."""
-        return reply_or_raise(self.pipeline([args])[-1])
+        return reply_or_raise(self._enqueue(pack(args)).wait())
 
-    def pipeline(self, commands: list[tuple[Any, ...]]) -> list[Any]:
-        """Send several commands together and return their replies in order, an error reply as its exception."""
-        if not commands:
-            return []
-        return self._enqueue(b"".join(map(pack, commands)), expected=len(commands)).wait()
-
-    def _enqueue(self, data: bytes, expected: int = 1) -> PendingCall:
-        """Queue commands in RESP (connecting if needed) and wake the writer; return the call awaiting their replies."""
+    def _enqueue(self, data: bytes) -> PendingCall:
+        """Queue a command in RESP (connecting if needed) and wake the writer; return the call awaiting its reply."""
         if self._sock is None:
             self._connect()
-        call = PendingCall(expected, time.monotonic() + self._patience_s)
+        call = PendingCall(time.monotonic() + self._patience_s)
         # The bytes and the call join their queues in the same step: replies come back in this order.
         self._outgoing.append(data)
         self._calls.append(call)
@@ -153,12 +144,7 @@ class Multiplexer:
                     continue
                 data = b"".join(self._outgoing)
                 self._outgoing.clear()
-                self._writing = sock
-                try:
-                    sock.sendall(data)
-                finally:
-                    if self._writing is sock:  # a killed writer of a connection gone must not clear its successor's
-                        self._writing = None
+                sock.sendall(data)
         except gevent.GreenletExit:
             raise
         except OSError as exc:
@@ -202,11 +188,7 @@ class Multiplexer:
                 for reply in parser.feed(data):
                     if not calls:
                         raise RedisConnectionError("Redis sent a reply nobody asked for")
-                    call = calls[0]
-                    call.replies.append(reply)
-                    if len(call.replies) == call.expected:
-                        calls.popleft()
-                        call.finish()
+                    calls.popleft().finish(reply)
         except gevent.GreenletExit:
             raise
         except (OSError, RedisConnectionError, ValueError) as exc:
@@ -230,10 +212,9 @@ class Multiplexer:
         calls = list(self._calls)
         self._calls.clear()
         self._outgoing.clear()
-        self._writing = None
         connection.disconnect()
         for call in calls:
-            call.finish(error)
+            call.finish(error=error)
         current = gevent.getcurrent()
         for greenlet in greenlets:
             if greenlet is not current:

@@ -145,18 +145,14 @@ class CallSlots:
 
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
-        token = self.new_token()
+        self.link.connected()  # after a fork, worker_id names this process
+        token = f"{self.link.worker_id}|{next(_token_numbers)}"
         taken = self.link.run("take_call_slot", [call_slots_key(session_id)],
                               [token, str(limit), str(CALL_LEASE_MS)])
         if not taken:
             return None
         self.call_leases[token] = session_id
         return token
-
-    def new_token(self) -> str:
-        """A token no other slot in the fleet has (after a fork, worker_id names this process)."""
-        self.link.connected()
-        return f"{self.link.worker_id}|{next(_token_numbers)}"
 
     def give_back_call_slot(self, session_id: str, token: str) -> None:
         """Free the slot, Redis's reply awaited: free before the call's answer can be seen (or its lease runs out)."""

@@ -57,11 +57,6 @@ def task_keys(principal: str | None, task_id: str) -> tuple[str, str]:
     return f"{TASK_PREFIX}{{{tag}}}:{task_id}", f"{TASKS_OF_PREFIX}{{{tag}}}"
 
 
-def text(value: bytes | str) -> str:
-    """A Redis reply as text."""
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def stored(record: TaskRecord) -> bytes:
     """The JSON a task's hash keeps of its record (its texts as strings, never decoded)."""
     return dumps({name: value for name, value in asdict(record).items() if name not in APART})
@@ -86,7 +81,7 @@ class RedisTaskStore(TaskStore):
         version, record, request = self.link.execute("HMGET", key, "version", "record", "request")
         if record is None:
             return None
-        return TaskRecord(task_id=task_id, principal=principal, version=int(version), request=text(request),
+        return TaskRecord(task_id=task_id, principal=principal, version=int(version), request=request.decode(),
                           **loads(record))
 
     def save(self, record: TaskRecord) -> bool:

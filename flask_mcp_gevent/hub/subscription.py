@@ -1,4 +1,4 @@
-"""A stream's view of its session, and the queue-fed base both hubs' subscriptions share."""
+"""A stream's view of its session (Subscription), which both hubs and the listen streams build on."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from flask_mcp_gevent.mailbox import Empty, Mailbox
 from flask_mcp_gevent.metrics import instruments
 
-__all__ = ["QueuedSubscription", "StreamClosed", "Subscription"]
+__all__ = ["StreamClosed", "Subscription"]
 
 log = logging.getLogger("mcp.hub")
 
@@ -27,42 +27,16 @@ class StreamClosed(Exception):
 
 
 class Subscription(ABC):
-    """A stream's view of its session: missed events first, then live ones."""
+    """A stream's view of its session, fed through a bounded Mailbox: missed events first, then live ones."""
 
-    session_id: str
-    # None for the session's own stream; a request stream's key when a POST stream is resumed.
-    stream: str | None = None
     # Set by the transport: closes the connection under a stream cut off for falling behind, because the
     # greenlet serving it is blocked writing to a client that does not read and would never see the end.
     on_cut_off: Callable[[], None] | None = None
 
-    def cut_connection(self) -> None:
-        """Close the stream's connection, if the transport said how."""
-        if self.on_cut_off is not None:
-            try:
-                self.on_cut_off()
-            except OSError:
-                log.debug("connection of session %s already gone", self.session_id[:8])
-
-    @abstractmethod
-    def get(self, timeout: float) -> tuple[str, bytes] | None:
-        """Return the next (event_id, json_bytes), None after timeout; raise StreamClosed when ended."""
-
-    @abstractmethod
-    def close(self, reason: str = "client gone") -> None:
-        """Stop receiving and free what the subscription holds."""
-
-    @abstractmethod
-    def end(self, reason: str) -> None:
-        """Make reads raise StreamClosed with reason, after what it already holds has been read."""
-
-
-class QueuedSubscription(Subscription):
-    """A subscription fed through a Mailbox: the ending, reading and bounds both backends share."""
-
     def __init__(self, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
         """Start with an empty queue that offer() keeps within maxsize events and max_bytes of JSON."""
         self.session_id = session_id
+        # None for the session's own stream; a request stream's key when a POST stream is resumed.
         self.stream = stream
         # Unbounded underneath so the close sentinel always fits; offer() enforces maxsize and max_bytes.
         self.queue = Mailbox()
@@ -72,10 +46,35 @@ class QueuedSubscription(Subscription):
         self.queued_bytes = 0
         self.reason: str | None = None
 
+    @abstractmethod
+    def get(self, timeout: float) -> tuple[str, bytes] | None:
+        """Return the next (event_id, json_bytes), None after timeout; raise StreamClosed when ended."""
+
+    @abstractmethod
+    def close(self, reason: str = "client gone") -> None:
+        """Stop receiving and free what the subscription holds."""
+
+    def cut_connection(self) -> None:
+        """Close the stream's connection, if the transport said how."""
+        if self.on_cut_off is not None:
+            try:
+                self.on_cut_off()
+            except OSError:
+                log.debug("connection of session %s already gone", self.session_id[:8])
+
     def enqueue(self, event: tuple[str, bytes]) -> None:
         """Queue an event, counting its bytes."""
         self.queue.put_nowait(event)
         self.queued_bytes += len(event[1])
+
+    def offer(self, event_id: str, data: bytes) -> None:
+        """Queue a live event; a consumer too slow to keep up is cut off instead of growing memory."""
+        if self.reason is not None:
+            return
+        if self.is_full(data):
+            self.cut_off()
+            return
+        self.enqueue((event_id, data))
 
     def is_full(self, data: bytes) -> bool:
         """Whether queueing data would pass the bounds; an empty queue takes one event of any size."""

@@ -51,10 +51,7 @@ class TaskStore(ABC):
 
     def change(self, principal: str | None, task_id: str, rule: Callable[[TaskRecord], bool]) -> tuple[
             TaskRecord | None, bool]:
-        """Apply rule to the task and store what it changed, again on a fresh read after a lost race.
-
-        Returns (the task as changed, or as read when rule left it alone; None when unknown), whether rule changed it.
-        """
+        """(the task as rule left it, None when unknown; whether rule changed it), re-read after a lost race."""
         for _ in range(MAX_ATTEMPTS):
             record = self.load(principal, task_id)
             if record is None:
@@ -66,16 +63,12 @@ class TaskStore(ABC):
 
     def get(self, principal: str | None, task_id: str, now: int, lapsed: tuple[str, str]) -> tuple[
             TaskRecord | None, bool]:
-        """(the task or None, whether this read failed it): a working task whose lease ran out becomes failed.
-
-        lapsed is the (statusMessage, JSON error) such a task gets.
-        """
+        """(the task or None, whether this read failed it): a lapsed lease fails it with lapsed (message, error)."""
         return self.change(principal, task_id, lambda record: record.lapse(now, lapsed))
 
     def answer(self, principal: str | None, task_id: str, answers: dict[str, str], worker: str, lease_until: int,
                now: int) -> bool:
-        """Keep the answers to open questions (others are ignored); True when none is left open and the task,
-        working again, is now worker's to run (until lease_until)."""
+        """Keep answers to open questions; True when none is left and the task is worker's to run (to lease_until)."""
         record, changed = self.change(principal, task_id,
                                       lambda record: record.take_answers(answers, worker, lease_until, now))
         return changed and record is not None and record.status == WORKING
@@ -101,8 +94,7 @@ class TaskStore(ABC):
 
 
 class MemoryTaskStore(TaskStore):
-    """Tasks in a dict, for the in-memory hub (one worker), bounded in bytes as a whole; a lock makes each step
-    atomic across threads too."""
+    """The in-memory hub's tasks in a dict, bounded in bytes; a lock makes each step atomic across threads too."""
 
     def __init__(self, max_bytes: int, clock: Callable[[], int] = now_ms) -> None:
         self.clock = clock
@@ -130,8 +122,7 @@ class MemoryTaskStore(TaskStore):
         return self.held_bytes + RECORD_BYTES + record.size() <= self.max_bytes
 
     def create(self, record: TaskRecord, limit: int) -> bool:
-        """Store a new task unless its principal holds limit unexpired ones or it does not fit (every expired one is
-        dropped first)."""
+        """Store a new task unless its principal holds limit live ones or it does not fit (expired ones go first)."""
         with self.lock:
             for principal, task_id in list(self.tasks):
                 self._live(principal, task_id)

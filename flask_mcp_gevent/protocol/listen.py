@@ -20,7 +20,7 @@ from jsonrpcserver import Success
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.hub import HubUnavailable, StreamClosed
-from flask_mcp_gevent.hub.subscription import QueuedSubscription
+from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.protocol.listen_filter import (
     FLAGS,
@@ -71,7 +71,7 @@ def listen_result(listen_id: Any) -> dict[str, Any]:
             "result": {"resultType": "complete", "_meta": {SUBSCRIPTION_ID: listen_id}}}
 
 
-class ListenStream(QueuedSubscription):
+class ListenStream(Subscription):
     """One open subscriptions/listen: its id, owner and filter, and a bounded queue of tagged notifications."""
 
     def __init__(self, listen_id: Any, principal: str | None, honoured: dict[str, Any], maxsize: int,
@@ -112,7 +112,7 @@ class ListenStream(QueuedSubscription):
         return {"jsonrpc": "2.0", "method": ACKNOWLEDGED,
                 "params": {"_meta": {SUBSCRIPTION_ID: self.listen_id}, "notifications": self.honoured}}
 
-    def offer(self, message: dict[str, Any]) -> None:
+    def deliver(self, message: dict[str, Any]) -> None:
         """Queue a notification the filter wants, tagged; a stream that does not read is cut off."""
         if self.reason is not None or not self.wants(message):
             return
@@ -179,7 +179,7 @@ class ListenRegistry:
     def deliver(self, message: dict[str, Any]) -> None:
         """Hand a notification to every open stream here whose filter wants it (never blocks)."""
         for stream in list(self.streams.values()):
-            stream.offer(message)
+            stream.deliver(message)
 
     def shutdown(self) -> None:
         """End every stream gracefully: each sends its final result, then closes."""

@@ -76,7 +76,7 @@ def test_200_greenlets_get_their_own_replies_over_one_connection(muxes, redis_se
             assert mux.execute("GET", key) == value
             gevent.sleep(0)
             assert mux.execute("INCRBY", counter, n + 1) == (round_ + 1) * (n + 1)
-            assert mux.pipeline([("GET", key), ("GET", counter), ("STRLEN", key)]) == [
+            assert [mux.execute("GET", key), mux.execute("GET", counter), mux.execute("STRLEN", key)] == [
                 value, b"%d" % ((round_ + 1) * (n + 1)), len(value)]
         return n
 
@@ -151,9 +151,6 @@ def test_an_error_reply_is_raised_to_its_own_greenlet_and_the_others_get_theirs(
     failing = greenlets.pop(20)
     assert type(failing.exception) is ResponseError and "not an integer" in str(failing.exception)
     assert all(greenlet.successful() and greenlet.value == [1, b"1"] for greenlet in greenlets)
-    # In a pipeline the error is the failing command's reply; its neighbours' replies are theirs.
-    replies = mux.pipeline([("INCR", "n:0"), ("INCR", "text"), ("GET", "n:0")])
-    assert replies[0] == 2 and type(replies[1]) is ResponseError and replies[2] == b"2"
     assert mux.execute("PING") == b"PONG"
     assert len(connections_named(redis_server)) == 1  # no reconnection: an error reply is no failure
 
@@ -199,7 +196,7 @@ def test_a_connection_redis_kills_fails_what_waits_and_the_next_command_reconnec
     assert time.monotonic() - started < 2.0
     # The next command connects again; replies go to their own callers on the new connection.
     assert mux.execute("PING") == b"PONG"
-    assert mux.pipeline([("RPUSH", "list:0", "a"), ("LPOP", "list:0")]) == [1, b"a"]
+    assert [mux.execute("RPUSH", "list:0", "a"), mux.execute("LPOP", "list:0")] == [1, b"a"]
     (second,) = connections_named(redis_server)
     assert second != first
 
@@ -249,13 +246,15 @@ def test_replies_never_reach_the_wrong_caller_while_redis_kills_the_connection_a
             token = f"{n}:{answered[n]}:{failed[n]}".encode()
             # Caller 0's BLPOP holds the connection in Redis a while: between kills, the others' commands pile up.
             commands = [("ECHO", token), ("BLPOP", "empty", "0.05")] if n == 0 else [("ECHO", token)]
-            asked_at[n] = next(sequence)
+            expected = [token, None, token + b"!"] if n == 0 else [token, token + b"!"]
+            reply = []
             try:
-                reply = mux.pipeline([*commands, ("ECHO", token + b"!")])
+                for command in [*commands, ("ECHO", token + b"!")]:
+                    asked_at[n] = next(sequence)
+                    reply.append(mux.execute(*command))
             except RedisConnectionError:
                 failed[n] += 1
                 continue
-            expected = [token, None, token + b"!"] if n == 0 else [token, token + b"!"]
             if reply != expected:
                 misdelivered.append((token, reply))
             answered[n] += 1
@@ -440,17 +439,6 @@ def test_a_writer_interrupted_mid_write_costs_no_other_greenlet_its_reply(muxes,
     other.join(5)
     assert other.successful(), other.exception  # fails: TimeoutError (Redis waits for the rest of the SET)
     assert other.value == 1
-
-
-def test_an_empty_pipeline_returns_nothing_at_once_and_costs_no_other_caller_its_reply(muxes):
-    mux = muxes(timeout_s=1.0)
-    assert mux.execute("PING") == b"PONG"
-    greenlets = [gevent.spawn(mux.execute, "ECHO", "first"), gevent.spawn(mux.pipeline, []),
-                 gevent.spawn(mux.execute, "ECHO", "last")]
-    gevent.joinall(greenlets, timeout=5)
-    # An empty pipeline answers [] (as redis-py's does).
-    assert [greenlet.value for greenlet in greenlets] == [b"first", [], b"last"], \
-        [greenlet.exception for greenlet in greenlets]
 
 
 # a call slot's release: free before the call's answer can be seen
