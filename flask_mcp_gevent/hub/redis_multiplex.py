@@ -86,7 +86,6 @@ class Multiplexer:
 
     def __init__(self, pool: Any, timeout_s: float) -> None:
         self.pool = pool
-        self.timeout_s = timeout_s
         self._connection: Any = None
         self._sock: Any = None
         self._calls: deque[PendingCall] = deque()

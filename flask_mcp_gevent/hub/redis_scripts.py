@@ -183,8 +183,8 @@ return existed
 # Redis's clock in ms, so versions keep growing after Redis lost its data. Returns {version, workers that heard}.
 REGISTRY_SCRIPT = NOW_MS + """
 local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, redis_now_ms())
-redis.call('SET', KEYS[2], string.format('%.0f', version))
 local text = string.format('%.0f', version)
+redis.call('SET', KEYS[2], text)
 redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. text .. ',"change":' .. ARGV[2] .. '}')
 local heard = redis.call('PUBLISH', ARGV[3], '{"op":"registry","origin":"' .. ARGV[4] .. '","id":"' .. ARGV[5]
                          .. '","version":' .. text .. ',"change":' .. ARGV[2] .. '}')
