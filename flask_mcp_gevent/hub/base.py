@@ -200,13 +200,13 @@ class Hub(ABC):
         """The sessions a broadcast from this worker must reach: every live one, with a stream or not."""
 
     # control
-    @abstractmethod
     def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
-        """Route a client's answer to the tool waiting for it, on whichever worker."""
+        """Route a client's answer to the tool waiting for it, on whichever worker (one worker here: this one)."""
+        return self.pending.resolve(session_id, response)
 
-    @abstractmethod
     def cancel(self, session_id: str, request_id: Any) -> None:
-        """Cancel a running request on whichever worker runs it."""
+        """Cancel a running request on whichever worker runs it (one worker here: this one)."""
+        self.inflight.cancel(session_id, request_id)
 
     # notifications for every worker's listen streams (an opaque dict to each worker's listener)
     def tell_every_worker(self, message: dict[str, Any]) -> None:

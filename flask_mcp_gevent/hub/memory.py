@@ -230,14 +230,6 @@ class MemoryHub(Hub):
         """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
         return list(self.slots)
 
-    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
-        """Wake the tool waiting for this answer."""
-        return self.pending.resolve(session_id, response)
-
-    def cancel(self, session_id: str, request_id: Any) -> None:
-        """Kill the running request, if it runs here."""
-        self.inflight.cancel(session_id, request_id)
-
     def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
         """Record the id in this process's bounded map (CapacityError when full of live ones)."""
         return self.used_rounds.use(rounds_id, ttl_s)
@@ -323,17 +315,14 @@ class UsedOnce:
     def holds(self, used_id: bytes) -> bool:
         """Whether the id is remembered: by its own expiry, as an entry of a shorter lifetime may sit behind."""
         now = self.clock()
-        self.forget_expired(now)
+        # The ids whose time is over go first, oldest first, up to the first one still remembered.
+        while self.expiries:
+            oldest, until = next(iter(self.expiries.items()))
+            if until > now:
+                break
+            del self.expiries[oldest]
         expiry = self.expiries.get(used_id)
         return expiry is not None and expiry > now
-
-    def forget_expired(self, now: float) -> None:
-        """Drop the ids whose time is over, oldest first, up to the first one still remembered."""
-        while self.expiries:
-            used_id, expiry = next(iter(self.expiries.items()))
-            if expiry > now:
-                return
-            del self.expiries[used_id]
 
     def __len__(self) -> int:
         """How many ids are remembered."""

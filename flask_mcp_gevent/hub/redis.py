@@ -57,21 +57,17 @@ class RedisHub(Hub):
     # lifecycle
     def start(self) -> None:
         """Connect lazily on first use (after gunicorn forks) and start the worker's greenlets."""
-        if self.link.forked():
-            self._reset_after_fork()
+        if self.link.forked():  # forget everything a parent process owned: connections, streams, greenlets
+            self.link.reset()
+            self._reader = self._refresher = self._watcher = None
+            for part in (self.claims, self.call_slots, self.listener, self.registry_sync):
+                part.reset()
         if self._reader is None or self._reader.dead:
             self._reader = gevent.spawn(self.listener.listen_forever)
         if self._refresher is None or self._refresher.dead:
             self._refresher = gevent.spawn(self._refresh_forever)
         if self.settings.redis_sentinels and (self._watcher is None or self._watcher.dead):
             self._watcher = gevent.spawn(self.listener.follow_master_forever)
-
-    def _reset_after_fork(self) -> None:
-        """Forget everything a parent process owned: connections, streams, greenlets."""
-        self.link.reset()
-        self._reader = self._refresher = self._watcher = None
-        for part in (self.claims, self.call_slots, self.listener, self.registry_sync):
-            part.reset()
 
     def _refresh_forever(self) -> None:
         """Every few seconds, keep this worker's call slots, streams' claims and their sessions alive."""
@@ -128,7 +124,7 @@ class RedisHub(Hub):
 
     def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
         """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
-        return self.deliveries.publish_once(session_id, message, stream, token)
+        return self.deliveries.publish(session_id, message, stream, token)
 
     # streams (redis_claims.py)
     def subscribe(

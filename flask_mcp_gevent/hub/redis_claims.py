@@ -64,15 +64,13 @@ class Claims:
         self.local[subscription.key] = subscription
         try:
             reply = self._claim(subscription, exclusive, after)
+            if reply[0] != 1:
+                raise KeyError(session_id) if reply[0] == 0 else StreamConflict(session_id)
         except BaseException:
             self.unregister(subscription, restore=previous)
             raise
-        if reply[0] != 1:
-            self.unregister(subscription, restore=previous)
-            raise KeyError(session_id) if reply[0] == 0 else StreamConflict(session_id)
         if previous is not None:
-            previous.released = True
-            previous.end("replaced by a newer stream")
+            self.drop(previous, "replaced by a newer stream")
         floor = reply[2].decode()
         note_gap(session_id, floor, reply[1])
         subscription.fill(entries_of(reply[1], stream), floor)

@@ -41,13 +41,8 @@ def session_json(session: Session) -> bytes:
     """Encode a session for Redis, the fields the client chose as JSON text (see UPDATE_SCRIPT)."""
     data = session.to_dict()
     for name in CLIENT_CHOSEN_FIELDS:
-        data[name] = client_chosen_json(data[name])
+        data[name] = dumps(data[name]).decode()
     return dumps(data)
-
-
-def client_chosen_json(value: Any) -> str:
-    """A client-chosen field's value as the JSON text the session stores."""
-    return dumps(value).decode()
 
 
 def session_from_json(data: bytes) -> Session:

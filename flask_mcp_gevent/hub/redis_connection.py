@@ -165,14 +165,9 @@ def sentinel_addresses(entries: tuple[str, ...]) -> list[tuple[str, int]]:
     return [(host.strip("[]"), int(port)) for host, _, port in (entry.rpartition(":") for entry in entries)]
 
 
-def is_cluster(client: Any) -> bool:
-    """True for a Redis Cluster client (its keys live on several masters)."""
-    return isinstance(client, RedisCluster)
-
-
 def subscriber_connection(client: Any) -> Any:
     """A new connection outside the pool for the subscriber greenlet: to the current master, or a cluster's."""
-    if is_cluster(client):  # any master: a cluster delivers PUBLISH to subscribers on every node
+    if isinstance(client, RedisCluster):  # any master: a cluster delivers PUBLISH to subscribers on every node
         client = random.choice(client.get_primaries()).redis_connection
     pool = client.connection_pool
     return pool.connection_class(**pool.connection_kwargs)

@@ -29,17 +29,13 @@ class Deliveries:
         self._replay_max_arg = str(settings.replay_max)
         self._replay_max_bytes_arg = str(settings.replay_max_bytes)
 
-    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
-        """Append to the session's replay log and route to the worker holding that stream."""
+    def publish(self, session_id: str, message: Any, stream: str | None = None, token: str | None = None) -> str | None:
+        """Append to the session's replay log and route to the worker holding that stream; once per token, if given."""
         keys, args = self.publish_arguments(session_id, message, stream)
-        position = self.link.run("publish", keys, args)
-        return None if position is None else join_event_id(position.decode(), stream)
-
-    def publish_once(self, session_id: str, message: Any, stream: str | None, token: str) -> str | None:
-        """Publish unless an attempt with this token already ran (its reply lost to a timeout, say)."""
-        keys, args = self.publish_arguments(session_id, message, stream)
-        position = self.link.run("deliver", [*keys, delivery_key(session_id, token)],
-                                 [*args, self.remember_ms_arg])
+        if token is None:
+            position = self.link.run("publish", keys, args)
+        else:  # not again when an attempt with this token already ran (its reply lost to a timeout, say)
+            position = self.link.run("deliver", [*keys, delivery_key(session_id, token)], [*args, self.remember_ms_arg])
         return None if position is None else join_event_id(position.decode(), stream)
 
     def publish_arguments(self, session_id: str, message: Any,

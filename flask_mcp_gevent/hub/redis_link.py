@@ -16,7 +16,7 @@ from redis.cluster import RedisCluster
 from redis.exceptions import AskError, MovedError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from flask_mcp_gevent.hub.redis_connection import CooperativeConnection, OutageGuard, connect, is_cluster
+from flask_mcp_gevent.hub.redis_connection import CooperativeConnection, OutageGuard, connect
 from flask_mcp_gevent.hub.redis_multiplex import Multiplexer
 
 __all__ = ["RUN_BATCH", "RedisLink", "multiplexer_for"]
@@ -47,15 +47,10 @@ class RedisLink:
         # The hub's start: connecting lazily (after gunicorn forks) starts the worker's greenlets too.
         self.start = start
         self.guard = OutageGuard()
-        self.worker_id = ""
-        self.fork_seen = -1
-        # redis-py's client (a Redis, or a RedisCluster): Any, since redis-py types its replies as sync or async.
-        self._client: Any = None
-        self.scripts: dict[str, Any] = {}
-        self.multiplexer: Multiplexer | None = None
+        self.reset()
 
     def forked(self) -> bool:
-        """True when this process is not the one the link last served (or it never served one)."""
+        """True in a process forked since the link was made or last reset (its connections are the parent's)."""
         return self.fork_seen != _forks[0]
 
     def reset(self) -> None:
@@ -63,9 +58,10 @@ class RedisLink:
         self.fork_seen = _forks[0]
         # The pid makes a stream's owner readable in Redis (which process holds it); the token, unique.
         self.worker_id = f"{os.getpid()}-{secrets.token_hex(6)}"
-        self._client = None
-        self.multiplexer = None
-        self.scripts = {}
+        # redis-py's client (a Redis, or a RedisCluster): Any, since redis-py types its replies as sync or async.
+        self._client: Any = None
+        self.multiplexer: Multiplexer | None = None
+        self.scripts: dict[str, Any] = {}
 
     @property
     def client(self) -> Any:
@@ -116,7 +112,7 @@ class RedisLink:
         places: list[tuple[str, int]] = []
         for keys, args in runs:
             server, target = "", client
-            if is_cluster(client):  # a cluster's own pipeline refuses scripts: a plain one per master
+            if isinstance(client, RedisCluster):  # a cluster's own pipeline refuses scripts: a plain one per master
                 node = client.get_node_from_key(keys[0])
                 server, target = node.name, node.redis_connection
             if server not in pipelines:

@@ -37,10 +37,8 @@ class HiredisParser:
         reader = self.reader
         reader.feed(data)
         replies = []
-        reply = reader.gets()
-        while reply is not False:
+        while (reply := reader.gets()) is not False:
             replies.append(reply)
-            reply = reader.gets()
         return replies
 
 
@@ -144,17 +142,15 @@ class Multiplexer:
                 data = b"".join(self._outgoing)
                 self._outgoing.clear()
                 sock.sendall(data)
-        except gevent.GreenletExit:
-            raise
         except OSError as exc:
             self._fail(sock, RedisConnectionError(f"Error writing to Redis: {exc}"))
 
-    def _connect(self) -> Any:
+    def _connect(self) -> None:
         """Connect (one greenlet does; the others wait for it) and start the reader, the writer and the watchdog."""
         attempts_seen = self._connect_attempts
         with self._connecting:
             if self._sock is not None:
-                return self._sock
+                return
             if self._connect_attempts != attempts_seen and self._connect_failure is not None:
                 # An attempt made while this greenlet waited failed: share its answer, do not queue up another.
                 raise RedisConnectionError(self._connect_failure)
@@ -173,7 +169,6 @@ class Multiplexer:
             self._writer_waiting = None
             self._greenlets = [gevent.spawn(self._read_forever, sock), gevent.spawn(self._write_forever, sock),
                                gevent.spawn(self._watch, sock)]
-            return sock
 
     def _read_forever(self, sock: Any) -> None:
         """Hand each reply to the call that asked, in order, until the connection fails."""
@@ -188,8 +183,6 @@ class Multiplexer:
                     if not calls:
                         raise RedisConnectionError("Redis sent a reply nobody asked for")
                     calls.popleft().finish(reply)
-        except gevent.GreenletExit:
-            raise
         except (OSError, RedisConnectionError, ValueError) as exc:
             self._fail(sock, exc if isinstance(exc, RedisConnectionError)
                        else RedisConnectionError(f"Error reading from Redis: {exc}"))

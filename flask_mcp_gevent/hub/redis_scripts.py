@@ -1,22 +1,18 @@
 """The Redis hub's Lua scripts: each is one atomic step in a session's life (see ATTACH_SCRIPT, PUBLISH_SCRIPT).
 
-Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree.
+Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree. Appending to a replay log and routing the
+entry happen in one atomic step, so every worker sees one order of events per session.
 """
 
-from __future__ import annotations
-
 from flask_mcp_gevent.hub.redis_keys import SESSION_KEYS_LUA
-from flask_mcp_gevent.hub.redis_replay_scripts import DELIVER_SCRIPT, PUBLISH_SCRIPT
 
 __all__ = ["SCRIPTS"]
 
 
-# Prepended to the scripts that read the time: Redis's clock in milliseconds.
+# Prepended to the scripts that read the time: Redis's clock in milliseconds, as now_ms.
 NOW_MS = """
-local function redis_now_ms()
-  local now = redis.call('TIME')
-  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-end
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 """
 
 # KEYS: index[, owner]. ARGV: ttl ms, max sessions, session id[, owner limit].
@@ -24,7 +20,6 @@ end
 # Returns 1, or 0 when the fleet is full, -1 when the owner is. An owner's set that looks full first drops the ids
 # the index no longer lists, so nothing else has to keep it fresh.
 CREATE_SCRIPT = NOW_MS + """
-local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
 if KEYS[2] and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
@@ -41,7 +36,6 @@ return 1
 # KEYS: index. ARGV: ttl ms, session id, session id, ... Moves the index's expiry of sessions whose TTL a session
 # script just renewed (their keys are in other hash slots); an entry already past its expiry stays past it.
 TOUCH_SCRIPT = NOW_MS + """
-local now_ms = redis_now_ms()
 for i = 2, #ARGV do
   local score = redis.call('ZSCORE', KEYS[1], ARGV[i])
   if score and tonumber(score) > now_ms then redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[1]), ARGV[i]) end
@@ -129,8 +123,7 @@ if after == '$' then
   local last = redis.call('XREVRANGE', replay, '+', '-', 'COUNT', 1)[1]
   return {1, {}, last and last[1] or '0-0'}
 end
-if after then return {1, redis.call('XRANGE', replay, after, '+'), after} end
-return {1, redis.call('XRANGE', replay, '-', '+'), '0-0'}
+return {1, redis.call('XRANGE', replay, after or '-', '+'), after or '0-0'}
 """
 
 # ARGV: owner, delivered id, resume window ms, '1' for the session's own stream. Only the claim's holder lets go;
@@ -182,7 +175,7 @@ return existed
 # origin worker, change id. Records and tells in one step, so versions are heard in order; a version is at least
 # Redis's clock in ms, so versions keep growing after Redis lost its data. Returns {version, workers that heard}.
 REGISTRY_SCRIPT = NOW_MS + """
-local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, redis_now_ms())
+local version = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') + 1, now_ms)
 local text = string.format('%.0f', version)
 redis.call('SET', KEYS[2], text)
 redis.call('HSET', KEYS[1], ARGV[1], '{"version":' .. text .. ',"change":' .. ARGV[2] .. '}')
@@ -193,7 +186,6 @@ return {version, heard}
 
 # KEYS: index.
 COUNT_SCRIPT = NOW_MS + """
-local now_ms = redis_now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
 return redis.call('ZCARD', KEYS[1])
 """
@@ -203,7 +195,6 @@ return redis.call('ZCARD', KEYS[1])
 # out). KEYS: calls. ARGV: token, limit, lease ms. Returns 1 when the slot is taken, 0 when all are.
 # Run-out leases (a killed worker's) are removed only when the set looks full: one command fewer per take.
 TAKE_CALL_SLOT_SCRIPT = NOW_MS + """
-local now_ms = redis_now_ms()
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
   if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 0 end
@@ -216,9 +207,80 @@ return 1
 # KEYS: calls. ARGV: token, lease ms. A lease that already ran out stays out: its slot may be someone else's.
 RENEW_CALL_SLOT_SCRIPT = NOW_MS + """
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], redis_now_ms() + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
+"""
+
+# The length of a replay entry's message (its 'd' field): what the byte bound counts.
+DATA_SIZE = """
+local function data_size(entry)
+  local fields = entry[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'd' then return string.len(fields[i + 1]) end
+  end
+  return 0
+end
+"""
+
+# KEYS: a session's (SessionKeys; the claim of the stream it goes to). ARGV: message json, replay max, session id,
+# request stream ('' for the session's own), worker channel prefix, replay max bytes.
+# Drops the oldest entries past replay max entries or bytes; the newest always stays. replay_bytes holds the sum of
+# the log's message lengths; lost apart from the log (expired, evicted), it is summed again from the log.
+# (Older versions also kept a ...:replay:sizes list: left behind by a fleet mid-upgrade, it expires with its TTL.)
+PUBLISH_SCRIPT = SESSION_KEYS_LUA + DATA_SIZE + """
+local ttl = redis.call('PTTL', session)
+if ttl == -2 then return false end
+local fields = {'d', ARGV[1]}
+if ARGV[4] ~= '' then fields = {'d', ARGV[1], 's', ARGV[4]} end
+local kept = redis.call('XLEN', replay) + 1
+local id = redis.call('XADD', replay, '*', unpack(fields))
+local bytes = kept > 1 and tonumber(redis.call('GET', replay_bytes))
+local rebuilt = not bytes
+if rebuilt then
+  bytes = 0
+  for _, entry in ipairs(redis.call('XRANGE', replay, '-', '+')) do bytes = bytes + data_size(entry) end
+else
+  bytes = bytes + string.len(ARGV[1])
+end
+while kept > 1 and (kept > tonumber(ARGV[2]) or bytes > tonumber(ARGV[6])) do
+  local oldest = redis.call('XRANGE', replay, '-', '+', 'COUNT', 1)[1]
+  redis.call('XDEL', replay, oldest[1])
+  bytes = bytes - data_size(oldest)
+  kept = kept - 1
+end
+redis.call('SET', replay_bytes, bytes, 'KEEPTTL')  -- the TTL the session's scripts moved stays
+-- Only keys made here (a new log, its counter rebuilt) take the session's TTL: from then on, every script that
+-- moves the session's TTL moves theirs too.
+if ttl > 0 and rebuilt then
+  redis.call('PEXPIRE', replay, ttl)
+  redis.call('PEXPIRE', replay_bytes, ttl)
+end
+-- The new entry goes to the worker holding its stream, if any holds it.
+local owner = redis.call('GET', claim)
+if owner then
+  local worker = string.match(owner, '^([^|]*)|')
+  redis.call('PUBLISH', ARGV[5] .. worker,
+             'm\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. id .. '\\n' .. ARGV[1])
+end
+return id
+"""
+
+# The publish script, at most once per delivery token. KEYS and ARGV: the publish script's, then the token's key
+# (last KEY) and how long to remember it in ms (last ARGV). A timed-out attempt may still run once Redis is back:
+# every later attempt returns what the first that ran did instead of appending again.
+DELIVER_SCRIPT = """
+local earlier = redis.call('GET', KEYS[#KEYS])
+if earlier then
+  if earlier == '' then return false end
+  return earlier
+end
+local function publish()
+""" + PUBLISH_SCRIPT + """
+end
+local id = publish()
+redis.call('SET', KEYS[#KEYS], id or '', 'PX', ARGV[#ARGV])
+return id
 """
 
 

@@ -14,7 +14,6 @@ from flask_mcp_gevent.hub.base import CapacityError, HubUnavailable, QuotaFull
 from flask_mcp_gevent.hub.redis_claims import Claims
 from flask_mcp_gevent.hub.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
-    client_chosen_json,
     milliseconds,
     session_from_json,
     session_json,
@@ -105,7 +104,7 @@ class Sessions:
 
     def update_session(self, session_id: str, change: SessionChange) -> SessionUpdate:
         """Apply a change in one Lua script (read, change, write), keeping the session's TTL."""
-        assign = {name: client_chosen_json(value) if name in CLIENT_CHOSEN_FIELDS else value
+        assign = {name: dumps(value).decode() if name in CLIENT_CHOSEN_FIELDS else value
                   for name, value in change.assign.items()}
         limit = -1 if change.subscription_limit is None else change.subscription_limit
         reply = self.link.run(
