@@ -60,11 +60,13 @@ def test_a_session_s_call_slots_are_limited_and_given_back(make_hub):  # noqa: F
 
 @pytest.mark.redis
 def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_ends(redis_hubs, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 500)
+    monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 1000)
     alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
     assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
+    # Connected now: a first connection made after the renewals could outlast the renewed lease on a busy machine.
+    assert other.peek_session("nobody") is None
     dead.call_slots.call_leases.clear()  # a killed worker renews nothing
-    for _ in range(4):
+    for _ in range(6):  # 1.5 s: past the abandoned lease, renewed every quarter of the renewed one
         gevent.sleep(0.25)
         alive.call_slots.renew_call_leases()
     assert other.take_call_slot("renewed", 1) is None
