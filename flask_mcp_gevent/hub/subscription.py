@@ -32,6 +32,9 @@ class Subscription(ABC):
     # Set by the transport: closes the connection under a stream cut off for falling behind, because the
     # greenlet serving it is blocked writing to a client that does not read and would never see the end.
     on_cut_off: Callable[[], None] | None = None
+    # How a log line names the stream, given its session_id (cut short to 8 characters), and which logger writes it.
+    log_name = "stream of session %.8s"
+    logger = log
 
     def __init__(self, session_id: str, stream: str | None, maxsize: int, max_bytes: int) -> None:
         """Start with an empty queue that offer() keeps within maxsize events and max_bytes of JSON."""
@@ -84,7 +87,7 @@ class Subscription(ABC):
 
     def cut_off(self) -> None:
         """Close a stream whose client stopped reading, instead of growing memory: end it, close its connection."""
-        log.warning("closing stream of session %s: queue full (slow consumer)", self.session_id[:8])
+        self.logger.warning("closing " + self.log_name + ": queue full (slow consumer)", self.session_id)
         instruments().queue_dropped()
         self.end("slow consumer")
         self.cut_connection()

@@ -21,7 +21,6 @@ from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.hub import HubUnavailable, StreamClosed
 from flask_mcp_gevent.hub.subscription import Subscription
-from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.protocol.listen_filter import (
     FLAGS,
     RESOURCE_SUBSCRIPTIONS,
@@ -74,6 +73,10 @@ def listen_result(listen_id: Any) -> dict[str, Any]:
 class ListenStream(Subscription):
     """One open subscriptions/listen: its id, owner and filter, and a bounded queue of tagged notifications."""
 
+    # Its session_id is a log name already: "listen" and its listen id, escaped and cut short; logged as mcp.listen.
+    log_name = "%s"
+    logger = log
+
     def __init__(self, listen_id: Any, principal: str | None, honoured: dict[str, Any], maxsize: int,
                  max_bytes: int, registry: ListenRegistry | None = None) -> None:
         # Logs name a stream by its listen id, escaped and cut short (Subscription's logs use session_id).
@@ -114,16 +117,8 @@ class ListenStream(Subscription):
 
     def deliver(self, message: dict[str, Any]) -> None:
         """Queue a notification the filter wants, tagged; a stream that does not read is cut off."""
-        if self.reason is not None or not self.wants(message):
-            return
-        data = dumps(tagged(message, self.listen_id))
-        if self.is_full(data):
-            log.warning("closing %s: queue full (slow consumer)", self.session_id)
-            instruments().queue_dropped()
-            self.end("slow consumer")
-            self.cut_connection()
-            return
-        self.enqueue(("", data))
+        if self.reason is None and self.wants(message):
+            self.offer("", dumps(tagged(message, self.listen_id)))
 
     def get(self, timeout: float) -> tuple[str, bytes] | None:
         """The next (empty event id, tagged JSON), None after timeout; raise StreamClosed once ended."""
