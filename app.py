@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {"bind": args.bind} if args.bind else {}
     settings = Settings.from_environ(**overrides)
     if args.stdio:
-        from flask_mcp_gevent.transports.stdio import run_stdio
+        from flask_mcp_gevent.web.flask_stdio import serve_app
 
-        return run_stdio(settings)
+        return serve_app(create_app(settings))
     serve_dev(settings)
     return 0
 

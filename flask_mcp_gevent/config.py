@@ -112,10 +112,9 @@ class Settings:
     listen_uri_max_bytes: int = 2048
     listen_task_id_max_bytes: int = 128
     listen_max_task_ids: int = 32
-    # A host app whose routes are tools: the credential headers of each principal's latest MCP request, kept per
-    # worker to call the routes as that principal (web/callers.py); the oldest are forgotten first.
-    caller_credentials_max: int = 10000
-    caller_credentials_max_bytes: int = 4 * 1024 * 1024
+    # A host app whose routes are tools: the most bytes of the host's own credential headers one request may carry
+    # on to them (web/callers.py); each call holds its request's, for as long as it runs.
+    caller_credentials_max_bytes: int = 32 * 1024
     max_concurrent_calls: int = 64
     max_sessions_per_address: int = 1000
     max_connections_per_address: int = 1000
@@ -249,8 +248,7 @@ class Settings:
                      "max_sessions_per_principal", "max_listens_per_principal", "max_concurrent_calls",
                      "max_sessions_per_address",
                      "max_connections_per_address", "listen_max_bytes", "listen_uri_max_bytes",
-                     "listen_task_id_max_bytes", "listen_max_task_ids", "caller_credentials_max",
-                     "caller_credentials_max_bytes"):
+                     "listen_task_id_max_bytes", "listen_max_task_ids", "caller_credentials_max_bytes"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         if self.oauth_jwks_url and not (self.oauth_issuer and self.oauth_audience):

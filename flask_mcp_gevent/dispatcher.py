@@ -10,11 +10,10 @@ its own entry point would parse, validate and batch-split again what messages.py
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import gevent
 import gevent.event
@@ -25,7 +24,6 @@ from jsonrpcserver.sentinels import NOID
 from oslash.either import Left
 
 from flask_mcp_gevent import notifications
-from flask_mcp_gevent.auth.permissions import Authorizer
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import (
     INVALID_PARAMS,
@@ -48,7 +46,7 @@ from flask_mcp_gevent.protocol.request_context import (
     STATELESS_ERA,
     RequestContext,
     RequestServices,
-    principal_may,
+    call_directly,
 )
 from flask_mcp_gevent.protocol.task_runner import TaskRunner
 from flask_mcp_gevent.session import Session, allows_batches
@@ -56,6 +54,9 @@ from flask_mcp_gevent.stateless.request_state import SharedCodec
 from flask_mcp_gevent.stateless.results import dress_response
 from flask_mcp_gevent.stateless.validation import check_header_annotations
 from flask_mcp_gevent.toolkit.registry import Registry
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.auth.principal import Principal
 
 __all__ = ["Dispatcher", "discard", "jsonrpc_dispatch"]
 
@@ -107,7 +108,8 @@ class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
     def __init__(self, settings: Settings, registry: Registry | None = None, hub: Hub | None = None,
-                 authorizer: Authorizer | None = None) -> None:
+                 run_in_app: Callable[[Callable[[], Any]], Any] = call_directly) -> None:
+        """run_in_app runs each request's handler in the Flask app's context (web/app_context.py)."""
         self.settings = settings
         label_methods({**METHODS, **STATELESS_METHODS})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
@@ -121,12 +123,10 @@ class Dispatcher:
         self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
                                         settings.max_listens_per_principal, ListenLimits.from_settings(settings))
         self.hub.worker_listener = self.listeners.deliver
-        # The authentication layer's (None when authentication is off: every session may use everything).
-        self.authorizer = authorizer
         # The tasks extension's tasks running on this worker; the tasks themselves live in the hub.
         self.tasks = TaskRunner(lambda: self.hub.tasks, settings, lambda message: self.hub.tell_every_worker(message))
         self.services = RequestServices(
-            registry=self.registry, settings=settings, authorizer=authorizer,
+            registry=self.registry, settings=settings, run_in_app=run_in_app,
             # Looked up on each call, so the hub stays free to change (tests stall it to play an outage).
             update_session=lambda session_id, change: self.hub.update_session(session_id, change),
             pending=self.hub.pending,
@@ -146,12 +146,6 @@ class Dispatcher:
         self.server_info = server_info(settings)
 
     # session lifecycle
-    def use_authorizer(self, authorizer: Authorizer) -> None:
-        """Put an authorizer in force after construction (a host app's principal loader, declared after init_app)."""
-        self.authorizer = authorizer
-        self.services = dataclasses.replace(self.services, authorizer=authorizer)
-        self.tasks.services = self.services
-
     def open_session(self, transport: str, principal: str | None = None, address: str | None = None) -> Session:
         """Create and store a new session; CapacityError when the server, the principal or the address holds enough.
 
@@ -174,10 +168,6 @@ class Dispatcher:
             subscription.end(SHUTTING_DOWN)
         return subscription
 
-    def permits(self, session: Session, kind: str, name: str) -> bool:
-        """Whether the session's principal may use the named tool, resource or prompt."""
-        return principal_may(self.authorizer, session.principal, kind, name)
-
     # message handling
     def batch_error(self, session: Session, body: Body) -> dict[str, Any] | None:
         """Reject a batch unless the session negotiated the one version that has them."""
@@ -190,11 +180,12 @@ class Dispatcher:
             )
         return None
 
-    def accept(self, session: Session, body: Body, send: Send,
-               on_done: Send | None = None) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
+    def accept(self, session: Session, body: Body, send: Send, on_done: Send | None = None,
+               caller: Principal | None = None) -> tuple[list[gevent.Greenlet], list[dict[str, Any]]]:
         """Handle notifications and responses now; start each request; return greenlets and immediate errors.
 
-        on_done, when given, receives each request's response in the request's own greenlet.
+        on_done, when given, receives each request's response in the request's own greenlet. caller is who sent
+        the body (its requests may use what its credential grants; None: everything).
         """
         rejected = self.batch_error(session, body)
         if rejected is not None:
@@ -203,7 +194,7 @@ class Dispatcher:
         errors: list[dict[str, Any]] = []
         for message in body.messages:
             if message.kind == REQUEST:
-                running.append(self.start_request(session, message, send, on_done))
+                running.append(self.start_request(session, message, send, on_done, caller))
             elif message.kind == NOTIFICATION:
                 self.handle_notification(session, message, send)
             elif message.kind == RESPONSE:
@@ -214,16 +205,16 @@ class Dispatcher:
                 errors.append(message.error)
         return running, errors
 
-    def start_request(self, session: Session, message: Message, send: Send,
-                      on_done: Send | None = None) -> gevent.Greenlet:
+    def start_request(self, session: Session, message: Message, send: Send, on_done: Send | None = None,
+                      caller: Principal | None = None) -> gevent.Greenlet:
         """Run a request in its own greenlet; its value is the response, or None if cancelled."""
-        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done)
+        greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done, caller)
         if message.method not in UNCANCELLABLE:
             self.hub.inflight.add(session.id, message.id, greenlet)
         greenlet.start()
         return greenlet
 
-    def run_here(self, session: Session, message: Message) -> dict[str, Any] | None:
+    def run_here(self, session: Session, message: Message, caller: Principal | None = None) -> dict[str, Any] | None:
         """Run a request that has no stream in the caller's own greenlet (no spawn, no queue); its response.
 
         Tracked as in flight like a spawned one, so a shutdown's drain can stop it.
@@ -231,16 +222,16 @@ class Dispatcher:
         current = gevent.getcurrent()
         self.hub.inflight.add(session.id, message.id, current)
         try:
-            return self.handle_request(session, message, discard)
+            return self.handle_request(session, message, discard, caller)
         finally:
             self.hub.inflight.discard(session.id, message.id, current)
 
-    def run_request(self, session: Session, message: Message, send: Send,
-                    on_done: Send | None) -> dict[str, Any] | None:
+    def run_request(self, session: Session, message: Message, send: Send, on_done: Send | None,
+                    caller: Principal | None) -> dict[str, Any] | None:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
         # Done here rather than with greenlet links: a link costs the hub's loop one more callback per request.
         try:
-            response = self.handle_request(session, message, send)
+            response = self.handle_request(session, message, send, caller)
         finally:
             self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
         if on_done is not None and response is not None:
@@ -248,8 +239,9 @@ class Dispatcher:
             self.hub.inflight.store_answer(on_done, response)
         return response
 
-    def handle_request(self, session: Session, message: Message, send: Send) -> dict[str, Any] | None:
-        """Dispatch one request through jsonrpcserver and return its response."""
+    def handle_request(self, session: Session, message: Message, send: Send,
+                       caller: Principal | None = None) -> dict[str, Any] | None:
+        """Dispatch one request through jsonrpcserver, inside the app's context, and return its response."""
         started = time.perf_counter()
         slot = refusal = None
         stateless = session.stateless
@@ -267,9 +259,11 @@ class Dispatcher:
             response: dict[str, Any] | None = refusal
         else:
             ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta,
-                                 era=STATELESS_ERA if stateless else SESSION_ERA, params=message.params)
+                                 era=STATELESS_ERA if stateless else SESSION_ERA, params=message.params,
+                                 caller=caller)
+            methods = STATELESS_METHODS if stateless else METHODS
             try:
-                response = jsonrpc_dispatch(STATELESS_METHODS if stateless else METHODS, ctx, message)
+                response = self.services.run_in_app(lambda: jsonrpc_dispatch(methods, ctx, message))
             except CallStopped:
                 # Stopped by a shutdown: answered, on the request's own way back (its POST, its stream).
                 response = error_response(message.id, SERVER_UNAVAILABLE, CALL_STOPPED_MESSAGE)
@@ -282,7 +276,7 @@ class Dispatcher:
                     self.call_slots.release(session.id, slot)
             response = self.polish(response, message.method)
         if stateless and isinstance(response, dict):
-            response = dress_response(message, response, self.server_info, self.authorizer is not None)
+            response = dress_response(message, response, self.server_info, caller is not None)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
 

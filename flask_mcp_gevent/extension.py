@@ -11,6 +11,9 @@ An MCP object holds what its decorators declare (its `registry`); each app it is
 (app.extensions["mcp"], a web.flask_extension.McpExtension: a dispatcher with a copy of those declarations,
 the routes under `path`), so two apps in one process serve their own tools. A declaration made after
 init_app reaches the apps already served at once.
+
+Settings, strongest first: `settings=` given here, then the app's `MCP_*` config keys (app.config["MCP_PAGE_SIZE"]),
+then the `MCP_*` environment variables, then each setting's default.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import functools
 import importlib
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from flask import Flask
 
-from flask_mcp_gevent.config import ConfigError, Settings
+from flask_mcp_gevent.config import PREFIX as SETTING_PREFIX
+from flask_mcp_gevent.config import ConfigError, Settings, cast_setting
 from flask_mcp_gevent.stateless.validation import InvalidHeaderAnnotation, header_params
 from flask_mcp_gevent.toolkit.checks import RegistryError, where
 from flask_mcp_gevent.toolkit.hints import build_arguments, doc_descriptions, input_schema_of
@@ -43,6 +47,7 @@ from flask_mcp_gevent.toolkit.specs import (
     spec_of,
     tool,
 )
+from flask_mcp_gevent.web.callers import credential_keys
 from flask_mcp_gevent.web.flask_extension import McpExtension
 from flask_mcp_gevent.web.route_tools import route_tool
 
@@ -57,11 +62,14 @@ class MCP:
 
     def __init__(self, app: Flask | None = None, path: str = "/mcp",
                  settings: Settings | Mapping[str, Any] | None = None, *, registry: Registry | None = None,
-                 whole_app: bool = False) -> None:
-        """Serve MCP at path; settings are MCP_* names without the prefix, lower case, over the environment.
+                 whole_app: bool = False, forward_headers: Iterable[str] = ()) -> None:
+        """Serve MCP at path; settings are MCP_* names without the prefix, lower case, over app.config and the
+        environment.
 
         registry: declarations to start from (the template passes its mcp_tools/ ones; a host's start empty).
         whole_app: the app is all MCP, as the template's: console at /, /healthz, JSON errors everywhere.
+        forward_headers: the headers besides Authorization and Cookie that the app's own login reads (X-Api-Key):
+        a principal_loader's caller passes them on to the routes made tools.
         """
         if not path.startswith("/") or path == "/" or path.endswith("/"):
             raise ConfigError(f"MCP(path={path!r}): the path must start with '/' and name a sub-path, as '/mcp'")
@@ -69,6 +77,8 @@ class MCP:
         self.settings = settings
         self.registry = registry if registry is not None else Registry()
         self.whole_app = whole_app
+        self.forward_headers = tuple(forward_headers)
+        credential_keys(self.forward_headers)  # checked now: a bad header name stops the start
         self.loader: Callable[[Any], Any] | None = None
         self.routes: list[dict[str, Any]] = []
         self.servers: weakref.WeakSet[McpExtension] = weakref.WeakSet()
@@ -79,7 +89,7 @@ class MCP:
         """Serve this object's declarations on app, with its own dispatcher (app.extensions["mcp"])."""
         settings = self.settings_for(app)
         server = McpExtension(settings=settings, registry=self.registry_for(settings), path=self.path,
-                              whole_app=self.whole_app)
+                              whole_app=self.whole_app, forward_headers=self.forward_headers)
         server.init_app(app)
         self.servers.add(server)
         if self.loader is not None:
@@ -88,12 +98,10 @@ class MCP:
             expose_on(server, route)
 
     def settings_for(self, app: Flask) -> Settings:
-        """The settings this app's server runs with: given, else the app's MCP_SETTINGS, else the environment."""
+        """The settings this app's server runs with: settings= over the app's MCP_* config over the environment."""
         if isinstance(self.settings, Settings):
             return self.settings
-        if self.settings is None:
-            return app.config.get("MCP_SETTINGS") or Settings.from_environ()
-        return settings_from(self.settings)
+        return settings_from({**config_settings(app.config), **dict(self.settings or {})})
 
     def registry_for(self, settings: Settings) -> Registry:
         """A registry for one app: this object's declarations, plus the MCP_PLUGINS modules."""
@@ -158,7 +166,7 @@ class MCP:
         return declare if fn is None else declare(fn)
 
     def principal_loader(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """Declare who an HTTP caller is: fn(request) returns an API-keys-like entry, or None for 401."""
+        """Declare who an HTTP caller is: fn(request) returns an API-keys-like entry (every field), or None for 401."""
         self.loader = fn
         for server in list(self.servers):
             server.use_loader(fn)
@@ -175,12 +183,18 @@ class MCP:
 
 
 def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
-    """Declare a route's tool on one app's server, which from now on keeps its callers' credentials."""
+    """Declare a route's tool on one app's server; each call sends the host the credentials its caller carried."""
     assert server.app is not None and server.dispatcher is not None
-    spec = route_tool(server.app, credentials=server.credentials.headers_of, **route)
+    spec = route_tool(server.app, credentials=caller_credentials, **route)
     check_headers(spec)
-    server.forward_credentials()
     server.dispatcher.registry.declare(spec)
+    server.route_tools.append(spec.name)
+
+
+def caller_credentials(ctx: Any) -> dict[str, str]:
+    """The host's own credential headers the call's request carried (a principal loader's caller only)."""
+    caller = ctx.caller
+    return dict(caller.credentials) if caller is not None else {}
 
 
 def check_headers(spec: Tool) -> None:
@@ -228,3 +242,15 @@ def settings_from(values: Mapping[str, Any]) -> Settings:
     overrides: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
                                  for name, value in values.items()}
     return Settings.from_environ(None, **overrides)
+
+
+def config_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings an app's config gives by their MCP_* keys, as settings= names them; text is read as the
+    environment's is. Other MCP_* keys (a tool's own) are left to the tool."""
+    fields = {field.name: field for field in dataclasses.fields(Settings) if field.name != "extra"}
+    found: dict[str, Any] = {}
+    for key, value in config.items():
+        name = key[len(SETTING_PREFIX):].lower() if key.startswith(SETTING_PREFIX) else ""
+        if name in fields:
+            found[name] = cast_setting(key, value, fields[name].type) if isinstance(value, str) else value
+    return found

@@ -7,14 +7,13 @@ refusals raised here into HTTP answers.
 from flask_mcp_gevent.auth.api_keys import ApiKeyStore, hash_key, new_key
 from flask_mcp_gevent.auth.bearer import Authenticator, bearer_token
 from flask_mcp_gevent.auth.oauth import OAuthVerifier, metadata_document, metadata_url
-from flask_mcp_gevent.auth.permissions import Authorizer, Grants, grants_from_scopes
+from flask_mcp_gevent.auth.permissions import Grants, grants_from_scopes
 from flask_mcp_gevent.auth.principal import AuthUnavailable, InsufficientScope, Principal, Unauthenticated
 
 __all__ = [
     "ApiKeyStore",
     "AuthUnavailable",
     "Authenticator",
-    "Authorizer",
     "Grants",
     "InsufficientScope",
     "OAuthVerifier",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flask_mcp_gevent.auth.permissions import Grants
-from flask_mcp_gevent.auth.principal import API_KEY, Principal
+from flask_mcp_gevent.auth.principal import API_KEY, LOADER_PREFIX, OAUTH_PREFIX, Principal
 from flask_mcp_gevent.config import ConfigError
 
 __all__ = ["ApiKeyStore", "hash_key", "new_key", "principal_of_entry"]
@@ -28,6 +28,8 @@ KEY_PREFIX = "mcp_"
 HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 PRINCIPAL_PATTERN = re.compile(r"^[A-Za-z0-9._@+-][A-Za-z0-9._@:+-]{0,127}$")
 KNOWN_FIELDS = {"principal", "tools", "resources", "prompts", "description"}
+# What each entry must say: its name, and what it grants (an empty list grants nothing of that kind).
+REQUIRED_FIELDS = ("principal", "tools", "resources", "prompts")
 
 
 def new_key() -> str:
@@ -48,18 +50,28 @@ def read_patterns(entry: Mapping[str, Any], field: str, where: str) -> tuple[str
     return tuple(value)
 
 
-def principal_of_entry(entry: Any, label: str, via: str) -> Principal:
-    """Check one entry ({principal, tools, resources, prompts}) and return its Principal; ConfigError if wrong."""
+def principal_of_entry(entry: Any, label: str, via: str, *, complete: bool = False) -> Principal:
+    """Check one entry ({principal, tools, resources, prompts}) and return its Principal; ConfigError if wrong.
+
+    complete: every field of REQUIRED_FIELDS must be there (a principal loader's answer), so a grant left out by
+    mistake is named rather than read as "nothing".
+    """
     if not isinstance(entry, dict):
         raise ConfigError(f"{label}: each entry must be an object with a 'principal'")
     unknown = set(entry) - KNOWN_FIELDS
     if unknown:
-        raise ConfigError(f"{label}: unknown field(s) {', '.join(sorted(unknown))}")
+        raise ConfigError(f"{label}: unknown field(s) {', '.join(sorted(unknown))}; the fields are "
+                          f"{', '.join(REQUIRED_FIELDS)} and description")
+    missing = [name for name in REQUIRED_FIELDS if name not in entry] if complete else []
+    if missing:
+        raise ConfigError(f"{label}: missing field(s) {', '.join(missing)}; give each one (an empty list grants "
+                          "nothing of that kind)")
     name = entry.get("principal")
-    if not isinstance(name, str) or not PRINCIPAL_PATTERN.match(name) or name.startswith("oauth:"):
+    if not isinstance(name, str) or not PRINCIPAL_PATTERN.match(name) or name.startswith((OAUTH_PREFIX, LOADER_PREFIX)):
         raise ConfigError(
             f"{label}: 'principal' must be 1-128 characters of letters, digits and ._@:+- "
-            "(and not start with 'oauth:', which names token subjects)"
+            f"(and not start with '{OAUTH_PREFIX}' or '{LOADER_PREFIX}', which name token subjects and a host app's "
+            "users)"
         )
     grants = Grants(
         tools=read_patterns(entry, "tools", label),
@@ -102,16 +114,9 @@ class ApiKeyStore:
             entries.append((digest, principal_of_entry(entry, label, API_KEY)))
         return cls(entries)
 
-    def grants_by_principal(self) -> dict[str, Grants]:
-        """Each principal's grants: the union over its keys, since sessions are bound to the name."""
-        merged: dict[str, Grants] = {}
-        for _, principal in self.entries:
-            previous = merged.get(principal.name)
-            merged[principal.name] = principal.grants if previous is None else previous.union(principal.grants)
-        return merged
-
     def authenticate(self, key: str) -> Principal | None:
-        """Return the principal of a presented key, or None; every stored hash is compared, in constant time."""
+        """Return the principal of a presented key, with that key's own grants, or None; every stored hash is
+        compared, in constant time."""
         presented = hash_key(key).encode("ascii")
         found = None
         for digest, principal in self.entries:

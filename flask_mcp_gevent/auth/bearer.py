@@ -11,7 +11,6 @@ from typing import Any
 
 from flask_mcp_gevent.auth.api_keys import ApiKeyStore
 from flask_mcp_gevent.auth.oauth import OAuthVerifier
-from flask_mcp_gevent.auth.permissions import Authorizer
 from flask_mcp_gevent.auth.principal import Principal, Unauthenticated
 
 __all__ = ["Authenticator", "bearer_token"]
@@ -41,12 +40,11 @@ def looks_like_jwt(token: str) -> bool:
 
 
 class Authenticator:
-    """Authenticates requests by API key, OAuth token, or both, and feeds the Authorizer."""
+    """Authenticates requests by API key, OAuth token, or both: each request's Principal carries its own grants."""
 
     def __init__(self, api_keys: ApiKeyStore | None, oauth: OAuthVerifier | None) -> None:
         self.api_keys = api_keys
         self.oauth = oauth
-        self.authorizer = Authorizer(api_keys.grants_by_principal() if api_keys else {})
 
     @classmethod
     def from_settings(cls, settings: Any) -> Authenticator | None:
@@ -66,7 +64,5 @@ class Authenticator:
                 raise Unauthenticated("unknown API key")
             return principal
         if self.oauth is not None and looks_like_jwt(token):
-            principal = self.oauth.verify(token)
-            self.authorizer.remember(principal.name, principal.grants)
-            return principal
+            return self.oauth.verify(token)
         raise Unauthenticated("the bearer token is not a credential this server accepts")

@@ -1,9 +1,10 @@
 """RequestContext: what a protocol handler, and through `ctx` a tool, gets for one request; `guarded`, how it gets it.
 
-It is the protocol layer's only door to the server: the registry, the settings, a permission check,
-changing the session, asking the client and telling subscribers. The dispatcher hands it the few
-collaborators it needs (`RequestServices`), never itself. Every handler is `guarded`: called with its
-context first, its params checked against its signature, and any failure of its own answered as -32603.
+It is the protocol layer's only door to the server: the registry, the settings, a permission check (the caller's
+own grants, carried with the request), changing the session, asking the client and telling subscribers. The
+dispatcher hands it the few collaborators it needs (`RequestServices`), never itself. Every handler is `guarded`:
+called with its context first, its params checked against its signature, and any failure of its own answered as
+-32603.
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 from flask_mcp_gevent.toolkit.registry import Registry
 
 if TYPE_CHECKING:
-    from flask_mcp_gevent.auth.permissions import Authorizer
+    from flask_mcp_gevent.auth.principal import Principal
     from flask_mcp_gevent.config import Settings
     from flask_mcp_gevent.stateless.request_state import RequestStateCodec
     from flask_mcp_gevent.worker_calls import PendingRequests
 
 __all__ = ["ANY_PARAMS", "LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING", "RequestContext",
-           "RequestServices", "guarded", "level_allows", "principal_may"]
+           "RequestServices", "call_directly", "guarded", "level_allows"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -57,9 +58,9 @@ log = logging.getLogger("mcp.context")
 handler_log = logging.getLogger("mcp.protocol")
 
 
-def principal_may(authorizer: Authorizer | None, principal: str | None, kind: str, name: str) -> bool:
-    """Whether principal may use the named item; without an authorizer (authentication off) everyone may."""
-    return authorizer is None or authorizer.permits(principal, kind, name)
+def call_directly(work: Callable[[], Any]) -> Any:
+    """Run work as it is: where no app's context wraps the calls (a dispatcher without a Flask app)."""
+    return work()
 
 
 def level_allows(threshold: str | None, level: str) -> bool:
@@ -74,8 +75,6 @@ class RequestServices:
 
     registry: Registry
     settings: Settings
-    # None lets every session use everything (authentication off).
-    authorizer: Authorizer | None
     # The hub's atomic session change, its waiting server-to-client requests, and its publish.
     update_session: Callable[[str, SessionChange], SessionUpdate]
     pending: PendingRequests
@@ -91,6 +90,9 @@ class RequestServices:
     listeners: Any = None
     # The tasks extension: this worker's task runner (flask_mcp_gevent.protocol.task_runner.TaskRunner).
     tasks: Any = None
+    # Runs a request's handler (and so the tool, resource, prompt or completer it calls) inside the Flask app's own
+    # application context (web/app_context.py); call_directly where there is no app.
+    run_in_app: Callable[[Callable[[], Any]], Any] = call_directly
 
 
 @dataclass
@@ -120,6 +122,9 @@ class RequestContext:
     rounds: Rounds | None = None
     # The tasks extension: TASK_BEFORE or TASK_RUNNING while a task-capable tool runs as (or towards) a task.
     task_phase: str | None = None
+    # Who sent the request, with what its credential grants (auth/principal.py); None where nobody is checked
+    # (authentication off, stdio, the CLI: the local user may use everything).
+    caller: Principal | None = None
 
     @property
     def session_id(self) -> str:
@@ -148,12 +153,12 @@ class RequestContext:
 
     @property
     def checks_permissions(self) -> bool:
-        """Whether an authorizer restricts what sessions may use (authentication on)."""
-        return self.services.authorizer is not None
+        """Whether this request's caller is restricted to what its credential grants (authentication on)."""
+        return self.caller is not None
 
     def permits(self, kind: str, name: str) -> bool:
-        """Whether the session's principal may use the named tool, resource or prompt."""
-        return principal_may(self.services.authorizer, self.session.principal, kind, name)
+        """Whether this request's caller may use the named tool, resource or prompt (everyone may without one)."""
+        return self.caller is None or self.caller.allows(kind, name)
 
     def require(self, kind: str, name: str, target: str | None = None) -> None:
         """Raise -32001 when the session's principal may not use the named item (or target, what it really names).

@@ -124,7 +124,7 @@ def tasks_update(ctx: RequestContext, taskId: Any = None, inputResponses: Any = 
         resumed = runner.store.answer(ctx.principal, task_id, accepted, runner.worker, now + runner.lease_ms, now)
         current = load(ctx, task_id)
         if resumed:
-            runner.start(current)
+            runner.start(current, ctx.caller)
         runner.notify(current)
     return Success({})
 

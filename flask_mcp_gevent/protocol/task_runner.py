@@ -6,6 +6,9 @@ and the next read of the task fails it (hub/tasks.py). Renewing also tells this 
 cancelled (or failed) elsewhere: its greenlet is then killed. An ask without an answer parks the task
 (input_required); when tasks/update answers the last question, the worker that took the answer reruns the
 tool from the top with every answer so far, as the multi round-trip rounds do.
+
+A run uses the grants and credentials of the request that started it (the tools/call, or the tasks/update that
+answered its last question): they travel with the run in this worker's memory and are never stored with the task.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from flask_mcp_gevent.session import STATELESS, Session
 from flask_mcp_gevent.task_record import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord
 
 if TYPE_CHECKING:
+    from flask_mcp_gevent.auth.principal import Principal
     from flask_mcp_gevent.config import Settings
 
 __all__ = ["SHUTDOWN_MESSAGE", "TaskRunner", "rpc_error"]
@@ -135,39 +139,40 @@ class TaskRunner:
             raise RpcError(SERVER_UNAVAILABLE, "Too many tasks kept for this principal: the limit is "
                            f"{self.settings.task_max_per_principal} (MCP_TASK_MAX_PER_PRINCIPAL), counting finished "
                            "tasks until their TTL ends; try again later")
-        self.start(record)
+        self.start(record, ctx.caller)
         return record
 
-    def start(self, record: TaskRecord) -> None:
-        """Run a task this worker holds the lease of, in a greenlet of its own."""
+    def start(self, record: TaskRecord, caller: Principal | None) -> None:
+        """Run a task this worker holds the lease of, in a greenlet of its own, as caller (the request's)."""
         key = (record.principal, record.task_id)
-        self.running[key] = gevent.spawn(self.run, record)
+        self.running[key] = gevent.spawn(self.run, record, caller)
         if self._renewer is None or self._renewer.dead:
             self._renewer = gevent.spawn(self.renew_forever)
 
-    def context(self, record: TaskRecord, request: dict[str, Any]) -> RequestContext:
+    def context(self, record: TaskRecord, request: dict[str, Any], caller: Principal | None) -> RequestContext:
         """The context a task's run gets: the creating request's capabilities, every answer so far, no stream."""
         session = Session(transport=STATELESS, principal=record.principal, protocol_version=request.get("version"),
                           client_capabilities=request.get("capabilities") or {}, initialized=True)
         ctx = RequestContext(self.services, session, discard, None, "tools/call", era=STATELESS_ERA,
-                             params={"name": request.get("name"), "arguments": request.get("arguments")})
+                             params={"name": request.get("name"), "arguments": request.get("arguments")},
+                             caller=caller)
         ctx.rounds = Rounds(known={key: loads(value) for key, value in record.answers.items()})
         ctx.round_state = request.get("state")
         ctx.task_phase = TASK_RUNNING
         return ctx
 
-    def run(self, record: TaskRecord) -> None:
+    def run(self, record: TaskRecord, caller: Principal | None) -> None:
         """A task's greenlet: run the tool, then park, complete or fail the task (unless it is no longer ours)."""
         try:
-            self.run_once(record)
+            self.run_once(record, caller)
         except HubUnavailable:
             log.warning("task %s: Redis unreachable; its lease will lapse", record.task_id[:8])
         finally:
             if self.running.get((record.principal, record.task_id)) is gevent.getcurrent():
                 del self.running[(record.principal, record.task_id)]
 
-    def run_once(self, record: TaskRecord) -> None:
-        """Run the tool once and store what came of it."""
+    def run_once(self, record: TaskRecord, caller: Principal | None) -> None:
+        """Run the tool once, inside the app's context, and store what came of it."""
         request = loads(record.request)
         tool = self.services.registry.tools.get(request.get("name"))
         if tool is None:
@@ -175,7 +180,8 @@ class TaskRunner:
                         message="The task's tool no longer exists")
             return
         try:
-            result = run_tool(self.context(record, request), tool, request.get("arguments"))
+            ctx = self.context(record, request, caller)
+            result = self.services.run_in_app(lambda: run_tool(ctx, tool, request.get("arguments")))
         except InputRequired as asked:
             self.park(record, {key: dumps(question).decode() for key, question in asked.requests.items()})
             return

@@ -17,6 +17,7 @@ from typing import Any
 import gevent
 from flask import Response
 
+from flask_mcp_gevent.auth.principal import Principal, name_of
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import format_sse_event
 from flask_mcp_gevent.errors import INVALID_REQUEST
@@ -31,25 +32,26 @@ __all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
 log = logging.getLogger("mcp.sse")
 
 
-def legacy_get(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, endpoint: str) -> Response:
+def legacy_get(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, endpoint: str
+               ) -> Response:
     """Open a new legacy stream, or resume one named by ?session_id=; its messages go to endpoint."""
     session_id = session_id_from(environ, header=False)
-    resume = lookup_session(dispatcher, session_id, SSE, principal) if session_id is not None else None
+    resume = lookup_session(dispatcher, session_id, SSE, name_of(caller)) if session_id is not None else None
     try:
         return open_stream(dispatcher, environ, environ.get("SCRIPT_NAME", "").rstrip("/") + endpoint, resume,
-                           principal)
+                           name_of(caller))
     except CapacityError as full:
         raise server_busy(full) from None
 
 
-def legacy_post(dispatcher: Dispatcher, session_id: str | None, principal: str | None, body: Body) -> Response:
+def legacy_post(dispatcher: Dispatcher, session_id: str | None, caller: Principal | None, body: Body) -> Response:
     """Accept a legacy message for the session its ?session_id= names; the answer goes to the session's stream."""
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing session id: POST to the endpoint URL the stream sent (…?session_id=<id>)",
                           request_id=body.request_id)
-    session = lookup_session(dispatcher, session_id, SSE, principal, body.request_id)
-    return post_message(dispatcher, session, body)
+    session = lookup_session(dispatcher, session_id, SSE, name_of(caller), body.request_id)
+    return post_message(dispatcher, session, body, caller)
 
 
 def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], endpoint_path: str, resume: Session | None,
@@ -76,8 +78,8 @@ def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], endpoint_pat
     )
 
 
-def post_message(dispatcher: Dispatcher, session: Session, body: Body) -> Response:
-    """Accept a POSTed body; every answer is published to the session's stream."""
+def post_message(dispatcher: Dispatcher, session: Session, body: Body, caller: Principal | None) -> Response:
+    """Accept a POSTed body from caller; every answer is published to the session's stream."""
 
     def publish(message: Any) -> None:
         dispatcher.hub.publish(session.id, message)
@@ -93,12 +95,12 @@ def post_message(dispatcher: Dispatcher, session: Session, body: Body) -> Respon
         publish(rejected)
         return empty_response(HTTPStatus.ACCEPTED)
     if body.is_batch:
-        running, errors = dispatcher.accept(session, body, publish)
+        running, errors = dispatcher.accept(session, body, publish, caller=caller)
         if running or errors:
             gevent.spawn(publish_batch, dispatcher, session, running, errors)
     else:
         # Each request delivers its own response from its greenlet as it finishes.
-        _, errors = dispatcher.accept(session, body, publish, on_done=deliver)
+        _, errors = dispatcher.accept(session, body, publish, on_done=deliver, caller=caller)
         for error in errors:
             publish(error)
     return empty_response(HTTPStatus.ACCEPTED)

@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import Response
 
+from flask_mcp_gevent.auth.principal import Principal, name_of
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
 from flask_mcp_gevent.logs import loggable
@@ -76,7 +77,8 @@ def refusal(message: Message | None, code: int, text: str) -> Response:
     return json_response(error_response(request_id, code, text), HTTPStatus.BAD_REQUEST)
 
 
-def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
+def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body
+                   ) -> Response:
     """Serve one 2026-07-28 POST: validate in the specification's order, dispatch, answer as JSON or SSE."""
     if body.is_batch:
         return refusal(None, INVALID_REQUEST, "Invalid Request: JSON-RPC batches are not part of MCP 2026-07-28; "
@@ -101,7 +103,7 @@ def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal
         return json_response(error_response(message.id, INVALID_REQUEST, "Not Acceptable: the Accept header must "
                                             "allow both application/json and text/event-stream"),
                              HTTPStatus.NOT_ACCEPTABLE)
-    return answer(dispatcher, ephemeral_session(message.meta, principal), message, environ)
+    return answer(dispatcher, ephemeral_session(message.meta, name_of(caller)), message, environ, caller)
 
 
 def check_param_headers(dispatcher: Dispatcher, message: Message,
@@ -150,15 +152,16 @@ def has_stream(session: Any, message: Message) -> bool:
             or message.method == "subscriptions/listen")
 
 
-def answer(dispatcher: Dispatcher, session: Any, message: Message, environ: Mapping[str, Any]) -> Response:
-    """Run the request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
+def answer(dispatcher: Dispatcher, session: Any, message: Message, environ: Mapping[str, Any],
+           caller: Principal | None) -> Response:
+    """Run caller's request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
     if not has_stream(session, message):
         # Nothing can come before the result: run it here, without a greenlet and a queue to wait on.
-        return json_answer(message, dispatcher.run_here(session, message))
+        return json_answer(message, dispatcher.run_here(session, message, caller))
     # Only a stream may have to shut the client's socket (a client that stops reading): only a stream looks it up.
     stream = RequestStream(f"{message.method} {loggable(message.id)}", dispatcher.settings.queue_max,
                            dispatcher.settings.queue_max_bytes, connection_closer(environ))
-    greenlet = dispatcher.start_request(session, message, stream)
+    greenlet = dispatcher.start_request(session, message, stream, caller=caller)
     first = stream.first_item(greenlet)
     if first is DONE:
         return json_answer(message, greenlet.value)

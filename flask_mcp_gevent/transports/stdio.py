@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import gevent
@@ -29,6 +30,7 @@ from flask_mcp_gevent.logs import configure_logging
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
 from flask_mcp_gevent.protocol.listen import LISTEN
 from flask_mcp_gevent.protocol.methods import STATELESS_METHOD_NAMES
+from flask_mcp_gevent.protocol.request_context import call_directly
 from flask_mcp_gevent.session import STDIO
 from flask_mcp_gevent.stateless.metadata import Era, StdioEra, ephemeral_session
 from flask_mcp_gevent.stateless.validation import validate_request
@@ -177,12 +179,14 @@ class StdioServer:
             writer.join(timeout=2.0)
 
 
-def run_stdio(settings: Settings, registry: Registry | None = None) -> int:
-    """Serve one client on stdin/stdout until EOF or SIGTERM (registry: an app's, else mcp_tools/ discovered)."""
+def run_stdio(settings: Settings, registry: Registry | None = None,
+              run_in_app: Callable[[Callable[[], Any]], Any] = call_directly) -> int:
+    """Serve one client on stdin/stdout until EOF or SIGTERM (registry: an app's, else mcp_tools/ discovered;
+    run_in_app: the app's context for each request, web/app_context.py)."""
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
-    # No authorizer: the local user who started the process may use everything, as the principal of stdio.
-    dispatcher = Dispatcher(settings, registry=registry, hub=MemoryHub(settings))
+    # No caller: the local user who started the process may use everything.
+    dispatcher = Dispatcher(settings, registry=registry, hub=MemoryHub(settings), run_in_app=run_in_app)
     server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))

@@ -17,6 +17,7 @@ from typing import Any
 import gevent
 from flask import Response
 
+from flask_mcp_gevent.auth.principal import Principal, name_of
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import KEEPALIVE_FRAME
 from flask_mcp_gevent.errors import (
@@ -97,7 +98,8 @@ class SessionReplay:
         return self.dispatcher.hub.deliver(self.session.id, response, stream=self.key)
 
 
-def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body) -> Response:
+def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body
+                    ) -> Response:
     """Handle a Streamable HTTP POST (its body already read): initialize opens a session, the rest need one."""
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
     if not (accepted.json or accepted.sse):
@@ -106,28 +108,28 @@ def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principa
                           request_id=body.request_id)
     session_id = session_id_from(environ, query=False)
     if is_initialize(body) and session_id is None:
-        return initialize_session(dispatcher, environ, principal, body, accepted)
+        return initialize_session(dispatcher, environ, caller, body, accepted)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
-    session = lookup_session(dispatcher, session_id, STREAMABLE, principal, body.request_id)
+    session = lookup_session(dispatcher, session_id, STREAMABLE, name_of(caller), body.request_id)
     check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
     return post_messages(dispatcher, session, body, accepted, new_session=False,
-                         close_connection=connection_closer(environ))
+                         close_connection=connection_closer(environ), caller=caller)
 
 
-def initialize_session(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None, body: Body,
+def initialize_session(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body,
                        accepted: AcceptedTypes) -> Response:
     """Open a session for an initialize request; if the initialize fails, close it again and name no session."""
     try:
-        session = dispatcher.open_session(STREAMABLE, principal, environ.get("REMOTE_ADDR"))
+        session = dispatcher.open_session(STREAMABLE, name_of(caller), environ.get("REMOTE_ADDR"))
     except CapacityError as full:
         raise server_busy(full) from None
     except HubUnavailable:
         raise store_unavailable(body.messages[0].id) from None
     response = post_messages(dispatcher, session, body, accepted, new_session=True,
-                             close_connection=connection_closer(environ))
+                             close_connection=connection_closer(environ), caller=caller)
     if response.status_code >= HTTPStatus.BAD_REQUEST:
         discard_session(dispatcher, session)
         response.headers.pop(SESSION_HEADER, None)
@@ -142,34 +144,36 @@ def discard_session(dispatcher: Dispatcher, session: Session) -> None:
         pass
 
 
-def streamable_get(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def streamable_get(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None) -> Response:
     """Open a session's standalone stream."""
     if not AcceptedTypes(environ.get("HTTP_ACCEPT")).sse:
         raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the stream needs 'Accept: text/event-stream'")
-    session = lookup_session(dispatcher, session_id_from(environ, query=False), STREAMABLE, principal)
+    session = lookup_session(dispatcher, session_id_from(environ, query=False), STREAMABLE, name_of(caller))
     check_protocol_header(environ.get(PROTOCOL_VERSION_KEY))
     return open_stream(dispatcher, environ, session)
 
 
-def streamable_delete(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None) -> Response:
+def streamable_delete(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None) -> Response:
     """End a Streamable HTTP session."""
     session_id = session_id_from(environ, query=False)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
-    return close_session(dispatcher, lookup_session(dispatcher, session_id, STREAMABLE, principal))
+    return close_session(dispatcher, lookup_session(dispatcher, session_id, STREAMABLE, name_of(caller)))
 
 
 def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
-                  new_session: bool, close_connection: Callable[[], None] | None = None) -> Response:
-    """Handle a POST on an existing (or just created) session."""
+                  new_session: bool, close_connection: Callable[[], None] | None = None,
+                  caller: Principal | None = None) -> Response:
+    """Handle a POST of caller's on an existing (or just created) session."""
     headers = {SESSION_HEADER: session.id} if new_session else {}
     rejected = dispatcher.batch_error(session, body)
     if rejected is not None:
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.hub.publish(session.id, m))
+        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.hub.publish(session.id, m),
+                                            caller=caller)
         return answer_as_json(dispatcher, body, running, errors, headers)
     replay = SessionReplay(dispatcher, session)
     # Bounded like every stream: a client that does not read is cut off (close_connection fails the blocked write),
@@ -177,7 +181,7 @@ def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted
     stream = RequestStream(f"session {session.id[:8]}", dispatcher.settings.queue_max,
                            dispatcher.settings.queue_max_bytes,
                            close_connection, replay)
-    running, errors = dispatcher.accept(session, body, stream)
+    running, errors = dispatcher.accept(session, body, stream, caller=caller)
     if not running:
         return answer_as_json(dispatcher, body, running, errors, headers)
     greenlet = running[0]

@@ -1,8 +1,10 @@
 """`flask --app APP mcp ...`: list and call the app's tools, serve them on stdio, or run the app under gunicorn.
 
 `tools` and `call` talk to the app's own dispatcher in this process, as a local stdio client would (no HTTP, no
-credentials: the local user's principal); `stdio` serves the app's tools to a client that started this command
-(what Claude Desktop does); `serve` runs the app under gunicorn with its gevent worker and the MCP_* settings.
+credentials: the local user, who may use everything, a principal_loader or not); `stdio` serves the app's tools to
+a client that started this command (what Claude Desktop does), in a process of its own that patches the standard
+library for gevent before anything is imported; `serve` runs the app under gunicorn with its gevent worker and the
+MCP_* settings. Both find the app as this command did (--app, FLASK_APP, or app.py / wsgi.py here).
 """
 
 from __future__ import annotations
@@ -115,17 +117,14 @@ def parse_arguments(text: str) -> dict[str, Any]:
     return value
 
 
-@mcp_cli.command("stdio")
-def serve_stdio() -> None:
+@mcp_cli.command("stdio", with_appcontext=False)
+@pass_script_info
+def serve_stdio(info: ScriptInfo) -> None:
     """Serve the app's tools on stdin/stdout (newline-delimited JSON-RPC), as an MCP client that starts it expects."""
-    from gevent import monkey
-
-    from flask_mcp_gevent.transports.stdio import run_stdio
-
-    # As app.py --stdio does before anything else, so a tool's sockets and sleeps yield to the other requests.
-    monkey.patch_all()
-    dispatcher = dispatcher_of(current_app)
-    sys.exit(run_stdio(dispatcher.settings, dispatcher.registry))
+    # Patching gevent here, after this command imported Flask, the app and ssl, would warn at every start and leave
+    # what was imported unpatched: a process of its own patches first, as app.py --stdio does.
+    os.environ[APP_ENV] = info.app_import_path or ""
+    os.execv(sys.executable, [sys.executable, "-m", "flask_mcp_gevent.web.flask_stdio"])
 
 
 @mcp_cli.command("serve", context_settings={"ignore_unknown_options": True})

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 
-from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, handle_error_in
+from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION, handle_error_in
 from flask_mcp_gevent.web.pipeline import FAILURES, Pipeline
 
 __all__ = ["FLASK_ONLY_HOOKS", "install", "installed_hooks", "pipeline_hooks", "pipeline_of"]
@@ -26,12 +26,14 @@ FLASK_ONLY_HOOKS = frozenset({
 })
 
 
-def install(app: Flask, pipeline: Pipeline, scope: tuple[str, ...] | None = None) -> None:
+def install(app: Flask, scope: tuple[str, ...] | None = None) -> None:
     """Make Flask's before_request, error handlers and after_request adapters of the pipeline.
 
     scope names the blueprints whose requests the pipeline finishes and whose failures it renders; None means
     every request of the app (the template's app, which is all MCP). A host app keeps its own pages and headers.
     """
+    # First of every request's hooks: by the first request the app is set up (a CSRFProtect made after MCP too).
+    app.before_request_funcs.setdefault(None, []).insert(0, start_extension)
     app.before_request(screen_mcp_request)
     if scope is None:
         for failure in FAILURES:
@@ -42,18 +44,22 @@ def install(app: Flask, pipeline: Pipeline, scope: tuple[str, ...] | None = None
             for failure in FAILURES:
                 handle_error_in(app, blueprint, failure, render_failure)
             app.after_request_funcs.setdefault(blueprint, []).append(finish)
-    app.extensions["mcp_pipeline"] = pipeline
 
 
 def pipeline_of(app: Any) -> Pipeline:
-    """The pipeline installed on app."""
-    return app.extensions["mcp_pipeline"]
+    """The pipeline of app's MCP extension."""
+    return app.extensions[MCP_EXTENSION].pipeline
+
+
+def start_extension() -> None:
+    """Run the extension's once-only start (McpExtension.start) at the app's first request."""
+    current_app.extensions[MCP_EXTENSION].start()
 
 
 def screen_mcp_request() -> None:
     """Screen requests to the MCP routes (before the rate limiter counts them, so it counts per principal)."""
     if request.blueprint == MCP_BLUEPRINT:
-        g.principal = pipeline_of(current_app).screen(request.environ)
+        g.mcp_caller = pipeline_of(current_app).screen(request.environ)
 
 
 def render_failure(exc: Exception) -> Response:
@@ -81,7 +87,8 @@ def installed_hooks(app: Flask, blueprints: tuple[str | None, ...] = (None, MCP_
 
 def pipeline_hooks() -> set[str]:
     """The hooks install() puts on an app: the ones HotPath mirrors."""
-    return ({f"before_request:{qualified_name(screen_mcp_request)}", f"after_request:{qualified_name(finish)}"}
+    return ({f"before_request:{qualified_name(start_extension)}",
+             f"before_request:{qualified_name(screen_mcp_request)}", f"after_request:{qualified_name(finish)}"}
             | {f"error:{cls.__name__}:{qualified_name(render_failure)}" for cls in FAILURES})
 
 

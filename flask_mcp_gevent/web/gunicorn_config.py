@@ -114,6 +114,7 @@ def post_worker_init(worker):
     mcp = mcp_extension(worker)
     if mcp is not None:
         mcp.dispatcher.hub.prepare()  # before this worker accepts a connection
+        mcp.start()  # its checks and warnings now, not at the first request
 
     def wind_down_on_exit():
         while worker.alive:

@@ -23,18 +23,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from flask import Flask, Response
+from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from flask_mcp_gevent.auth import Authenticator, AuthUnavailable, InsufficientScope, Unauthenticated
+from flask_mcp_gevent.auth import Authenticator, Principal
 from flask_mcp_gevent.config import Settings, is_loopback_host
-from flask_mcp_gevent.errors import (
-    INVALID_REQUEST,
-    PERMISSION_DENIED,
-    SERVER_UNAVAILABLE,
-    error_response,
-    new_correlation_id,
-)
+from flask_mcp_gevent.errors import INVALID_REQUEST, error_response
 from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.session import SESSION_HEADER_KEY, session_id_from
@@ -53,17 +47,16 @@ from flask_mcp_gevent.transports.http_io import (
 from flask_mcp_gevent.transports.legacy_sse import legacy_post
 from flask_mcp_gevent.transports.stateless_http import legacy_refused, stateless_post
 from flask_mcp_gevent.transports.streamable_http import streamable_post
+from flask_mcp_gevent.web.callers import authenticate, credential_keys, identify
 from flask_mcp_gevent.web.mcp_app import dispatcher_of
-from flask_mcp_gevent.web.oauth_metadata import challenge
 from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
-from flask_mcp_gevent.web.security import AUTH_EXTENSION_KEY
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.dispatcher import Dispatcher
 
 __all__ = ["FAILURES", "HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
            "check_foreign_page",
-           "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless", "screen_environ"]
+           "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless"]
 
 log = logging.getLogger("mcp.auth")
 
@@ -127,36 +120,6 @@ def check_host(environ: Mapping[str, str], settings: Settings) -> None:
         )
 
 
-# authentication
-def authenticate(authenticator: Authenticator | None, settings: Settings, environ: Mapping[str, Any]) -> str | None:
-    """Return the principal behind the request's bearer token (None when auth is off); 401/403/503 otherwise."""
-    # A CORS preflight never carries credentials; it only asks which headers it may send.
-    if authenticator is None or environ.get("REQUEST_METHOD") == "OPTIONS":
-        return None
-    try:
-        return authenticator.authenticate(environ.get("HTTP_AUTHORIZATION")).name
-    except Unauthenticated as refused:
-        message = f"Unauthorized: {refused}"
-        query = environ.get("QUERY_STRING", "")
-        if refused.error is None and any(f"{name}=" in query for name in ("access_token", "token", "api_key")):
-            message += " (credentials in the URL are ignored: they end up in logs)"
-        raise HttpProblem(HTTPStatus.UNAUTHORIZED, INVALID_REQUEST, message,
-                          headers={"WWW-Authenticate": challenge(settings, refused.error, str(refused))}) from None
-    except InsufficientScope as refused:
-        scope = " ".join(refused.scopes)
-        raise HttpProblem(
-            HTTPStatus.FORBIDDEN, PERMISSION_DENIED,
-            f"Forbidden: {refused}; ask the authorization server for a token with scope '{scope}'",
-            headers={"WWW-Authenticate": challenge(settings, "insufficient_scope", str(refused), scope)},
-        ) from None
-    except AuthUnavailable as unavailable:
-        correlation_id = new_correlation_id()
-        log.error("cannot verify tokens: %s (correlation id %s)", unavailable, correlation_id)
-        raise HttpProblem(HTTPStatus.SERVICE_UNAVAILABLE, SERVER_UNAVAILABLE,
-                          "Cannot verify tokens right now; retry shortly",
-                          data={"correlationId": correlation_id}, headers={"Retry-After": "5"}) from None
-
-
 def check_foreign_page(environ: Mapping[str, Any], settings: Settings) -> None:
     """Check Origin (403) and Host (421)."""
     origin = environ.get("HTTP_ORIGIN")
@@ -165,14 +128,10 @@ def check_foreign_page(environ: Mapping[str, Any], settings: Settings) -> None:
     check_host(environ, settings)
 
 
-def screen_environ(environ: Mapping[str, Any], settings: Settings, authenticator: Authenticator | None) -> str | None:
-    """Check Origin, Host and credentials; return the principal's name (None: auth off)."""
-    check_foreign_page(environ, settings)
-    return authenticate(authenticator, settings, environ)
 
 
 # a POST's wire
-def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: str | None,
+def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None,
                 legacy_only: bool | None = None) -> Response:
     """Answer a POST: read the body, then serve it on its era's wire.
 
@@ -190,12 +149,12 @@ def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], principal: s
         legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
     legacy_message = legacy_only or session_id is not None
     if not legacy_message and is_stateless(environ, body):
-        return stateless_post(dispatcher, environ, principal, body)
+        return stateless_post(dispatcher, environ, caller, body)
     if not dispatcher.settings.legacy:
         return legacy_refused(environ, body)
     if legacy_message:
-        return legacy_post(dispatcher, session_id, principal, body)
-    return streamable_post(dispatcher, environ, principal, body)
+        return legacy_post(dispatcher, session_id, caller, body)
+    return streamable_post(dispatcher, environ, caller, body)
 
 
 def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
@@ -219,21 +178,29 @@ def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
 class Pipeline:
     """The screen, the failure rendering and the finish of one app's MCP requests."""
 
-    def __init__(self, app: Flask, identify: Callable[[Mapping[str, Any]], str | None] | None = None) -> None:
-        self.app = app
-        self.settings = dispatcher_of(app).settings
-        # Who the caller is, in place of the bearer check: the extension's (flask_mcp_gevent/extension.py), which asks
-        # a host's principal_loader. None: the bearer check (API keys, OAuth) decides.
-        self.identify = identify
-        # Set when identify reads Flask's request (a principal_loader): then Flask serves every request, hot or not.
-        self.needs_flask_request = False
+    def __init__(self, settings: Settings, authenticator: Authenticator | None) -> None:
+        self.settings = settings
+        self.authenticator = authenticator
+        # A host's principal_loader (flask_mcp_gevent/extension.py): who the caller is, beside the bearer check.
+        # It reads Flask's request, which the WSGI hot path does not build: with one, Flask serves every request.
+        self.loader: Callable[[Any], Any] | None = None
+        # The headers a loader's caller passes on to the host's routes (web/callers.credential_keys).
+        self.forwarded = credential_keys(())
 
-    def screen(self, environ: Mapping[str, Any]) -> str | None:
-        """Check Origin, Host and credentials (403, 421, 401, 503); return the principal (None: auth off)."""
-        if self.identify is None:
-            return screen_environ(environ, self.settings, self.app.extensions.get(AUTH_EXTENSION_KEY))
+    @property
+    def needs_flask_request(self) -> bool:
+        """Whether the screen reads Flask's request (a principal_loader), so Flask must serve every request."""
+        return self.loader is not None
+
+    def screen(self, environ: Mapping[str, Any]) -> Principal | None:
+        """Check Origin, Host and credentials (403, 421, 401, 503); return the caller (None: auth off)."""
         check_foreign_page(environ, self.settings)
-        return self.identify(environ)
+        if environ.get("REQUEST_METHOD") == "OPTIONS":
+            return None  # a CORS preflight never carries credentials; it only asks which headers it may send
+        if self.loader is None:
+            return authenticate(self.authenticator, self.settings, environ)
+        return identify(self.loader, request._get_current_object(),  # type: ignore[attr-defined]
+                        self.settings, self.authenticator, self.forwarded)
 
     @staticmethod
     def render_failure(exc: Exception, environ: Mapping[str, Any]) -> Response:
@@ -279,9 +246,13 @@ def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> R
 class HotPath:
     """WSGI middleware in front of Flask's wsgi_app for POSTs to the MCP endpoints."""
 
-    def __init__(self, app: Flask, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]]) -> None:
+    def __init__(self, app: Flask, pipeline: Pipeline, flask_wsgi: Callable[..., Iterable[bytes]],
+                 start: Callable[[], None]) -> None:
         self.flask_wsgi = flask_wsgi
         self.pipeline = pipeline
+        # The extension's once-only start (flask_hooks.start_extension), which Flask runs for the requests it serves.
+        self.start = start
+        self.started = False
         self.dispatcher = dispatcher_of(app)
         settings = self.dispatcher.settings
         # flask-limiter and the CORS headers are Flask hooks: with either configured, Flask serves every request.
@@ -292,14 +263,17 @@ class HotPath:
         if (not self.enabled or environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in HOT_PATHS
                 or self.pipeline.needs_flask_request):
             return self.flask_wsgi(environ, start_response)
+        if not self.started:
+            self.started = True
+            self.start()
         response = self.pipeline.finish(environ, self.answer(environ))
         return emit(response, environ, start_response)
 
     def answer(self, environ: Mapping[str, Any]) -> Response:
         """The response to one POST; refusals and failures become their JSON-RPC error bodies."""
         try:
-            principal = self.pipeline.screen(environ)
-            return handle_post(self.dispatcher, environ, principal)
+            caller = self.pipeline.screen(environ)
+            return handle_post(self.dispatcher, environ, caller)
         except Exception as exc:
             return self.pipeline.render_failure(exc, environ)
 

@@ -35,9 +35,9 @@ EXTENSION_KEY = "mcp_rate_limiter"
 
 def rate_limit_key() -> str:
     """Count requests per principal (set by the security screen, which runs first), else per client address."""
-    principal = g.get("principal")
-    if principal is not None:
-        return "principal:" + principal
+    caller = g.get("mcp_caller")
+    if caller is not None:
+        return "principal:" + caller.name
     return "address:" + (request.remote_addr or "unknown")
 
 

@@ -41,13 +41,13 @@ def mcp_endpoint() -> Response:
         return method_not_allowed(request.environ)
     if request.method == "GET":
         if SESSION_HEADER_KEY in request.environ:
-            return streamable_get(current_dispatcher(), request.environ, g.principal)
+            return streamable_get(current_dispatcher(), request.environ, g.mcp_caller)
         # A legacy client posts its messages back to the path it opened the stream on.
-        return legacy_get(current_dispatcher(), request.environ, g.principal, request.path)
+        return legacy_get(current_dispatcher(), request.environ, g.mcp_caller, request.path)
     if request.method == "POST":
-        return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=False)
+        return handle_post(current_dispatcher(), request.environ, g.mcp_caller, legacy_only=False)
     if request.method == "DELETE":
-        return streamable_delete(current_dispatcher(), request.environ, g.principal)
+        return streamable_delete(current_dispatcher(), request.environ, g.mcp_caller)
     # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
     raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
 
@@ -56,12 +56,12 @@ def sse_alias(messages_path: str) -> Response:
     """The official SDKs' default legacy stream path; its messages go to messages_path."""
     if not current_dispatcher().settings.legacy:
         return method_not_allowed(request.environ)
-    return legacy_get(current_dispatcher(), request.environ, g.principal, messages_path)
+    return legacy_get(current_dispatcher(), request.environ, g.mcp_caller, messages_path)
 
 
 def messages_alias() -> Response:
     """The official SDKs' default legacy message path."""
-    return handle_post(current_dispatcher(), request.environ, g.principal, legacy_only=True)
+    return handle_post(current_dispatcher(), request.environ, g.mcp_caller, legacy_only=True)
 
 
 def mcp_blueprint(path: str = "/mcp", aliases_under: str = "") -> Blueprint:

@@ -1,4 +1,4 @@
-"""The HTTP side of security, installed on the app: authentication, the rate limit, CORS and the headers.
+"""The HTTP side of security, installed on the app: the OAuth metadata, the rate limit, CORS and the headers.
 
 The pieces live beside it: web/pipeline.py (the screen: Origin, Host, credentials; it runs the
 screen and the headers for both ways in), web/response_headers.py (security and CORS headers)
@@ -10,27 +10,21 @@ from __future__ import annotations
 from flask import Flask
 from flask_limiter import RateLimitExceeded
 
-from flask_mcp_gevent.auth import Authenticator
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.web.mcp_app import handle_error_in
 from flask_mcp_gevent.web.oauth_metadata import metadata_blueprint
 from flask_mcp_gevent.web.rate_limit import init_rate_limit, render_rate_limited
 from flask_mcp_gevent.web.response_headers import add_cors_headers
 
-__all__ = ["AUTH_EXTENSION_KEY", "init_app"]
-
-AUTH_EXTENSION_KEY = "mcp_auth"
+__all__ = ["init_app"]
 
 
-def init_app(app: Flask, dispatcher: Dispatcher, authenticator: Authenticator | None,
-             scope: tuple[str, ...] | None = None) -> None:
-    """Install authentication, the rate limit, CORS and the security headers on app (the order matters).
+def init_app(app: Flask, dispatcher: Dispatcher, scope: tuple[str, ...] | None = None) -> None:
+    """Install the OAuth metadata, the rate limit, CORS and the security headers on app (the order matters).
 
-    The authenticator was built first, so that its authorizer went into the Dispatcher's constructor.
     scope names the blueprints whose answers get CORS headers and rate-limit errors (None: the whole app).
     """
     settings = dispatcher.settings
-    app.extensions[AUTH_EXTENSION_KEY] = authenticator
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)
     # The pipeline's screen is registered before this, and so before the limiter's own hook: the limit counts

@@ -14,7 +14,8 @@ from typing import Any
 import gevent
 import pytest
 
-from flask_mcp_gevent.auth.permissions import Authorizer
+from flask_mcp_gevent.auth.permissions import Grants
+from flask_mcp_gevent.auth.principal import API_KEY, Principal
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps, loads
@@ -29,9 +30,11 @@ JOIN_TIMEOUT_S = 10.0
 class Rpc:
     """Send JSON text to one session of a dispatcher and collect what comes back."""
 
-    def __init__(self, dispatcher: Dispatcher, session: Session) -> None:
+    def __init__(self, dispatcher: Dispatcher, session: Session, caller: Principal | None = None) -> None:
         self.dispatcher = dispatcher
         self.session = session
+        # Who sends every body (None: nobody is checked, as with authentication off).
+        self.caller = caller
         self.sent: list[dict[str, Any]] = []
 
     def __call__(self, text: str | bytes) -> list[dict[str, Any]]:
@@ -41,7 +44,7 @@ class Rpc:
             body = parse_body(data)
         except ParseFailure as failure:
             return [failure.response]
-        greenlets, errors = self.dispatcher.accept(self.session, body, self.sent.append)
+        greenlets, errors = self.dispatcher.accept(self.session, body, self.sent.append, caller=self.caller)
         finished = gevent.joinall(greenlets, timeout=JOIN_TIMEOUT_S)
         assert len(finished) == len(greenlets), "a request did not finish in time"
         for greenlet in greenlets:
@@ -87,12 +90,11 @@ def registry() -> Registry | None:
 
 @pytest.fixture
 def make_dispatcher():
-    """Build dispatchers from an environ mapping (optionally a registry and an authorizer); shut them all down after."""
+    """Build dispatchers from an environ mapping (optionally a registry); shut them all down after."""
     dispatchers: list[Dispatcher] = []
 
-    def make(environ: dict[str, str] | None = None, registry: Registry | None = None,
-             authorizer: Authorizer | None = None) -> Dispatcher:
-        instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry, authorizer=authorizer)
+    def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> Dispatcher:
+        instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry)
         dispatchers.append(instance)
         return instance
 
@@ -138,3 +140,9 @@ def mcp_log(caplog):
         yield caplog
     finally:
         logger.removeHandler(caplog.handler)
+
+
+def caller(name: str, tools: tuple[str, ...] = (), resources: tuple[str, ...] = (),
+           prompts: tuple[str, ...] = ()) -> Principal:
+    """A caller named name whose credential grants these patterns, as an API key's would."""
+    return Principal(name=name, grants=Grants(tools=tools, resources=resources, prompts=prompts), via=API_KEY)

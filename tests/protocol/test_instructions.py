@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from flask_mcp_gevent.auth.permissions import Authorizer, Grants
+from flask_mcp_gevent.auth.principal import Principal, name_of
 from flask_mcp_gevent.stateless import metadata
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, tool
-from tests.protocol.conftest import Rpc
+from tests.protocol.conftest import Rpc, caller
 
 STATELESS_META = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
 
@@ -37,9 +37,9 @@ def discover_instructions(rpc: Rpc) -> str | None:
     return rpc.request("server/discover", {"_meta": STATELESS_META})["result"].get("instructions")
 
 
-def stateless_client(dispatcher, principal: str | None = None) -> Rpc:
-    """A client of dispatcher on the 2026-07-28 wire."""
-    return Rpc(dispatcher, ephemeral_session(STATELESS_META, principal))
+def stateless_client(dispatcher, principal: Principal | None = None) -> Rpc:
+    """A client of dispatcher on the 2026-07-28 wire, as principal."""
+    return Rpc(dispatcher, ephemeral_session(STATELESS_META, name_of(principal)), principal)
 
 
 def test_initialize_and_discover_name_a_tool_added_to_the_registry(dispatcher, make_rpc):
@@ -61,7 +61,8 @@ def test_an_empty_mcp_instructions_leaves_them_out(make_dispatcher, registry):
 
 
 def test_a_principal_is_told_only_of_the_tools_it_may_call(make_dispatcher, registry):
-    dispatcher = make_dispatcher(registry=registry, authorizer=Authorizer({"alice": Grants(tools=("echo",))}))
+    dispatcher = make_dispatcher(registry=registry)
+    alice = caller("alice", tools=("echo",))
     expected = "Tools: echo (Return the text unchanged)."
-    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("streamable", "alice"))) == expected
-    assert discover_instructions(stateless_client(dispatcher, "alice")) == expected
+    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("streamable", "alice"), alice)) == expected
+    assert discover_instructions(stateless_client(dispatcher, alice)) == expected

@@ -59,7 +59,8 @@ NO_SOCKET: dict[str, str] = {}
 
 def serve(dispatcher, message) -> gevent.Greenlet:
     """Answer message as the POST would, in a greenlet standing for the POST's own."""
-    return gevent.spawn(stateless_http.answer, dispatcher, ephemeral_session(message.meta, None), message, NO_SOCKET)
+    return gevent.spawn(stateless_http.answer, dispatcher, ephemeral_session(message.meta, None), message, NO_SOCKET,
+                       None)
 
 
 def json_body(response) -> dict:
@@ -110,7 +111,7 @@ def test_a_shutdown_does_not_wait_for_a_posts_greenlet_whose_request_is_over(dis
     def keep_alive_connection():
         """Answer one request in place, then live on as a kept-alive connection does."""
         hold = stateless_call("hold")
-        stateless_http.answer(dispatcher, ephemeral_session(hold.meta, None), hold, NO_SOCKET)
+        stateless_http.answer(dispatcher, ephemeral_session(hold.meta, None), hold, NO_SOCKET, None)
         connection_done.wait(WAIT_S)
 
     connection = gevent.spawn(keep_alive_connection)

@@ -197,6 +197,6 @@ def ask(hub: Hub, session: Session, method: str, params: dict[str, Any], timeout
         send: Any = None) -> dict[str, Any]:
     """Ask the session's client a question as a tool's context does, over hub; return the client's answer."""
     services = RequestServices(
-        registry=Registry(), settings=hub.settings, authorizer=None, update_session=hub.update_session,
+        registry=Registry(), settings=hub.settings, update_session=hub.update_session,
         pending=hub.pending, publish=hub.publish, resource_updated=lambda uri: notifications.resource_updated(hub, uri))
     return RequestContext(services, session, send).ask(method, params, timeout)

@@ -60,13 +60,17 @@ def test_absent_permission_lists_grant_nothing():
     assert not principal.grants.allows("resource", "file:///x")
 
 
-def test_keys_sharing_a_principal_share_the_union_of_their_grants():
+def test_keys_sharing_a_principal_each_grant_only_their_own():
+    read_only, full_power = new_key(), new_key()
     store = ApiKeyStore.from_mapping({
-        hash_key(new_key()): {"principal": "alice", "tools": ["add"]},
-        hash_key(new_key()): {"principal": "alice", "tools": ["echo"], "prompts": ["*"]},
+        hash_key(read_only): {"principal": "alice", "tools": ["get_*"]},
+        hash_key(full_power): {"principal": "alice", "tools": ["*"], "prompts": ["*"]},
     })
-    grants = store.grants_by_principal()["alice"]
-    assert grants.allows("tool", "add") and grants.allows("tool", "echo") and grants.allows("prompt", "p")
+    narrow, wide = store.authenticate(read_only), store.authenticate(full_power)
+    assert narrow is not None and wide is not None and narrow.name == wide.name == "alice"
+    assert narrow.allows("tool", "get_note") and not narrow.allows("tool", "delete_note")
+    assert not narrow.allows("prompt", "p")
+    assert wide.allows("tool", "delete_note") and wide.allows("prompt", "p")
 
 
 @pytest.mark.parametrize(
@@ -80,6 +84,7 @@ def test_keys_sharing_a_principal_share_the_union_of_their_grants():
         ({"a" * 64: {}}, "'principal'"),
         ({"a" * 64: {"principal": ""}}, "'principal'"),
         ({"a" * 64: {"principal": "oauth:alice"}}, "oauth:"),
+        ({"a" * 64: {"principal": "app:alice"}}, "app:"),
         ({"a" * 64: {"principal": "a", "tools": "add"}}, "'tools' must be a list"),
         ({"a" * 64: {"principal": "a", "prompts": [1]}}, "'prompts' must be a list"),
         ({"a" * 64: {"principal": "a", "key": "secret"}}, "unknown field"),
@@ -101,7 +106,7 @@ def test_unreadable_and_non_json_files_are_refused(tmp_path):
 
 def test_the_shipped_example_file_loads():
     store = ApiKeyStore.load(str(ROOT / "config" / "api_keys.example.json"))
-    assert {"alice", "ops-dashboard", "docs-agent"} <= set(store.grants_by_principal())
+    assert {"alice", "ops-dashboard", "docs-agent"} <= {principal.name for _, principal in store.entries}
 
 
 def test_the_key_script_prints_a_key_whose_hash_it_prints(tmp_path):

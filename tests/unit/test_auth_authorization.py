@@ -1,4 +1,4 @@
-"""Dispatcher's authorization hooks with an Authorizer: tools/list filters, tools/call answers -32001."""
+"""Each request is authorized by its own caller's grants: tools/list filters, tools/call answers -32001."""
 
 from __future__ import annotations
 
@@ -7,19 +7,26 @@ from typing import Any
 import gevent
 import pytest
 
-from flask_mcp_gevent.auth.permissions import Authorizer, Grants
+from flask_mcp_gevent.auth.permissions import Grants
+from flask_mcp_gevent.auth.principal import API_KEY, Principal
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import PERMISSION_DENIED
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.session import STREAMABLE
+from mcp_tools import Registry, tool
+
+ALICE = Principal("alice", Grants(tools=("echo", "get_*")), API_KEY)
+ROOT = Principal("root", Grants(tools=("*",)), API_KEY)
+NOBODY = Principal("stranger", Grants(), API_KEY)
 
 
-def call(dispatcher: Dispatcher, session, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Send one request through the dispatcher and return its response."""
+def call(dispatcher: Dispatcher, session, method: str, params: dict[str, Any] | None = None,
+         caller: Principal | None = None) -> dict[str, Any]:
+    """Send one request through the dispatcher as caller and return its response."""
     body = parse_body(dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}))
-    greenlets, errors = dispatcher.accept(session, body, lambda message: None)
+    greenlets, errors = dispatcher.accept(session, body, lambda message: None, caller=caller)
     assert not errors, errors
     gevent.joinall(greenlets, timeout=10)
     return greenlets[0].value
@@ -27,66 +34,90 @@ def call(dispatcher: Dispatcher, session, method: str, params: dict[str, Any] | 
 
 @pytest.fixture
 def dispatcher():
-    """A dispatcher whose authorizer lets alice use echo and get_* only."""
-    dispatcher = Dispatcher(Settings.from_environ({}),
-                      authorizer=Authorizer({"alice": Grants(tools=("echo", "get_*")), "root": Grants(tools=("*",))}))
+    """A dispatcher serving the template's tools."""
+    dispatcher = Dispatcher(Settings.from_environ({}))
     yield dispatcher
     dispatcher.shutdown()
 
 
-def open_initialized(dispatcher: Dispatcher, principal: str | None):
-    """A session of principal that has answered initialize."""
-    session = dispatcher.open_session(STREAMABLE, principal)
+def open_initialized(dispatcher: Dispatcher, caller: Principal | None):
+    """A session of caller's principal that has answered initialize."""
+    session = dispatcher.open_session(STREAMABLE, caller.name if caller else None)
     result = call(dispatcher, session, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                 "clientInfo": {"name": "t", "version": "0"}})
+                                                      "clientInfo": {"name": "t", "version": "0"}}, caller)
     assert "result" in result
     return session
 
 
 def test_tools_list_shows_only_the_permitted_tools(dispatcher):
-    alice = open_initialized(dispatcher, "alice")
-    names = {t["name"] for t in call(dispatcher, alice, "tools/list")["result"]["tools"]}
+    alice = open_initialized(dispatcher, ALICE)
+    names = {t["name"] for t in call(dispatcher, alice, "tools/list", caller=ALICE)["result"]["tools"]}
     assert names == {"echo", "get_time"}
-    root = open_initialized(dispatcher, "root")
-    everything = {t["name"] for t in call(dispatcher, root, "tools/list")["result"]["tools"]}
+    root = open_initialized(dispatcher, ROOT)
+    everything = {t["name"] for t in call(dispatcher, root, "tools/list", caller=ROOT)["result"]["tools"]}
     assert {"add", "echo", "get_time"} <= everything
 
 
 def test_calling_a_tool_outside_the_grants_is_permission_denied_with_its_name(dispatcher):
-    session = open_initialized(dispatcher, "alice")
-    denied = call(dispatcher, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    session = open_initialized(dispatcher, ALICE)
+    denied = call(dispatcher, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, ALICE)
     assert denied["error"]["code"] == PERMISSION_DENIED
     assert denied["error"]["data"] == {"tool": "add"}
-    allowed = call(dispatcher, session, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    allowed = call(dispatcher, session, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}, ALICE)
     assert allowed["result"]["isError"] is False
 
 
-def test_a_principal_unknown_to_the_authorizer_may_use_nothing(dispatcher):
-    session = open_initialized(dispatcher, "stranger")
-    assert call(dispatcher, session, "tools/list")["result"]["tools"] == []
-    assert call(dispatcher, session, "tools/call", {"name": "echo", "arguments": {"text": "x"}})["error"]["code"] == (
-        PERMISSION_DENIED)
+def test_a_caller_granted_nothing_may_use_nothing(dispatcher):
+    session = open_initialized(dispatcher, NOBODY)
+    assert call(dispatcher, session, "tools/list", caller=NOBODY)["result"]["tools"] == []
+    refused = call(dispatcher, session, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, NOBODY)
+    assert refused["error"]["code"] == PERMISSION_DENIED
 
 
-def test_without_an_authorizer_every_session_may_use_everything():
-    dispatcher = Dispatcher(Settings.from_environ({}))
+def test_without_a_caller_every_request_may_use_everything(dispatcher):
+    session = open_initialized(dispatcher, None)
+    assert call(dispatcher, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["result"][
+        "structuredContent"] == {"result": 3}
+
+
+def test_the_same_principal_s_requests_each_use_their_own_credential_s_grants():
+    """A read-only credential's slow call is not lifted by a full-power one of the same principal sent meanwhile."""
+    started, release = gevent.event.Event(), gevent.event.Event()
+    seen: list[bool] = []
+
+    @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+    def slow_check(ctx) -> str:
+        """Wait, then report whether this call may delete."""
+        started.set()
+        release.wait(5)
+        seen.append(ctx.permits("tool", "delete_note"))
+        return "done"
+
+    registry = Registry()
+    registry.add_function(slow_check)
+    dispatcher = Dispatcher(Settings.from_environ({}), registry=registry)
+    read_only = Principal("alice", Grants(tools=("slow_check",)), API_KEY)
+    full_power = Principal("alice", Grants(tools=("*",)), API_KEY)
     try:
-        session = open_initialized(dispatcher, None)
-        assert dispatcher.permits(session, "tool", "add")
-        assert dispatcher.permits(session, "resource", "file:///anything")
-        assert dispatcher.permits(session, "prompt", "anything")
+        session = open_initialized(dispatcher, read_only)
+        body = parse_body(dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                 "params": {"name": "slow_check", "arguments": {}}}))
+        running, _ = dispatcher.accept(session, body, lambda message: None, caller=read_only)
+        assert started.wait(5)
+        assert call(dispatcher, session, "tools/list", caller=full_power)["result"]["tools"]
+        release.set()
+        gevent.joinall(running, timeout=5)
+        assert seen == [False]
+        assert call(dispatcher, session, "tools/call", {"name": "slow_check", "arguments": {}}, NOBODY)[
+            "error"]["code"] == PERMISSION_DENIED
     finally:
+        release.set()
         dispatcher.shutdown()
 
 
 def test_resources_and_prompts_are_checked_by_their_own_patterns():
-    dispatcher = Dispatcher(Settings.from_environ({}),
-                      authorizer=Authorizer({"bob": Grants(resources=("mem://public/*",), prompts=("greet",))}))
-    try:
-        session = dispatcher.open_session(STREAMABLE, "bob")
-        assert dispatcher.permits(session, "resource", "mem://public/a")
-        assert not dispatcher.permits(session, "resource", "mem://private/a")
-        assert dispatcher.permits(session, "prompt", "greet")
-        assert not dispatcher.permits(session, "tool", "greet")
-    finally:
-        dispatcher.shutdown()
+    bob = Principal("bob", Grants(resources=("mem://public/*",), prompts=("greet",)), API_KEY)
+    assert bob.allows("resource", "mem://public/a")
+    assert not bob.allows("resource", "mem://private/a")
+    assert bob.allows("prompt", "greet")
+    assert not bob.allows("tool", "greet")

@@ -10,7 +10,6 @@ import jsonrpcserver.methods
 import pytest
 
 from flask_mcp_gevent import metrics
-from flask_mcp_gevent.auth.permissions import Authorizer, Grants
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
@@ -97,25 +96,13 @@ def test_capabilities_and_server_info_live_beside_initialize():
     assert not hasattr(Dispatcher, "capabilities") and not hasattr(Dispatcher, "server_info")
 
 
-def test_the_authorizer_is_given_to_the_dispatcher_when_it_is_built():
-    authorizer = Authorizer({"alice": Grants(tools=("echo",))})
-    dispatcher = Dispatcher(Settings.from_environ({}), authorizer=authorizer)
-    try:
-        session = dispatcher.open_session("streamable", "alice")
-        assert dispatcher.authorizer is authorizer and dispatcher.services.authorizer is authorizer
-        assert dispatcher.permits(session, "tool", "echo") and not dispatcher.permits(session, "tool", "add")
-    finally:
-        dispatcher.shutdown()
-
-
-def test_the_flask_extension_builds_the_dispatcher_with_the_authenticators_authorizer():
+def test_the_flask_extension_keeps_its_authenticator_on_its_pipeline():
     from app import create_app
-    from flask_mcp_gevent.web.security import AUTH_EXTENSION_KEY
 
     app = create_app({"MCP_API_KEYS_FILE": str(ROOT / "config" / "api_keys.example.json")})
     try:
-        authenticator = app.extensions[AUTH_EXTENSION_KEY]
-        assert authenticator is not None
-        assert app.extensions["mcp"].dispatcher.services.authorizer is authenticator.authorizer
+        extension = app.extensions["mcp"]
+        assert extension.authenticator is not None and extension.pipeline.authenticator is extension.authenticator
+        assert not [key for key in app.extensions if key.startswith("mcp") and key != "mcp"]
     finally:
         app.extensions["mcp"].dispatcher.shutdown()

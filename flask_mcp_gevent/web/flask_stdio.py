@@ -1,0 +1,33 @@
+"""The process `flask mcp stdio` becomes: patch the standard library for gevent, load the app, serve it on stdio.
+
+Run as `python -m flask_mcp_gevent.web.flask_stdio`, with the app found as the flask command found it
+(MCP_FLASK_APP, set by web/cli.py): its tools, its settings and its application context.
+"""
+
+if __name__ == "__main__":
+    # First lines on purpose: sockets, threads and stdin must be cooperative before anything imports them.
+    from gevent import monkey
+
+    monkey.patch_all()
+
+import sys  # noqa: E402
+
+from flask import Flask  # noqa: E402
+
+from flask_mcp_gevent.transports.stdio import run_stdio  # noqa: E402
+from flask_mcp_gevent.web.app_context import app_runner  # noqa: E402
+from flask_mcp_gevent.web.mcp_app import dispatcher_of  # noqa: E402
+
+__all__ = ["serve_app"]
+
+
+def serve_app(app: Flask) -> int:
+    """Serve app's MCP tools on stdin/stdout until EOF or SIGTERM, each call inside the app's context."""
+    dispatcher = dispatcher_of(app)
+    return run_stdio(dispatcher.settings, dispatcher.registry, app_runner(app))
+
+
+if __name__ == "__main__":
+    from flask_mcp_gevent.web.flask_app import app as loaded
+
+    sys.exit(serve_app(loaded))
