@@ -165,10 +165,11 @@ class MCP:
         return fn
 
     def expose_route(self, endpoint: str, name: str | None = None, description: str | None = None,
-                     body_schema: dict[str, Any] | None = None, *, method: str | None = None) -> None:
+                     body_schema: dict[str, Any] | None = None, *, method: str | None = None,
+                     query_schema: dict[str, Any] | None = None) -> None:
         """Make an existing route a tool, called through the whole app as the MCP caller (web/route_tools.py)."""
         route = {"endpoint": endpoint, "name": name, "description": description, "body_schema": body_schema,
-                 "method": method}
+                 "method": method, "query_schema": query_schema}
         self.routes.append(route)
         for server in list(self.servers):
             expose_on(server, route)
@@ -177,7 +178,7 @@ class MCP:
 def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
     """Declare a route's tool on one app's server, which from now on keeps its callers' credentials."""
     assert server.app is not None and server.dispatcher is not None
-    spec = route_tool(server.app, credentials=server.credentials.headers_of, **route)
+    spec = route_tool(server.app, credentials=lambda ctx: server.credentials.headers_of(ctx.principal), **route)
     check_headers(spec)
     server.forward_credentials()
     server.dispatcher.registry.declare(spec)
