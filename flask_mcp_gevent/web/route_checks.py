@@ -15,12 +15,15 @@ from urllib.parse import unquote
 from flask import Flask
 from werkzeug.exceptions import HTTPException
 from werkzeug.routing import (
+    AnyConverter,
     BaseConverter,
     FloatConverter,
     IntegerConverter,
     PathConverter,
     RequestRedirect,
     Rule,
+    UnicodeConverter,
+    UUIDConverter,
     ValidationError,
 )
 from werkzeug.routing.converters import NumberConverter
@@ -34,7 +37,10 @@ ENCODED_SEPARATOR = re.compile(r"%(2f|5c|2e)", re.IGNORECASE)
 DOT_SEGMENTS = frozenset({".", ".."})
 # How many rounds of percent-decoding a value is checked through; one still changing after them is refused.
 MAX_DECODINGS = 4
-QueryScalar = str | int | float | bool
+# Werkzeug's converters, whose to_python is a pure function of the text: the arguments a URL matches are compared
+# with the ones given for these only (a host's own converter may load a model, a new object at each call).
+PURE_CONVERTERS = frozenset({UnicodeConverter, PathConverter, AnyConverter, UUIDConverter, IntegerConverter,
+                             FloatConverter})
 
 
 def invalid(tool_name: str, where: str, problem: str) -> ToolError:
@@ -154,7 +160,10 @@ def query_pairs(query: dict[str, Any]) -> list[tuple[str, str]]:
 
 def check_resolves(app: Flask, environ: dict[str, Any], rule: Rule, method: str, variables: dict[str, Any],
                    tool_name: str) -> None:
-    """Refuse a request the app would not route to rule's endpoint and method with these variables."""
+    """Refuse a request the app would not route to rule's endpoint and method with these variables.
+
+    Call it in the internal request's app context, where Flask matches a request's URL: a converter may need it.
+    """
     request = app.request_class(environ)
     target = f"{method} {request.path}"
     try:
@@ -171,18 +180,16 @@ def check_resolves(app: Flask, environ: dict[str, Any], rule: Rule, method: str,
         # The other route stays unnamed: its endpoint is none of the caller's business.
         raise ToolError(f"Tool '{tool_name}' refused {target}: it reaches another route of the app, not the one "
                         f"this tool exposes ({rule.rule}); nothing was sent to the app")
-    if values != expected_values(rule, variables, tool_name):
+    if any(values[name] != expected_value(rule, name, value, tool_name) for name, value in variables.items()
+           if type(rule._converters[name]) in PURE_CONVERTERS):
         raise ToolError(f"Tool '{tool_name}' refused {target}: it reaches {rule.rule} with other URL variables than "
                         "the ones given; nothing was sent to the app")
 
 
-def expected_values(rule: Rule, variables: dict[str, Any], tool_name: str) -> dict[str, Any]:
-    """The view arguments the app should match for these variables: each converted as the converter would."""
-    values = dict(rule.defaults or {})
-    for name, value in variables.items():
-        converter = rule._converters[name]
-        try:
-            values[name] = value if isinstance(converter, NumberConverter) else converter.to_python(value)
-        except ValidationError:
-            raise invalid(tool_name, name, f"{value!r} is not a value the URL variable <{name}> takes") from None
-    return values
+def expected_value(rule: Rule, name: str, value: Any, tool_name: str) -> Any:
+    """The view argument the app should match for one variable: converted as its converter would."""
+    converter = rule._converters[name]
+    try:
+        return value if isinstance(converter, NumberConverter) else converter.to_python(value)
+    except ValidationError:
+        raise invalid(tool_name, name, f"{value!r} is not a value the URL variable <{name}> takes") from None

@@ -141,8 +141,9 @@ def route_tool(app: Flask, endpoint: str, credentials: Callable[[Any], dict[str,
     tool_name = name or endpoint
 
     def call_route(ctx: Any, **arguments: Any) -> Any:
-        body = arguments.pop(BODY, None)
-        query = arguments.pop(QUERY, {})
+        # Popped only when declared: without a body_schema or a query_schema, a URL variable may have its name.
+        body = arguments.pop(BODY, None) if body_schema is not None else None
+        query = arguments.pop(QUERY, {}) if query_schema is not None else {}
         check_variables(tool_name, rule, arguments)
         check_query(tool_name, query)
         try:
@@ -150,8 +151,12 @@ def route_tool(app: Flask, endpoint: str, credentials: Callable[[Any], dict[str,
         except BuildError:
             raise ToolError(f"Tool '{tool_name}': these URL variables make no URL of {rule.rule}") from None
         environ = internal_environ(app, method, path, query_pairs(query), body, credentials(ctx))
-        check_resolves(app, environ, rule, method, arguments, tool_name)
-        return tool_result(method, path, dispatch(app, environ))
+        # The request context would reuse an app context of the same app already pushed (the MCP request's, the
+        # tool call's), sharing its g and skipping teardown_appcontext: this one is the internal request's alone.
+        with app.app_context():
+            check_resolves(app, environ, rule, method, arguments, tool_name)
+            response = Response.from_app(app, environ, buffered=True)
+        return tool_result(method, path, response)
 
     call_route.__name__ = call_route.__qualname__ = tool_name.replace(".", "_").replace("-", "_")
     call_route.__doc__ = summary or f"{method} {rule.rule}"
@@ -171,14 +176,6 @@ def internal_environ(app: Flask, method: str, path: str, query: list[tuple[str, 
         return builder.get_environ()
     finally:
         builder.close()
-
-
-def dispatch(app: Flask, environ: dict[str, Any]) -> Response:
-    """Run one request through the whole app, in an application context of its own; return its buffered response."""
-    # The request context would reuse an app context of the same app already pushed (the MCP request's, the
-    # tool call's), sharing its g and skipping teardown_appcontext; this one is the internal request's alone.
-    with app.app_context():
-        return Response.from_app(app, environ, buffered=True)
 
 
 def tool_result(method: str, path: str, response: Response) -> Any:

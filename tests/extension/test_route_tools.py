@@ -15,8 +15,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from flask import Flask, g, jsonify, request
+from flask import Flask, current_app, g, jsonify, request
 from flask.testing import FlaskClient
+from werkzeug.routing import BaseConverter
 
 from flask_mcp_gevent import MCP
 from flask_mcp_gevent.toolkit.checks import RegistryError
@@ -49,14 +50,14 @@ def create_host() -> Flask:
     """The host app: what each view ran is counted in app.extensions["runs"], its teardowns in ["teardowns"]."""
     app = Flask(__name__)
     runs: Counter[str] = Counter()
-    teardowns: list[tuple[str, str | None]] = []
+    teardowns: list[tuple[str, list[str] | None]] = []
     app.extensions.update(runs=runs, teardowns=teardowns)
     app.wsgi_app = DotSegmentResolver(app.wsgi_app)  # type: ignore[method-assign]
 
     @app.before_request
     def mark_the_request() -> None:
-        """Every request's g names the request it belongs to."""
-        g.marker = request.path
+        """Every request adds its path to g's: a g shared between requests names them all."""
+        g.paths = [*g.get("paths", []), request.path]
 
     @app.get("/files/<path:name>")
     def read_file(name: str) -> Any:
@@ -102,17 +103,17 @@ def create_host() -> Flask:
     @app.get("/context")
     def context_view() -> Any:
         """Say what this request's g holds, then leave a mark in it."""
-        seen = {name: getattr(g, name) for name in ("marker", "outer") if name in g}
+        seen = {name: getattr(g, name) for name in ("paths", "outer") if name in g}
         g.from_view = True
         return jsonify(seen)
 
     @app.teardown_request
     def record_request_teardown(error: BaseException | None) -> None:
-        teardowns.append(("request", g.get("marker")))
+        teardowns.append(("request", g.get("paths")))
 
     @app.teardown_appcontext
     def record_appcontext_teardown(error: BaseException | None) -> None:
-        teardowns.append(("appcontext", g.get("marker")))
+        teardowns.append(("appcontext", g.get("paths")))
 
     mcp = MCP(app)
     for endpoint in ("read_file", "shelf_item", "weigh", "copy", "context_view"):
@@ -243,29 +244,53 @@ def test_variables_the_url_would_hand_the_view_otherwise_are_refused(client, run
     assert answer["structuredContent"] == {"source": "a/b", "target": "c/d"}
 
 
+def test_a_hosts_own_converter_may_load_an_object_in_the_app_context():
+    class Shelf:
+        """A model a converter loads: a new object each time, equal to none other."""
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    class ShelfConverter(BaseConverter):
+        def to_python(self, value: str) -> Shelf:
+            return Shelf(f"{current_app.name}:{value}")  # needs the app context, as a database lookup would
+
+        def to_url(self, value: Any) -> str:
+            return super().to_url(value.name if isinstance(value, Shelf) else value)
+
+    app = Flask("shop")
+    app.url_map.converters["shelf"] = ShelfConverter
+
+    @app.get("/shelves/<shelf:shelf>")
+    def show_shelf(shelf: Shelf) -> Any:
+        return {"shelf": shelf.name}
+
+    assert call_directly(app, "show_shelf", {"shelf": "top"}) == {"shelf": "shop:top"}
+
+
 # contexts of its own
 @pytest.mark.parametrize("call", ["session", "stateless"])
 def test_the_route_sees_its_own_g_and_its_teardowns_run(app, client, call):
     result = (McpSession(client).call("context_view", {}) if call == "session"
               else stateless_call(client, "context_view", {}))
-    assert result["structuredContent"] == {"marker": "/context"}  # not the MCP request's g, marked "/mcp"
+    assert result["structuredContent"] == {"paths": ["/context"]}  # not the MCP request's g, which holds "/mcp"
     teardowns = app.extensions["teardowns"]
-    assert ("request", "/context") in teardowns and ("appcontext", "/context") in teardowns
+    assert ("request", ["/context"]) in teardowns and ("appcontext", ["/context"]) in teardowns
 
 
 def test_g_does_not_cross_into_or_out_of_the_internal_request_under_an_outer_app_context(app):
     teardowns = app.extensions["teardowns"]
     with app.app_context():
         g.outer = "the tool call's"
-        assert call_directly(app, "context_view", {}) == {"marker": "/context"}
-        assert g.outer == "the tool call's" and "from_view" not in g and "marker" not in g
-        assert teardowns == [("request", "/context"), ("appcontext", "/context")]
+        assert call_directly(app, "context_view", {}) == {"paths": ["/context"]}
+        assert g.outer == "the tool call's" and "from_view" not in g and "paths" not in g
+        assert teardowns == [("request", ["/context"]), ("appcontext", ["/context"])]
     assert teardowns[2:] == [("appcontext", None)]  # the outer context's own, after the internal request's
 
 
 def test_the_internal_request_has_contexts_without_an_outer_app_context(app):
-    assert call_directly(app, "context_view", {}) == {"marker": "/context"}
-    assert app.extensions["teardowns"] == [("request", "/context"), ("appcontext", "/context")]
+    assert call_directly(app, "context_view", {}) == {"paths": ["/context"]}
+    assert app.extensions["teardowns"] == [("request", ["/context"]), ("appcontext", ["/context"])]
 
 
 # URL variables take their converters' types
@@ -356,6 +381,16 @@ def test_a_url_variable_named_query_cannot_share_the_name_with_the_query():
 
     with pytest.raises(RegistryError, match=r"a URL variable is named 'query', which the query string takes"):
         route_tool(app, "by_query", credentials=lambda ctx: {}, query_schema={"type": "object"})
+
+
+def test_url_variables_named_body_and_query_are_url_variables_when_nothing_else_takes_the_names():
+    app = Flask(__name__)
+
+    @app.get("/<body>/<query>")
+    def both(body: str, query: str) -> Any:
+        return {"body": body, "query": query, "args": request.args}
+
+    assert call_directly(app, "both", {"body": "b", "query": "q"}) == {"body": "b", "query": "q", "args": {}}
 
 
 # credentials
