@@ -173,13 +173,14 @@ class MCP:
         return fn
 
     def expose_route(self, endpoint: str, name: str | None = None, description: str | None = None,
-                     body_schema: dict[str, Any] | None = None, *, method: str | None = None) -> None:
+                     body_schema: dict[str, Any] | None = None, *, method: str | None = None,
+                     query_schema: dict[str, Any] | None = None) -> None:
         """Make an existing route a tool, called through the whole app as the MCP caller (web/route_tools.py)."""
         route = {"endpoint": endpoint, "name": name, "description": description, "body_schema": body_schema,
-                 "method": method}
-        self.routes.append(route)
+                 "method": method, "query_schema": query_schema}
         for server in list(self.servers):
             expose_on(server, route)
+        self.routes.append(route)  # after the apps served took it: a refused route is not kept for the next one
 
 
 def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
