@@ -108,3 +108,36 @@ def test_serve_runs_the_app_under_gunicorn_for_the_sdks_http_client():
     # The exec'd process is gunicorn itself, with the gevent worker.
     assert "Using worker: flask_mcp_gevent.web.gunicorn_worker.McpWorker" in errors
 
+
+
+# a host app with a principal loader: the CLI is the local user, who may use everything
+HOST_APP = "tests.extension.host_app:create_app()"
+
+
+def flask_host_mcp(*args: str) -> subprocess.CompletedProcess:
+    """Run `flask --app <the extension tests' host app> mcp ARGS`."""
+    return subprocess.run([FLASK, "--app", HOST_APP, "mcp", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "MCP_LOG_LEVEL": "WARNING"})
+
+
+def test_tools_with_a_loader_lists_every_tool_for_the_local_user():
+    listed = flask_host_mcp("tools")
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split(None, 1)[0] for line in listed.stdout.splitlines()}
+    assert names == {"add", "get_order", "create_order", "delete_order", "file_info"}
+
+
+def test_call_with_a_loader_runs_as_the_local_user():
+    called = flask_host_mcp("call", "add", '{"a": 2, "b": 40}')
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["structuredContent"] == {"result": 42}
+
+
+def test_stdio_starts_without_warnings_and_writes_only_json_rpc_to_stdout():
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    ran = subprocess.run([FLASK, "--app", HOST_APP, "mcp", "stdio"], cwd=ROOT, input=json.dumps(request) + "\n",
+                         capture_output=True, text=True, timeout=60)
+    assert "Warning" not in ran.stderr, ran.stderr
+    [line] = ran.stdout.splitlines()
+    assert json.loads(line)["result"]["serverInfo"]["name"] == "flask-mcp-gevent"
