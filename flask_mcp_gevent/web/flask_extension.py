@@ -45,6 +45,7 @@ class McpExtension:
         self.whole_app = whole_app
         self.authenticator: Authenticator | None = None
         self.app: Flask | None = None
+        self.limiter: Any = None  # MCP_RATE_LIMIT's flask_limiter.Limiter (web/rate_limit.py); None when unset
         # A host's principal_loader (flask_mcp_gevent.extension.MCP): who the caller is, in place of the bearer check.
         self.loader: Callable[[Any], Any] | None = None
         # The credentials each principal's requests carried, kept once a route is a tool (web/route_tools.py).
