@@ -70,8 +70,7 @@ def init_rate_limit(app: Flask, settings: Settings, scope: tuple[str, ...] | Non
     if scope is None:
         app.register_error_handler(RateLimitExceeded, render_rate_limited)
     else:
-        # MCP's pages only, so that a host's own Limiter keeps its own 429 page on the host's routes. (An app-wide
-        # handler would not do for MCP's pages anyway: their blueprints' HTTPException handler is found first.)
+        # MCP's pages only, so that a host's own Limiter keeps its own 429 page on the host's routes.
         for blueprint in scope:
             handle_error_in(app, blueprint, RateLimitExceeded, render_rate_limited)
     dispatcher_of(app).charge_batch = charge_batch
