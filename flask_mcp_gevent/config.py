@@ -1,13 +1,15 @@
 """Settings: every knob the server has, read from `MCP_*` environment variables.
 
 `Settings.from_environ()` takes any mapping, so tests pass a dict and never touch
-`os.environ`. Each field's default is the value used when the variable is unset.
+`os.environ`. Each field's default is the value used when the variable is unset. A setting
+whose pip extra is not installed (EXTRAS) is refused at start with the command that installs it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import ipaddress
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["ConfigError", "Settings"]
+__all__ = ["EXTRAS", "ConfigError", "Settings", "extra_installed", "install_hint", "require_extra"]
 
 PREFIX = "MCP_"
 # Settings whose values are secrets: never shown to tools through Settings.extra.
@@ -32,6 +34,33 @@ LOCALHOST_ORIGINS = (
 
 class ConfigError(ValueError):
     """A setting whose value cannot be used."""
+
+
+# The pip extras of pyproject.toml, by the modules each brings (import names). `pip install flask-mcp-gevent` brings
+# what one gevent worker needs; a setting that needs more names its extra, and its modules are imported only where
+# that setting is used.
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "redis": ("redis", "hiredis"),
+    "oauth": ("jwt",),
+    "metrics": ("prometheus_client",),
+    "ratelimit": ("flask_limiter", "limits"),
+}
+
+
+def extra_installed(extra: str) -> bool:
+    """Whether every module of a pip extra can be imported here (looked up, not imported)."""
+    return all(importlib.util.find_spec(module) is not None for module in EXTRAS[extra])
+
+
+def install_hint(extra: str) -> str:
+    """The pip command that installs a pip extra."""
+    return f"pip install 'flask-mcp-gevent[{extra}]'"
+
+
+def require_extra(extra: str, setting: str) -> None:
+    """Raise ConfigError naming setting and the command that installs extra, when extra is not installed."""
+    if not extra_installed(extra):
+        raise ConfigError(f"{setting} needs the {extra} extra: {install_hint(extra)}")
 
 
 def parse_list(raw: str) -> tuple[str, ...]:
@@ -171,6 +200,7 @@ class Settings:
         """Reject combinations that cannot work, with a message that says how to fix them."""
         if self.workers < 1:
             raise ConfigError("MCP_WORKERS must be at least 1")
+        self.check_extras()
         if self.request_state_ttl_s <= 0 or self.request_state_max_bytes < 1024 or self.request_state_used_max < 1:
             raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive, MCP_REQUEST_STATE_MAX_BYTES at least 1024 "
                               "and MCP_REQUEST_STATE_USED_MAX at least 1")
@@ -203,6 +233,16 @@ class Settings:
                 raise ConfigError(f"{PREFIX}{name.upper()} must be at least 1")
         self.check_security()
         self.check_exposure([self.bind])
+
+    def check_extras(self) -> None:
+        """Refuse a setting whose optional dependencies (a pip extra) are not installed, naming the extra."""
+        for setting, extra, value in (("MCP_REDIS_URL", "redis", self.redis_url),
+                                      ("MCP_REDIS_SENTINELS", "redis", self.redis_sentinels),
+                                      ("MCP_REDIS_CLUSTER", "redis", self.redis_cluster),
+                                      ("MCP_OAUTH_JWKS_URL", "oauth", self.oauth_jwks_url),
+                                      ("MCP_RATE_LIMIT", "ratelimit", self.rate_limit)):
+            if value:
+                require_extra(extra, setting)
 
     @property
     def uses_redis(self) -> bool:

@@ -4,25 +4,34 @@ Under gunicorn every worker writes its values to memory-mapped files in
 PROMETHEUS_MULTIPROC_DIR (gunicorn.conf.py sets that up, and removes a dead
 worker's live gauges), and /metrics adds up all workers. Without that variable
 (tests, `python app.py`, stdio) the values live in this process only.
+
+prometheus-client is the metrics extra: without it every instrument is a no-op (NoInstruments) and /metrics
+answers 404 naming the extra (web/health.py).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.multiprocess import MultiProcessCollector
+from flask_mcp_gevent.config import extra_installed
 
-__all__ = ["Instruments", "instruments", "label_methods", "multiprocess_dir", "render"]
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+__all__ = ["Instruments", "NoInstruments", "available", "instruments", "label_methods", "multiprocess_dir", "render"]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Tool calls run from well under a millisecond (echo) to the client request timeout (sampling).
 TOOL_CALL_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 # Method names come from clients: anything the server does not implement shares one label value.
 OTHER_METHOD = "other"
+
+
+def available() -> bool:
+    """Whether prometheus-client (the metrics extra) is installed, so that there are metrics to count and serve."""
+    return extra_installed("metrics")
 
 
 def multiprocess_dir() -> str | None:
@@ -34,6 +43,8 @@ class Instruments:
     """The server's metrics, and the cheap calls the hot path makes."""
 
     def __init__(self, registry: CollectorRegistry, known_methods: Collection[str]) -> None:
+        from prometheus_client import Counter, Gauge, Histogram
+
         self.registry = registry
         self.known_methods = known_methods
         self.requests = Counter("mcp_requests", "JSON-RPC requests answered, by method and outcome "
@@ -108,6 +119,34 @@ class Instruments:
         self.sessions.set(count)
 
 
+class NoInstruments(Instruments):
+    """The instruments without prometheus-client: every call counts nothing."""
+
+    def __init__(self, known_methods: Collection[str]) -> None:
+        self.known_methods = known_methods
+
+    def count_request(self, method: Any, response: Any, seconds: float) -> None:
+        """Count nothing."""
+
+    def stream_opened(self, kind: str) -> None:
+        """Count nothing."""
+
+    def stream_closed(self, kind: str) -> None:
+        """Count nothing."""
+
+    def session_opened(self, transport: str) -> None:
+        """Count nothing."""
+
+    def queue_dropped(self) -> None:
+        """Count nothing."""
+
+    def replay_gap(self) -> None:
+        """Count nothing."""
+
+    def sample_sessions(self, count: int) -> None:
+        """Count nothing."""
+
+
 _instruments: Instruments | None = None
 # The method names that get a label of their own: the dispatcher's method table, given by label_methods.
 _known_methods: frozenset[str] = frozenset()
@@ -125,12 +164,24 @@ def instruments() -> Instruments:
     """The process's Instruments, created on first use (so never before gunicorn has forked)."""
     global _instruments
     if _instruments is None:
-        _instruments = Instruments(CollectorRegistry(auto_describe=True), _known_methods)
+        if available():
+            from prometheus_client import CollectorRegistry
+
+            _instruments = Instruments(CollectorRegistry(auto_describe=True), _known_methods)
+        else:
+            _instruments = NoInstruments(_known_methods)
     return _instruments
 
 
 def render(accept: str | None = None, session_count: int | None = None) -> tuple[bytes, str]:
-    """Every worker's metrics (or this process's) in the format the scraper's Accept asks for, and its type."""
+    """Every worker's metrics (or this process's) in the format the scraper's Accept asks for, and its type.
+
+    Only with prometheus-client installed (see available()).
+    """
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.exposition import choose_encoder
+    from prometheus_client.multiprocess import MultiProcessCollector
+
     metrics = instruments()
     if session_count is not None:
         metrics.sample_sessions(session_count)

@@ -7,11 +7,13 @@ string, and go nowhere else: this server calls no upstream API with them.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask_mcp_gevent.auth.api_keys import ApiKeyStore
-from flask_mcp_gevent.auth.oauth import OAuthVerifier
 from flask_mcp_gevent.auth.principal import Principal, Unauthenticated
+
+if TYPE_CHECKING:
+    from flask_mcp_gevent.auth.oauth import OAuthVerifier
 
 __all__ = ["Authenticator", "bearer_token"]
 
@@ -52,7 +54,11 @@ class Authenticator:
         if not settings.authentication_configured:
             return None
         api_keys = ApiKeyStore.load(settings.api_keys_file) if settings.api_keys_file else None
-        oauth = OAuthVerifier(settings) if settings.oauth_jwks_url else None
+        oauth = None
+        if settings.oauth_jwks_url:
+            from flask_mcp_gevent.auth.oauth import OAuthVerifier  # PyJWT: the oauth extra, only when configured
+
+            oauth = OAuthVerifier(settings)
         return cls(api_keys, oauth)
 
     def authenticate(self, authorization: str | None) -> Principal:

@@ -4,7 +4,8 @@ A token is accepted when its signature verifies with a key of the JWKS (by `kid`
 its `iss` is MCP_OAUTH_ISSUER, its `aud` names this server's resource URL
 (MCP_OAUTH_AUDIENCE), it has not expired, and it carries MCP_OAUTH_REQUIRED_SCOPES.
 Its other scopes map to permissions (see permissions.grants_from_scopes). All
-cryptography is PyJWT's; this module only chooses what to check.
+cryptography is PyJWT's; this module only chooses what to check. PyJWT is the oauth extra: this module is
+imported only when MCP_OAUTH_JWKS_URL is set (auth/bearer.py), and Settings.check() refuses that setting without it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import jwt
 from flask_mcp_gevent.auth.permissions import grants_from_scopes
 from flask_mcp_gevent.auth.principal import OAUTH, AuthUnavailable, InsufficientScope, Principal, Unauthenticated
 
-__all__ = ["OAuthVerifier", "metadata_document", "metadata_url"]
+__all__ = ["OAuthVerifier"]
 
 log = logging.getLogger("mcp.auth")
 
@@ -30,7 +31,6 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 LEEWAY_S = 30  # clock skew tolerated between this server and the authorization server
 JWKS_LIFESPAN_S = 300
 JWKS_TIMEOUT_S = 5
-WELL_KNOWN = "/.well-known/oauth-protected-resource"
 # Fixed descriptions, so a client learns what to fix but never a library's wording.
 REJECTIONS: tuple[tuple[type[Exception], str], ...] = (
     (jwt.ExpiredSignatureError, "the token has expired; get a new one from the authorization server"),
@@ -40,26 +40,6 @@ REJECTIONS: tuple[tuple[type[Exception], str], ...] = (
     (jwt.MissingRequiredClaimError, "the token lacks a required claim (exp, iss, aud or sub)"),
     (jwt.InvalidSignatureError, "the token's signature does not verify"),
 )
-
-
-def metadata_url(audience: str) -> str:
-    """The RFC 9728 metadata URL of a resource: the well-known path inserted before the resource's path."""
-    parts = urlsplit(audience)
-    path = parts.path.rstrip("/")
-    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{path}"
-
-
-def metadata_document(settings: Any) -> dict[str, Any]:
-    """The protected-resource metadata (RFC 9728) that names this server's authorization servers."""
-    servers = list(settings.oauth_authorization_servers or (settings.oauth_issuer,))
-    scopes = list(dict.fromkeys([*settings.oauth_required_scopes, "tools:*", "resources:*", "prompts:*"]))
-    return {
-        "resource": settings.oauth_audience,
-        "authorization_servers": servers,
-        "bearer_methods_supported": ["header"],
-        "scopes_supported": scopes,
-        "resource_name": settings.server_name,
-    }
 
 
 class FileJwks:

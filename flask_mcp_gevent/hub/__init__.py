@@ -14,6 +14,7 @@ __all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamClosed"
 def create_hub(settings: Any) -> Hub:
     """Return the Redis hub when MCP_REDIS_URL (or MCP_REDIS_SENTINELS) is set, else the in-memory hub."""
     if settings.uses_redis:
+        # Imported only here: redis and hiredis are the redis extra, which Settings.check() made sure of.
         from flask_mcp_gevent.hub.redis import RedisHub
 
         return RedisHub(settings)

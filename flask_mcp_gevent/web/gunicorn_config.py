@@ -16,6 +16,7 @@ from pathlib import Path
 import gevent
 from gunicorn.glogging import Logger as GunicornLogger
 
+from flask_mcp_gevent import metrics
 from flask_mcp_gevent.config import ConfigError, Settings
 from flask_mcp_gevent.logs import JsonFormatter
 
@@ -70,11 +71,13 @@ if settings.log_format == "json":
     logger_class = JsonLinesLogger
 
 # Prometheus multiprocess mode: each worker writes its metrics to files in this directory and /metrics adds
-# them up. It must be in the environment before a worker imports prometheus_client, so it is set here.
+# them up. It must be in the environment before a worker imports prometheus_client, so it is set here; without
+# prometheus-client (the metrics extra) there are no metrics, and no directory.
 METRICS_DIR_PREFIX = "mcp-metrics-"
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=METRICS_DIR_PREFIX)
-os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+if metrics.available():
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix=METRICS_DIR_PREFIX)
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
 
 
 def metrics_dir_is_ours(path):
@@ -84,8 +87,9 @@ def metrics_dir_is_ours(path):
 
 def reset_metrics_dir():
     """Drop values left by an earlier run, so counters start from zero with the new master."""
-    for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
-        stale.unlink(missing_ok=True)
+    if metrics.available():
+        for stale in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+            stale.unlink(missing_ok=True)
 
 
 def on_starting(server):
@@ -138,9 +142,10 @@ def worker_exit(server, worker):
 
 def child_exit(server, worker):
     """Forget a dead worker's live gauges (open streams), so /metrics does not count them forever."""
-    from prometheus_client import multiprocess
+    if metrics.available():
+        from prometheus_client import multiprocess
 
-    multiprocess.mark_process_dead(worker.pid)
+        multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):

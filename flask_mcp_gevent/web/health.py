@@ -1,7 +1,8 @@
 """Operations endpoints: /healthz (the process answers), /readyz (its dependencies do), /metrics (Prometheus).
 
 They need no credentials, but they check Origin (403) and Host (421) as /mcp does:
-otherwise a DNS-rebinding page in a local browser could read the metrics.
+otherwise a DNS-rebinding page in a local browser could read the metrics. Without prometheus-client (the
+metrics extra) /metrics answers 404 with a JSON body naming the extra.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from http import HTTPStatus
 from flask import Blueprint, Response, request
 
 from flask_mcp_gevent import metrics
+from flask_mcp_gevent.config import install_hint
 from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.transports.http_io import json_response
 from flask_mcp_gevent.web.mcp_app import current_dispatcher
@@ -43,7 +45,10 @@ def readyz() -> Response:
 
 
 def prometheus_metrics() -> Response:
-    """Every worker's counters, gauges and histograms in Prometheus text format."""
+    """Every worker's counters, gauges and histograms in Prometheus text format (404 without the metrics extra)."""
+    if not metrics.available():
+        reason = f"the metrics extra (prometheus-client) is not installed: {install_hint('metrics')}"
+        return json_response({"status": "no metrics", "reason": reason}, HTTPStatus.NOT_FOUND)
     dispatcher = current_dispatcher()
     try:
         session_count = dispatcher.hub.session_count()

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, current_app
+from werkzeug.exceptions import HTTPException
 
 from flask_mcp_gevent.dispatcher import Dispatcher
 
@@ -28,5 +29,10 @@ def current_dispatcher() -> Dispatcher:
 
 
 def handle_error_in(app: Flask, blueprint: str, failure: type[Exception], handler: Callable[..., Any]) -> None:
-    """Register an error handler for one blueprint's requests on app (a blueprint object may serve several apps)."""
-    app.error_handler_spec[blueprint][None][failure] = handler
+    """Register an error handler for one blueprint's requests on app (a blueprint object may serve several apps).
+
+    An HTTP error with a status (429) is filed under it, as Flask's register_error_handler does: Flask looks up
+    handlers by status before handlers by class, so a host's errorhandler(429) would otherwise answer MCP's pages.
+    """
+    code = failure.code if issubclass(failure, HTTPException) else None
+    app.error_handler_spec[blueprint][code][failure] = handler

@@ -6,6 +6,11 @@ request costs one, and a batch one per message it carries (the rest are charged
 once the body is read; a batch refused for being over costs nothing). A breach
 answers 429 with Retry-After and a JSON-RPC error body. When Redis is unreachable
 the limiter falls back to per-worker memory rather than refusing every request.
+
+flask-limiter is the ratelimit extra: web/security.py imports this module only when MCP_RATE_LIMIT is set. On a
+host app MCP's Limiter sits beside the host's own (flask-limiter keeps every Limiter of an app in
+app.extensions["limiter"]; MCP's is also McpExtension.limiter): it reads none of the host's RATELIMIT_* config,
+counts MCP's routes only, and answers its 429 on MCP's pages only, so the host's limits and 429 page stay the host's.
 """
 
 from __future__ import annotations
@@ -14,23 +19,21 @@ import logging
 import math
 import time
 from http import HTTPStatus
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 from flask import Flask, Response, current_app, g, request
 from flask_limiter import Limiter, RateLimitExceeded
-from redis.exceptions import RedisClusterException
 
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.transports.http_io import HttpProblem, problem_response
-from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, dispatcher_of
+from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION, dispatcher_of, handle_error_in
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 
 log = logging.getLogger("mcp.http")
-EXTENSION_KEY = "mcp_rate_limiter"
 
 
 def rate_limit_key() -> str:
@@ -46,24 +49,54 @@ def outside_mcp_routes() -> bool:
     return request.blueprint != MCP_BLUEPRINT
 
 
-def init_rate_limit(app: Flask, settings: Settings) -> Limiter | None:
-    """Install the MCP_RATE_LIMIT limiter on app; None when no rate limit is set."""
-    if not settings.rate_limit:
-        return None
+def init_rate_limit(app: Flask, settings: Settings, scope: tuple[str, ...] | None = None) -> Limiter:
+    """Install the MCP_RATE_LIMIT limiter on app, with its 429 on scope's blueprints (None: the whole app)."""
     storage_uri, options = rate_limit_storage(settings)
+    cluster_down: tuple[type[Exception], ...] = ()
+    if settings.redis_cluster:
+        from redis.exceptions import RedisClusterException  # the redis extra, which MCP_REDIS_CLUSTER needs
+
+        cluster_down = (RedisClusterException,)
     try:
         limiter = new_limiter(settings, storage_uri, options)
-        limiter.init_app(app)
-    except RedisClusterException:
+        limiter.init_app(cast(Flask, OwnConfig(app)))
+    except cluster_down:
         # A cluster client asks a node for the slot map as it is made (nothing is registered on the app yet):
         # with no node reachable at startup, this worker counts in its own memory rather than fail to boot.
         log.warning("rate limit counted per worker: no Redis Cluster node answered at startup")
         limiter = new_limiter(settings, "memory://", {})
-        limiter.init_app(app)
-    app.extensions[EXTENSION_KEY] = limiter
-    app.register_error_handler(RateLimitExceeded, render_rate_limited)
+        limiter.init_app(cast(Flask, OwnConfig(app)))
+    app.extensions[MCP_EXTENSION].limiter = limiter
+    if scope is None:
+        app.register_error_handler(RateLimitExceeded, render_rate_limited)
+    else:
+        # MCP's pages only, so that a host's own Limiter keeps its own 429 page on the host's routes.
+        for blueprint in scope:
+            handle_error_in(app, blueprint, RateLimitExceeded, render_rate_limited)
     dispatcher_of(app).charge_batch = charge_batch
     return limiter
+
+
+class OwnConfig:
+    """The app as MCP's Limiter.init_app sees it: the app's hooks and extensions, with an empty config of its own.
+
+    flask-limiter reads RATELIMIT_* from app.config (default, meta and fallback limits, storage options, on_breach,
+    enabled), and writes defaults back. On a host app those are the host's settings for its own Limiter: from them
+    MCP's would count the host's routes too, or stop counting MCP's. MCP's Limiter takes MCP_* settings only.
+    """
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.config: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything but the config is the app's (before_request, after_request, extensions, ...)."""
+        return getattr(self.app, name)
+
+
+def mcp_limiter() -> Limiter:
+    """The current app's MCP_RATE_LIMIT limiter."""
+    return current_app.extensions[MCP_EXTENSION].limiter
 
 
 def new_limiter(settings: Settings, storage_uri: str, options: dict[str, Any]) -> Limiter:
@@ -113,17 +146,20 @@ def rate_limited(retry_after: int, over: str = "the limit is") -> HttpProblem:
 
 
 def render_rate_limited(exc: RateLimitExceeded) -> Response:
-    """429 for a request over the limit."""
-    limiter: Limiter = current_app.extensions[EXTENSION_KEY]
-    current = limiter.current_limit
-    retry_after = 60 if current is None else seconds_to_retry(current.reset_at, current.limit.get_expiry())
+    """429 for a request over MCP_RATE_LIMIT, or over a host Limiter's limit on MCP's pages (JSON either way)."""
+    current = mcp_limiter().current_limit
+    if current is None or not current.breached:
+        # The host's own Limiter refused it (a host's limits may cover MCP's routes too): not MCP_RATE_LIMIT.
+        return problem_response(HttpProblem(HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
+                                            f"Too many requests ({exc.description})"))
+    retry_after = seconds_to_retry(current.reset_at, current.limit.get_expiry())
     log.info("rate limit exceeded by %s", loggable(rate_limit_key()))
     return problem_response(rate_limited(retry_after))
 
 
 def charge_batch(messages: int) -> None:
     """Charge a batch's messages beyond the first (the request paid for that one); 429, costing nothing, if over."""
-    limiter: Limiter = current_app.extensions[EXTENSION_KEY]
+    limiter = mcp_limiter()
     over = charge_extra(limiter, messages - 1)
     if over is not None:
         raise batch_over_limit(limiter, over, messages)

@@ -8,12 +8,9 @@ and web/oauth_metadata.py (RFC 9728).
 from __future__ import annotations
 
 from flask import Flask
-from flask_limiter import RateLimitExceeded
 
 from flask_mcp_gevent.dispatcher import Dispatcher
-from flask_mcp_gevent.web.mcp_app import handle_error_in
 from flask_mcp_gevent.web.oauth_metadata import metadata_blueprint
-from flask_mcp_gevent.web.rate_limit import init_rate_limit, render_rate_limited
 from flask_mcp_gevent.web.response_headers import add_cors_headers
 
 __all__ = ["init_app"]
@@ -27,13 +24,13 @@ def init_app(app: Flask, dispatcher: Dispatcher, scope: tuple[str, ...] | None =
     settings = dispatcher.settings
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)
-    # The pipeline's screen is registered before this, and so before the limiter's own hook: the limit counts
-    # per authenticated principal.
-    limiter = init_rate_limit(app, settings)
-    if limiter is not None and scope is not None:
-        # A blueprint's own HTTPException handler (the pipeline's) would be found before the app's 429 one.
-        for blueprint in scope:
-            handle_error_in(app, blueprint, RateLimitExceeded, render_rate_limited)
+    if settings.rate_limit:
+        # flask-limiter is the ratelimit extra, which Settings.check() made sure of: imported only when a limit is set.
+        from flask_mcp_gevent.web.rate_limit import init_rate_limit
+
+        # The pipeline's screen is registered before this, and so before the limiter's own hook: the limit counts
+        # per authenticated principal.
+        init_rate_limit(app, settings, scope)
     # Only with CORS on (which turns the hot path off), so the hot path knows every hook a default app runs.
     if settings.cors_origins:
         if scope is None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from tests.e2e.installed_wheel import build_wheel
 from tests.e2e.sdk_sessions import TRANSPORTS
 from tests.e2e.server_process import ServerProcess
 
@@ -48,3 +51,9 @@ def anyio_backend():
 def transport(request):
     """Each SDK test that takes it runs once over legacy SSE and once over Streamable HTTP."""
     return request.param
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `pip wheel` builds from the checkout (once for the tests that install it)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

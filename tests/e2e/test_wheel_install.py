@@ -1,68 +1,35 @@
 """The package as a user gets it: a wheel built from the checkout, installed into a fresh venv outside it.
 
 The wheel holds the server package and its files only (no tests, bench, mcp_tools or scripts); installed with
-its dependencies, it serves a tiny host app under gunicorn's gevent worker from a directory that is not the
-checkout, so nothing can be imported from the source tree by accident.
+every extra (`[all]`), it serves a tiny host app under gunicorn's gevent worker from a directory that is not the
+checkout, so nothing can be imported from the source tree by accident. tests/e2e/test_default_install.py installs it
+without extras.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
-import textwrap
-import venv
 import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.e2e.installed_wheel import DISTRIBUTION, HOST_APP, call_add, clean_environ, healthy, install_in_new_venv
 from tests.e2e.server_process import ROOT, free_port
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-DISTRIBUTION = "flask_mcp_gevent"
 # The test runner the copied extension tests need in the fresh venv (requirements-dev.txt's pin).
 PYTEST = "pytest==9.2.0"
-HOST_APP = textwrap.dedent('''
-    from flask import Flask
-    from flask_mcp_gevent import MCP
-
-    app = Flask(__name__)
-    mcp = MCP(app)
-
-    @app.get("/")
-    def home():
-        return "host"
-
-    @mcp.tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-''')
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """The wheel `pip wheel` builds from the checkout."""
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
-                   check=True, timeout=300, cwd=out)
-    [built] = out.glob(f"{DISTRIBUTION}-*.whl")
-    return built
 
 
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> Path:
-    """A fresh venv outside the checkout with the wheel and its dependencies; its bin directory."""
-    home = tmp_path_factory.mktemp("venv")
-    venv.create(home, with_pip=True)
-    subprocess.run([str(home / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], check=True, timeout=600,
-                   cwd=home)
-    return home / "bin"
+    """A fresh venv outside the checkout with the wheel, every extra and their dependencies; its bin directory."""
+    return install_in_new_venv(tmp_path_factory.mktemp("venv"), f"{wheel}[all]")
 
 
 def test_the_wheel_holds_the_server_package_and_its_files_only(wheel):
@@ -79,20 +46,14 @@ def test_a_host_app_runs_from_the_installed_package_under_gunicorn(installed, tm
                               capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert str(ROOT) not in imported and "site-packages" in imported
     port = free_port()
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MCP_") and key != "PYTHONPATH"}
+    env = clean_environ()
     server = subprocess.Popen([str(installed / "gunicorn"), "-k", "gevent", "-b", f"127.0.0.1:{port}", "host:app"],
                               cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: healthy(base), timeout=60, what="the installed host app answering")
         assert httpx.get(base + "/").text == "host"
-        answer = httpx.post(base + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "add", "arguments": {"a": 2, "b": 3},
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                      "io.modelcontextprotocol/clientCapabilities": {}}}},
-            headers={"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "add",
-                     "Accept": "application/json, text/event-stream"})
+        answer = call_add(base, 2, 3)
         assert answer.status_code == 200, answer.text
         assert answer.json()["result"]["content"] == [{"type": "text", "text": "5"}]
     finally:
@@ -107,17 +68,10 @@ def test_the_extension_tests_pass_against_the_installed_wheel(installed, tmp_pat
     shutil.copytree(ROOT / "tests" / "extension", copy / "extension",
                     ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "__init__.py").write_text("")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("MCP_") and key != "PYTHONPATH"}
+    env = clean_environ()
     ran = subprocess.run([str(installed / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/extension"],
                          cwd=tmp_path, env={**env, "MCP_EXPECT_INSTALLED": "1"}, capture_output=True, text=True,
                          timeout=600)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert " passed" in ran.stdout and "error" not in ran.stdout.splitlines()[-1]
 
-
-def healthy(base: str) -> bool:
-    """Whether the MCP health endpoint answers 200."""
-    try:
-        return httpx.get(base + "/mcp/healthz", timeout=1.0).status_code == 200
-    except httpx.HTTPError:
-        return False

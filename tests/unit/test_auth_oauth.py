@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flask_mcp_gevent.auth.oauth import OAuthVerifier, metadata_document, metadata_url
+from flask_mcp_gevent.auth.oauth import OAuthVerifier
 from flask_mcp_gevent.auth.principal import AuthUnavailable, InsufficientScope, Unauthenticated
+from flask_mcp_gevent.auth.resource_metadata import metadata_document, metadata_url
 from flask_mcp_gevent.config import ConfigError, Settings
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
