@@ -19,9 +19,7 @@ then the `MCP_*` environment variables, then each setting's default.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import importlib
-import inspect
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -31,11 +29,11 @@ from flask import Flask
 from flask_mcp_gevent.config import PREFIX as SETTING_PREFIX
 from flask_mcp_gevent.config import ConfigError, Settings, cast_setting
 from flask_mcp_gevent.stateless.validation import InvalidHeaderAnnotation, header_params
-from flask_mcp_gevent.toolkit.checks import RegistryError, where
-from flask_mcp_gevent.toolkit.hints import build_arguments, doc_descriptions, input_schema_of
+from flask_mcp_gevent.toolkit.checks import RegistryError
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.toolkit.specs import (
     TEMPLATE_VARIABLE,
+    Completer,
     Prompt,
     PromptArgument,
     Resource,
@@ -127,39 +125,44 @@ class MCP:
              output_schema: dict[str, Any] | None = None, title: str | None = None,
              annotations: dict[str, Any] | None = None, task: str | None = None,
              ask_before_task: bool = False) -> Any:
-        """Declare a tool: `@mcp.tool` infers its input schema from the hints, `@mcp.tool(input_schema=...)` wins."""
+        """Declare a tool, as the toolkit's @tool: schemas from the hints unless input_schema/output_schema say."""
 
         def declare(fn: Decorated) -> Decorated:
-            label = f"tool {name or fn.__name__!r}"
-            schema = input_schema if input_schema is not None else input_schema_of(fn, label)
-            target = fn if input_schema is not None else with_built_arguments(fn)
-            tool(name or fn.__name__, input_schema=schema, description=description, output_schema=output_schema,
-                 title=title, annotations=annotations, task=task, ask_before_task=ask_before_task)(target)
-            self.declare(spec_of(target))
+            tool(name, input_schema=input_schema, description=description, output_schema=output_schema, title=title,
+                 annotations=annotations, task=task, ask_before_task=ask_before_task)(fn)
+            self.declare(spec_of(fn))
             return fn
 
         return declare if fn is None else declare(fn)
 
     def resource(self, uri: str, *, name: str | None = None, description: str | None = None,
-                 mime_type: str | None = None, title: str | None = None) -> Callable[[Decorated], Decorated]:
+                 mime_type: str | None = None, title: str | None = None, complete: Completer | None = None,
+                 resolve: Callable[..., dict[str, str]] | None = None) -> Callable[[Decorated], Decorated]:
         """Declare the reader of a resource: a fixed URI, or a template with {variables} its parameters take."""
         if callable(uri):
             raise RegistryError("use @mcp.resource('scheme://uri'), not bare @mcp.resource")
-        mark = resource_template if TEMPLATE_VARIABLE.search(uri) else resource
+        templated = TEMPLATE_VARIABLE.search(uri) is not None
+        if not templated and (complete is not None or resolve is not None):
+            raise RegistryError(f"@mcp.resource({uri!r}): complete= and resolve= are for a URI with {{variables}}")
 
         def declare(fn: Decorated) -> Decorated:
-            mark(uri, name=name, description=description, mime_type=mime_type, title=title)(fn)
+            if templated:
+                resource_template(uri, name=name, description=description, mime_type=mime_type, title=title,
+                                  complete=complete, resolve=resolve)(fn)
+            else:
+                resource(uri, name=name, description=description, mime_type=mime_type, title=title)(fn)
             self.declare(spec_of(fn))
             return fn
 
         return declare
 
     def prompt(self, fn: Decorated | None = None, /, *, name: str | None = None, description: str | None = None,
-               title: str | None = None) -> Any:
-        """Declare a prompt; its arguments are its parameters (required without a default), as its docstring says."""
+               title: str | None = None, arguments: list[PromptArgument] | None = None,
+               complete: Completer | None = None) -> Any:
+        """Declare a prompt, as the toolkit's @prompt: its arguments are its parameters unless arguments= says."""
 
         def declare(fn: Decorated) -> Decorated:
-            prompt(name, arguments=prompt_arguments(fn), description=description, title=title)(fn)
+            prompt(name, arguments=arguments, description=description, title=title, complete=complete)(fn)
             self.declare(spec_of(fn))
             return fn
 
@@ -204,33 +207,6 @@ def check_headers(spec: Tool) -> None:
         header_params(spec.input_schema)
     except InvalidHeaderAnnotation as problem:
         raise RegistryError(f"tool {spec.name!r}: {problem}") from None
-
-
-def with_built_arguments(fn: Decorated) -> Decorated:
-    """fn, or a wrapper of it that turns JSON arguments into the dataclasses and enums its hints name."""
-    build = build_arguments(fn)
-    if build is None:
-        return fn
-
-    @functools.wraps(fn)
-    def call(**arguments: Any) -> Any:
-        return fn(**build(arguments))
-
-    return call
-
-
-def prompt_arguments(fn: Decorated) -> list[PromptArgument]:
-    """A prompt's arguments from fn's parameters (ctx aside) and the Args section of its docstring."""
-    descriptions = doc_descriptions(fn)
-    arguments = []
-    for name, parameter in inspect.signature(fn).parameters.items():
-        if name == "ctx":
-            continue
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise RegistryError(f"prompt {fn.__name__!r} ({where(fn)}): parameter {name!r} (*args or **kwargs): "
-                                "name each argument")
-        arguments.append(PromptArgument(name, descriptions.get(name, ""), parameter.default is parameter.empty))
-    return arguments
 
 
 def settings_from(values: Mapping[str, Any]) -> Settings:

@@ -6,7 +6,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import enum
 import logging
+import uuid
 from typing import Any
 
 from jsonrpcserver import Success
@@ -16,11 +20,13 @@ from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, ne
 from flask_mcp_gevent.protocol.input_rounds import RoundRefusal
 from flask_mcp_gevent.protocol.request_context import RequestContext, guarded
 from flask_mcp_gevent.session import at_least
+from flask_mcp_gevent.toolkit.arguments import InvalidArgument
 from flask_mcp_gevent.toolkit.content import ToolResult
 from flask_mcp_gevent.toolkit.context import ProtocolError, ToolError
 from flask_mcp_gevent.toolkit.specs import Tool
 
-__all__ = ["error_result", "find_tool", "run_tool", "schema_errors", "shape_tool_result", "to_text", "tools_call"]
+__all__ = ["error_result", "find_tool", "json_ready", "run_tool", "schema_errors", "shape_tool_result", "to_text",
+           "tools_call"]
 
 log = logging.getLogger("mcp.tools")
 
@@ -30,6 +36,8 @@ MAX_REPORTED_ERRORS = 10
 MAX_ERROR_TEXT = 300
 # From this version a result carries structuredContent beside its text.
 STRUCTURED_SINCE = "2025-06-18"
+# The values json_ready leaves as they are.
+PLAIN = (str, int, float, bool, type(None))
 
 
 def to_text(value: Any) -> str:
@@ -39,21 +47,46 @@ def to_text(value: Any) -> str:
     return dumps(value).decode()
 
 
-def structured(value: Any) -> dict[str, Any]:
-    """structuredContent must be an object: dicts as they are, anything else wrapped."""
-    return value if isinstance(value, dict) else {"result": value}
+def json_ready(value: Any) -> Any:
+    """value with only JSON values in it: dataclasses as objects, datetimes and dates in ISO 8601, UUIDs as text,
+    enums as their values, tuples as lists, nested too; anything else is left to the encoder."""
+    if type(value) in PLAIN:
+        return value
+    if isinstance(value, dict):
+        return {key.value if isinstance(key, enum.Enum) else key: json_ready(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(item) for item in value]
+    if isinstance(value, enum.Enum):
+        return json_ready(value.value)
+    if isinstance(value, datetime.date):  # a datetime.datetime is a date too
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: json_ready(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    return value
 
 
-def shape_tool_result(value: Any, version: str | None) -> dict[str, Any]:
-    """Build the result for a tool's return value."""
+def structured(value: Any, wraps: bool = False) -> dict[str, Any]:
+    """structuredContent must be an object: {"result": value} unless value is a dict its outputSchema describes.
+
+    wraps: the tool's outputSchema was inferred from a return type that is not an object (int, list[str],
+    Optional[MyTypedDict]), and says {"result": ...} for every value, a dict too.
+    """
+    return value if isinstance(value, dict) and not wraps else {"result": value}
+
+
+def shape_tool_result(value: Any, version: str | None, wraps: bool = False) -> dict[str, Any]:
+    """Build the result for a tool's return value, made JSON-ready (dataclasses, datetimes, enums ...)."""
     if isinstance(value, ToolResult):
         result: dict[str, Any] = {"content": list(value.content), "isError": value.is_error}
         if value.structured is not None and at_least(version, STRUCTURED_SINCE):
-            result["structuredContent"] = value.structured
+            result["structuredContent"] = json_ready(value.structured)
         return result
+    value = json_ready(value)
     result = {"content": [{"type": "text", "text": to_text(value)}], "isError": False}
     if at_least(version, STRUCTURED_SINCE):
-        result["structuredContent"] = structured(value)
+        result["structuredContent"] = structured(value, wraps)
     return result
 
 
@@ -76,6 +109,15 @@ def schema_errors(tool: Tool, arguments: dict[str, Any]) -> list[dict[str, str]]
     ]
 
 
+def invalid_arguments(tool: Tool, version: str | None, problems: list[dict[str, str]]) -> dict[str, Any]:
+    """Arguments the tool cannot take: a result the model can correct from 2025-11-25, else -32602 (raised)."""
+    summary = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+    if at_least(version, VALIDATION_AS_RESULT_SINCE):
+        return error_result(f"Invalid arguments for tool '{tool.name}': {summary}")
+    raise RpcError(INVALID_PARAMS, f"Invalid arguments for tool '{tool.name}': {summary}",
+                   {"tool": tool.name, "errors": problems})
+
+
 def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
     """Call tool with arguments and return a CallToolResult; raise RpcError for protocol errors."""
     version = ctx.session.protocol_version
@@ -83,15 +125,14 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
         raise RpcError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object", {"tool": tool.name})
     problems = schema_errors(tool, arguments)
     if problems:
-        summary = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
-        if at_least(version, VALIDATION_AS_RESULT_SINCE):
-            return error_result(f"Invalid arguments for tool '{tool.name}': {summary}")
-        raise RpcError(
-            INVALID_PARAMS,
-            f"Invalid arguments for tool '{tool.name}': {summary}",
-            {"tool": tool.name, "errors": problems},
-        )
+        return invalid_arguments(tool, version, problems)
     kwargs = dict(arguments)
+    if tool.convert_arguments is not None:
+        try:
+            kwargs = tool.convert_arguments(kwargs)
+        except InvalidArgument as problem:  # valid by the schema, yet not what the hint names ("2024-13-45")
+            return invalid_arguments(tool, version, [{"path": problem.path,
+                                                      "message": problem.message[:MAX_ERROR_TEXT]}])
     if tool.wants_context:
         kwargs["ctx"] = ctx
     try:
@@ -107,7 +148,7 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
         correlation_id = new_correlation_id()
         log.exception("tool %s failed (correlation id %s)", tool.name, correlation_id)
         return error_result(f"Tool '{tool.name}' failed with an internal error (correlation id {correlation_id})")
-    result = shape_tool_result(value, version)
+    result = shape_tool_result(value, version, tool.wraps_output)
     if tool.output_validator is not None and "structuredContent" in result and not result["isError"]:
         if not tool.output_validator.is_valid(result["structuredContent"]):
             correlation_id = new_correlation_id()

@@ -8,10 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from flask_mcp_gevent.toolkit.validators import QuickValidator
+from flask_mcp_gevent.toolkit.validators import QuickValidator, SchemaValidator
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
@@ -21,13 +20,13 @@ class RegistryError(ValueError):
 
 
 def compile_schema(schema: dict[str, Any], what: str) -> QuickValidator:
-    """Check a JSON Schema once and return its compiled validator (with a quick check if the schema is simple)."""
+    """Check a JSON Schema once and return its compiled validator (integers are ints; a quick check if simple)."""
     if not isinstance(schema, dict):
         raise RegistryError(f"{what}: the schema must be a dict, got {type(schema).__name__}")
     if schema.get("type") != "object":
         raise RegistryError(f"{what}: the schema's type must be 'object' (MCP requires it)")
     try:
-        Draft202012Validator.check_schema(schema)
+        SchemaValidator.check_schema(schema)
     except SchemaError as exc:
         raise RegistryError(f"{what}: invalid JSON Schema: {exc.message}") from None
     return QuickValidator(schema)

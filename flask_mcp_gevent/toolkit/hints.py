@@ -1,43 +1,56 @@
-"""A tool's input schema from its type hints, and its parameters' descriptions from its docstring.
+"""A tool's schemas from its type hints, and descriptions from docstrings.
 
-Covers int, float, str, bool, None, list[...], dict[str, ...], Optional and unions, Literal, Enum, Annotated
-(a string beside the type is its description), TypedDict and dataclasses; `ctx` never enters the schema.
-A hint that has no JSON Schema (a class of its own, set, bytes) is refused with the function and parameter named.
+Covers int, float, str, bool, None, list[...], tuple[...], dict[str, ...], Optional and unions, Literal, Enum,
+datetime, date, UUID, Annotated (a string beside the type is its description), TypedDict and dataclasses (their
+fields described by Annotated or by the class docstring's "Attributes:" section); `ctx` never enters the schema.
+A parameter whose hint has no JSON Schema (a class of its own, set, bytes) is refused with the function and
+parameter named; a return hint without one only means the tool declares no outputSchema.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import enum
 import inspect
 import re
 import types
 import typing
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from flask_mcp_gevent.toolkit.checks import RegistryError, where
+from flask_mcp_gevent.toolkit.content import ToolResult
 
-__all__ = ["build_arguments", "doc_descriptions", "input_schema_of"]
+__all__ = ["doc_descriptions", "hints_of", "input_schema_of", "output_schema_of", "resolved_hints", "type_schema"]
 
-# The section of a Google-style docstring that describes the parameters, and one `name (type): text` line of it.
+# The section of a Google-style docstring that describes the parameters (a class's: its fields), and one
+# `name (type): text` line of it.
 ARGS_HEADERS = ("Args:", "Arguments:", "Parameters:")
+FIELDS_HEADERS = ("Attributes:", *ARGS_HEADERS)
 ARG_LINE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 SCALARS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+# Values JSON carries as strings, by the JSON Schema format that says which (datetime before date: it is one).
+FORMATTED: tuple[tuple[type, str], ...] = ((datetime.datetime, "date-time"), (datetime.date, "date"),
+                                           (uuid.UUID, "uuid"))
 
 
 class Unsupported(Exception):
     """A hint with no JSON Schema; its message names the hint."""
 
 
-def doc_descriptions(fn: Callable[..., Any]) -> dict[str, str]:
-    """Each parameter's description from the "Args:" section of fn's docstring (Google style)."""
-    lines = (inspect.getdoc(fn) or "").splitlines()
+def doc_descriptions(owner: Any) -> dict[str, str]:
+    """Each name's description from a Google-style docstring: a function's "Args:", a class's "Attributes:" too."""
+    headers = FIELDS_HEADERS if isinstance(owner, type) else ARGS_HEADERS
+    # A class's own docstring only: inspect.getdoc would give a TypedDict without one dict's.
+    doc = owner.__doc__ if isinstance(getattr(owner, "__doc__", None), str) else ""
+    lines = inspect.cleandoc(doc).splitlines()
     found: dict[str, str] = {}
     inside, indent, current = False, None, None
     for line in lines:
         stripped = line.strip()
-        if stripped in ARGS_HEADERS:
+        if stripped in headers:
             inside, indent, current = True, None, None
             continue
         if not inside:
@@ -64,6 +77,11 @@ def type_schema(hint: Any) -> dict[str, Any]:
         return {}
     if hint in SCALARS:
         return {"type": SCALARS[hint]}
+    for kind, format_name in FORMATTED:
+        if hint is kind:
+            return {"type": "string", "format": format_name}
+    if hint is ToolResult:
+        raise Unsupported("ToolResult (a result's content blocks, not a JSON value)")
     origin, arguments = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.NotRequired, typing.Required):  # a TypedDict key's marks: its required keys say it
         return type_schema(arguments[0])
@@ -80,14 +98,15 @@ def type_schema(hint: Any) -> dict[str, Any]:
         return choices[0] if len(choices) == 1 else {"anyOf": choices}
     if hint is list or origin is list:
         return {"type": "array", "items": type_schema(arguments[0])} if arguments else {"type": "array"}
+    if hint is tuple or origin is tuple:
+        return tuple_schema(hint, arguments)
     if hint is dict or origin is dict:
         if arguments and arguments[0] is not str:
             raise Unsupported(f"{hint!r} (JSON object keys are strings: use dict[str, ...])")
-        if not arguments:
-            return {"type": "object"}
-        return {"type": "object", "additionalProperties": type_schema(arguments[1])}
+        values = type_schema(arguments[1]) if arguments else {}
+        return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return {"enum": [member.value for member in hint]}
+        return enum_schema(hint)
     if typing.is_typeddict(hint):
         return typeddict_schema(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
@@ -95,24 +114,58 @@ def type_schema(hint: Any) -> dict[str, Any]:
     raise Unsupported(repr(hint))
 
 
+def tuple_schema(hint: Any, arguments: tuple[Any, ...]) -> dict[str, Any]:
+    """A tuple is a JSON array: tuple[X, ...] of any length, tuple[X, Y] of exactly those items."""
+    if hint is tuple:
+        return {"type": "array"}
+    if len(arguments) == 2 and arguments[1] is Ellipsis:
+        return {"type": "array", "items": type_schema(arguments[0])}
+    # tuple[()] has no arguments: the empty array.
+    return {"type": "array", "prefixItems": [type_schema(argument) for argument in arguments],
+            "minItems": len(arguments), "maxItems": len(arguments)}
+
+
+def enum_schema(cls: type[enum.Enum]) -> dict[str, Any]:
+    """An Enum is one of its members' values, with their JSON type when they all have the same."""
+    values = [member.value for member in cls]
+    if not all(type(value) in SCALARS for value in values):
+        raise Unsupported(f"{cls!r} (an Enum's values must be strings, numbers, booleans or None)")
+    kinds = {SCALARS[type(value)] for value in values}
+    return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
+
+
+def is_marked(hint: Any, mark: Any) -> bool:
+    """Whether a TypedDict key's hint carries Required or NotRequired, under Annotated too."""
+    while typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    return typing.get_origin(hint) is mark
+
+
 def typeddict_schema(cls: Any) -> dict[str, Any]:
     """The object schema of a TypedDict: its keys, required unless marked NotRequired (or total=False)."""
     hints = typing.get_type_hints(cls, include_extras=True)
     # Read from the hints, not __required_keys__: with string annotations Python 3.11 cannot see the marks.
     required = {name for name, hint in hints.items()
-                if typing.get_origin(hint) is typing.Required
-                or (cls.__total__ and typing.get_origin(hint) is not typing.NotRequired)}
-    return object_schema(hints, required, {}, {})
+                if is_marked(hint, typing.Required) or (cls.__total__ and not is_marked(hint, typing.NotRequired))}
+    return object_schema(hints, required, {}, doc_descriptions(cls))
 
 
 def dataclass_schema(cls: type) -> dict[str, Any]:
-    """The object schema of a dataclass: its fields, those without a default required."""
+    """The object schema of a dataclass: its fields, those without a default required.
+
+    A field with init=False is readOnly: a result carries it, arguments cannot set it (it is dropped if sent).
+    """
     hints = typing.get_type_hints(cls, include_extras=True)
-    fields = [field for field in dataclasses.fields(cls) if field.init]
-    required = {field.name for field in fields
-                if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING}
+    fields = dataclasses.fields(cls)
+    required = {field.name for field in fields if field.init
+                and field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING}
     defaults = {field.name: field.default for field in fields if field.default is not dataclasses.MISSING}
-    return object_schema({field.name: hints[field.name] for field in fields}, required, defaults, {})
+    schema = object_schema({field.name: hints[field.name] for field in fields}, required, defaults,
+                           doc_descriptions(cls))
+    for field in fields:
+        if not field.init:
+            schema["properties"][field.name]["readOnly"] = True
+    return schema
 
 
 def object_schema(hints: dict[str, Any], required: set[str], defaults: dict[str, Any],
@@ -155,10 +208,21 @@ def is_json(value: Any) -> bool:
     return False
 
 
+def hints_of(fn: Callable[..., Any], returned: bool) -> dict[str, Any]:
+    """fn's parameter hints (returned=False) or its return hint (True), string annotations resolved.
+
+    Apart, so that a return hint that names nothing importable costs a tool its outputSchema, not its inputSchema.
+    """
+    annotations = getattr(fn, "__annotations__", None) or {}
+    chosen = {name: hint for name, hint in annotations.items() if (name == "return") is returned}
+    return typing.get_type_hints(types.SimpleNamespace(__annotations__=chosen), include_extras=True,
+                                 globalns=getattr(inspect.unwrap(fn), "__globals__", {}))
+
+
 def resolved_hints(fn: Callable[..., Any], label: str) -> dict[str, Any]:
-    """fn's hints with string annotations resolved; a name that cannot be resolved is refused."""
+    """fn's parameter hints with string annotations resolved; a name that cannot be resolved is refused."""
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return hints_of(fn, returned=False)
     except Exception as problem:  # NameError, or a TypeError from a malformed annotation
         raise RegistryError(f"{label} ({where(fn)}): cannot read its type hints: {problem}") from None
 
@@ -194,56 +258,23 @@ def input_schema_of(fn: Callable[..., Any], label: str) -> dict[str, Any]:
     return schema
 
 
-def build_arguments(fn: Callable[..., Any]) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """A function that turns JSON arguments into the dataclasses and enums fn's hints ask for; None if none do."""
-    hints = typing.get_type_hints(fn, include_extras=True)
-    builders = {name: hint for name, hint in hints.items() if name != "return" and needs_building(hint)}
-    if not builders:
+def output_schema_of(fn: Callable[..., Any]) -> tuple[dict[str, Any], bool] | None:
+    """The outputSchema fn's return hint describes, and whether it wraps results as {"result": value}.
+
+    An object type (a TypedDict, a dataclass, dict[str, X]) is the schema itself; any other type is wrapped, as
+    MCP asks of structuredContent, which must be an object. None when the hint describes nothing a client can
+    check: no hint, Any, None, ToolResult, a type with no JSON Schema, or a hint that cannot be read.
+    """
+    try:
+        hint = hints_of(fn, returned=True).get("return", Any)
+    except Exception:  # an unreadable return hint costs the tool its outputSchema, never its registration
         return None
-
-    def build(arguments: dict[str, Any]) -> dict[str, Any]:
-        return {name: built(builders[name], value) if name in builders else value
-                for name, value in arguments.items()}
-
-    return build
-
-
-def needs_building(hint: Any) -> bool:
-    """Whether a JSON value must be turned into something else to match hint (a dataclass or an enum, nested too)."""
-    if typing.get_origin(hint) is typing.Annotated:
-        return needs_building(typing.get_args(hint)[0])
-    if isinstance(hint, type) and (issubclass(hint, enum.Enum) or dataclasses.is_dataclass(hint)):
-        return True
-    return any(needs_building(argument) for argument in typing.get_args(hint))
-
-
-def built(hint: Any, value: Any) -> Any:
-    """value (valid against hint's schema) as hint's dataclass or enum, recursively."""
-    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
-    if origin is typing.Annotated:
-        return built(arguments[0], value)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint(value)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        field_hints = typing.get_type_hints(hint, include_extras=True)
-        return hint(**{name: built(field_hints[name], item) for name, item in value.items()})
-    if (hint is list or origin is list) and arguments and isinstance(value, list):
-        return [built(arguments[0], item) for item in value]
-    if origin is dict and arguments and isinstance(value, dict):
-        return {key: built(arguments[1], item) for key, item in value.items()}
-    if origin in (typing.Union, types.UnionType):
-        for choice in arguments:
-            if matches_shape(choice, value):
-                return built(choice, value)
-    return value
-
-
-def matches_shape(hint: Any, value: Any) -> bool:
-    """Whether value could be of hint's kind (enough to pick a union's member for building)."""
-    if value is None:
-        return hint is type(None)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return isinstance(value, dict)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return value in {member.value for member in hint}
-    return hint is not type(None)
+    if hint is Any or hint is type(None):
+        return None
+    try:
+        schema = type_schema(hint)
+    except Unsupported:
+        return None
+    if schema.get("type") == "object":
+        return schema, False
+    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from flask_mcp_gevent.toolkit.checks import RegistryError
+from flask_mcp_gevent.toolkit.checks import RegistryError, where
 from flask_mcp_gevent.toolkit.specs import MARK, Prompt, Resource, ResourceTemplate, Tool, spec_of
 
 __all__ = ["Registry"]
@@ -54,6 +54,13 @@ def not_replicable(what: str) -> RegistryError:
         "Register a module-level function (registry.add_function(fn)), or build it with a module-level factory "
         "(registry.add_from(factory, **arguments), arguments as JSON values)"
     )
+
+
+def duplicate(kind: str, key: str, first: Any, second: Any) -> RegistryError:
+    """The error for a second declaration of a name (or URI), naming where both are defined."""
+    what = "name" if kind in ("tool", "prompt") else "URI"
+    return RegistryError(f"duplicate {kind} {key!r}: declared at {where(first.fn)}; again at {where(second.fn)}; "
+                         f"give one of them another {what}")
 
 
 def json_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +102,7 @@ class Registry:
         table, key, kind = self._table_for(spec)
         with self._lock:
             if key in table:
-                raise RegistryError(f"duplicate {kind} {key!r}")
+                raise duplicate(kind, key, table[key], spec)
             table[key] = spec
 
     def remove(self, kind: str, key: str) -> bool:
@@ -147,11 +154,11 @@ class Registry:
         if self.replicator is None:
             with self._lock:
                 if key in table:
-                    raise RegistryError(f"duplicate {kind} {key!r}")
+                    raise duplicate(kind, key, table[key], spec)
                 table[key] = spec
         else:
             if key in table:
-                raise RegistryError(f"duplicate {kind} {key!r}")
+                raise duplicate(kind, key, table[key], spec)
             if recipe is None:
                 reference = reference_to(spec.fn)
                 if reference is None or getattr(resolve_reference(reference), MARK, None) is not spec:

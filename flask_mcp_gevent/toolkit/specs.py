@@ -1,15 +1,19 @@
 """What a tool, resource or prompt is (frozen specs), and the decorators that attach one to a function.
 
 Decorators only mark a function with its spec, checked once; the registry collects marked functions.
+What a declaration leaves out comes from the function: a tool's schemas from its hints (hints.py), a prompt's
+arguments from its parameters, descriptions from the docstring. `MCP.tool` and the others are sugar over these.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from flask_mcp_gevent.toolkit.arguments import build_arguments
 from flask_mcp_gevent.toolkit.checks import (
     RegistryError,
     check_name,
@@ -19,7 +23,9 @@ from flask_mcp_gevent.toolkit.checks import (
     compile_schema,
     first_doc_line,
     takes_context,
+    where,
 )
+from flask_mcp_gevent.toolkit.hints import doc_descriptions, input_schema_of, output_schema_of
 from flask_mcp_gevent.toolkit.validators import QuickValidator
 
 if TYPE_CHECKING:
@@ -64,6 +70,13 @@ class Tool:
     # With a task: the call becomes a task when the tool calls ctx.start_task() (its asks before are rounds of the
     # original request), not before the tool starts.
     ask_before_task: bool = False
+    # Turns valid JSON arguments into what the hints name (arguments.build_arguments); None: they stay JSON.
+    # Set when the input schema was inferred from the hints, which then say what each argument is.
+    convert_arguments: Callable[[dict[str, Any]], dict[str, Any]] | None = field(repr=False, compare=False,
+                                                                                 default=None)
+    # True when the outputSchema was inferred from a return type that is not an object, and so wraps every
+    # result as {"result": value}, a dict too.
+    wraps_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,9 +162,8 @@ def common_fields(fn: Callable[..., Any], name: str | None, kind: str, descripti
 
 
 def tool(
-    name: str | None = None,
+    name: str | Callable[..., Any] | None = None,
     *,
-    # Optional in the signature only so that a bare @tool reaches the friendly error below.
     input_schema: dict[str, Any] | None = None,
     description: str | None = None,
     output_schema: dict[str, Any] | None = None,
@@ -159,24 +171,28 @@ def tool(
     annotations: dict[str, Any] | None = None,
     task: str | None = None,
     ask_before_task: bool = False,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a tool with an explicit JSON Schema for its arguments (task: None, optional, required)."""
+) -> Any:
+    """Mark a function as a tool: bare `@tool`, or `@tool(...)` (task: None, "optional" or "required").
+
+    Its input schema is input_schema, else inferred from its hints (and the arguments then arrive as the hints
+    say); its outputSchema is output_schema, else inferred from its return hint when that has a JSON Schema.
+    """
     if callable(name):
-        raise RegistryError("use @tool(input_schema={...}), not bare @tool")
-    if input_schema is None:
-        raise RegistryError("@tool needs input_schema={...}: an explicit JSON Schema for the arguments")
+        return tool()(name)
     check_task_support(task, ask_before_task)
 
     def build(fn: Callable[..., Any]) -> Tool:
         fields = common_fields(fn, name, "tool", description)
         label = f"tool {fields['name']!r}"
-        input_validator = compile_schema(input_schema, f"{label} input_schema")
-        output_validator = None if output_schema is None else compile_schema(output_schema, f"{label} output_schema")
-        check_parameters(fn, label, set(input_schema.get("properties", {})), set(input_schema.get("required", [])),
-                         "property")
-        return Tool(input_schema=input_schema, output_schema=output_schema, title=title, annotations=annotations,
+        schema = input_schema if input_schema is not None else input_schema_of(fn, label)
+        input_validator = compile_schema(schema, f"{label} input_schema")
+        output, wraps = (output_schema, False) if output_schema is not None else output_schema_of(fn) or (None, False)
+        output_validator = None if output is None else compile_schema(output, f"{label} output_schema")
+        check_parameters(fn, label, set(schema.get("properties", {})), set(schema.get("required", [])), "property")
+        convert = build_arguments(fn) if input_schema is None else None
+        return Tool(input_schema=schema, output_schema=output, title=title, annotations=annotations,
                     input_validator=input_validator, output_validator=output_validator, task=task,
-                    ask_before_task=ask_before_task, **fields)
+                    ask_before_task=ask_before_task, convert_arguments=convert, wraps_output=wraps, **fields)
 
     return marking(build)
 
@@ -228,22 +244,41 @@ def resource_template(
 
 
 def prompt(
-    name: str | None = None,
+    name: str | Callable[..., Any] | None = None,
     *,
-    arguments: Iterable[PromptArgument] = (),
+    arguments: Iterable[PromptArgument] | None = None,
     description: str | None = None,
     title: str | None = None,
     complete: Completer | None = None,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a prompt; it returns the prompt's messages."""
+) -> Any:
+    """Mark a function as a prompt (bare `@prompt`, or `@prompt(...)`); it returns the prompt's messages.
+
+    Its arguments are `arguments`, else its parameters (required without a default) described by its docstring.
+    """
     if callable(name):
-        raise RegistryError("use @prompt(arguments=[...]), not bare @prompt")
-    arguments = tuple(arguments)
+        return prompt()(name)
+    given = None if arguments is None else tuple(arguments)
 
     def build(fn: Callable[..., Any]) -> Prompt:
         fields = common_fields(fn, name, "prompt", description)
-        check_parameters(fn, f"prompt {fields['name']!r}", {arg.name for arg in arguments},
-                         {arg.name for arg in arguments if arg.required}, "argument")
-        return Prompt(arguments=arguments, title=title, complete=complete, **fields)
+        label = f"prompt {fields['name']!r}"
+        declared = given if given is not None else prompt_arguments(fn, label)
+        check_parameters(fn, label, {arg.name for arg in declared}, {arg.name for arg in declared if arg.required},
+                         "argument")
+        return Prompt(arguments=declared, title=title, complete=complete, **fields)
 
     return marking(build)
+
+
+def prompt_arguments(fn: Callable[..., Any], label: str) -> tuple[PromptArgument, ...]:
+    """A prompt's arguments from fn's parameters (ctx aside) and the Args section of its docstring."""
+    descriptions = doc_descriptions(fn)
+    arguments = []
+    for name, parameter in inspect.signature(fn).parameters.items():
+        if name == "ctx":
+            continue
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise RegistryError(f"{label} ({where(fn)}): parameter {name!r} (*args or **kwargs): name each argument, "
+                                "or pass arguments=[PromptArgument(...), ...]")
+        arguments.append(PromptArgument(name, descriptions.get(name, ""), parameter.default is parameter.empty))
+    return tuple(arguments)

@@ -3,8 +3,11 @@
 jsonschema spends about twenty microseconds on `{"type": "object", "properties": {"text": {"type": "string"}}}`
 and a valid argument; the same answer takes one here. A schema gets a quick check only when every keyword in it
 is one of KEYWORDS, ANNOTATIONS or an "x-" extension, and the check can only say "valid": anything it is not sure
-of (a float where an integer is asked, a value it does not know) is handed to jsonschema, which also writes every
-error message. So a quick check never accepts what Draft 2020-12 refuses; at worst it adds a microsecond.
+of (a value it does not know) is handed to jsonschema, which also writes every error message. So a quick check never
+accepts what SchemaValidator refuses; at worst it adds a microsecond.
+
+SchemaValidator is Draft 2020-12 with one change: an "integer" is a JSON integer only. jsonschema's own type checker
+takes any whole number (1.0, 1e300), which a tool's `int` parameter would then receive as a float.
 """
 
 from __future__ import annotations
@@ -13,18 +16,28 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 
-__all__ = ["QuickValidator", "quick_check"]
+__all__ = ["QuickValidator", "SchemaValidator", "quick_check"]
 
 Check = Callable[[Any], bool]
+
+
+def is_integer(checker: Any, instance: Any) -> bool:
+    """An integer is an int: not a whole float (1.0, 1e300), and never a bool."""
+    return type(instance) is int
+
+
+# What every tool's schemas (input and output, inferred or explicit) are checked with.
+SchemaValidator: Any = validators.extend(
+    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer))
 
 # Keywords that do not constrain an instance (and any "x-" keyword: jsonschema ignores what it does not know).
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
                          "writeOnly"})
 KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "items", "enum", "minLength",
                       "maxLength", "minimum", "maximum"})
-# Exact for the Python types JSON decodes to; a subclass, a Decimal or a whole float goes to jsonschema instead.
+# Exact for the Python types JSON decodes to; a subclass or a Decimal goes to jsonschema instead.
 TYPES: dict[str, Check] = {
     "string": lambda value: type(value) is str,
     "boolean": lambda value: type(value) is bool,
@@ -162,10 +175,10 @@ KEYWORD_CHECKS: dict[str, Callable[[Any, dict[str, Any]], Check | None]] = {
 
 
 class QuickValidator:
-    """A Draft 2020-12 validator whose is_valid asks the quick check first (errors always come from jsonschema)."""
+    """A SchemaValidator whose is_valid asks the quick check first (errors always come from jsonschema)."""
 
     def __init__(self, schema: dict[str, Any]) -> None:
-        self.validator = Draft202012Validator(schema)
+        self.validator = SchemaValidator(schema)
         self.schema = schema
         self.quick = quick_check(schema)
 

@@ -1,17 +1,20 @@
-"""A tool's input schema inferred from its type hints and docstring (flask_mcp_gevent/toolkit/hints.py, MCP.tool)."""
+"""A tool's schemas inferred from its type hints and docstring (flask_mcp_gevent/toolkit/hints.py, @tool, MCP.tool)."""
 
 from __future__ import annotations
 
+import datetime
 import enum
+import uuid
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from flask_mcp_gevent import MCP
+from flask_mcp_gevent import MCP, PromptArgument, prompt, tool
 from flask_mcp_gevent.toolkit.checks import RegistryError
 from flask_mcp_gevent.toolkit.hints import doc_descriptions, input_schema_of
+from flask_mcp_gevent.toolkit.specs import spec_of
 
 
 def schema(fn: Any) -> dict[str, Any]:
@@ -43,6 +46,20 @@ class Box:
 class Colour(enum.Enum):
     RED = "red"
     BLUE = "blue"
+
+
+class Size(enum.IntEnum):
+    SMALL = 1
+    LARGE = 2
+
+
+class Mixed(enum.Enum):
+    ONE = 1
+    NAME = "name"
+
+
+class Opaque(enum.Enum):
+    PAIR = (1, 2)
 
 
 # one test per supported type
@@ -94,9 +111,53 @@ def test_literal_is_an_enum():
     assert prop(f) == {"enum": ["asc", "desc"]}
 
 
-def test_an_enum_class_is_an_enum_of_its_values():
+def test_an_enum_class_is_an_enum_of_its_values_with_their_shared_type():
     def f(x: Colour = Colour.RED): ...
-    assert prop(f) == {"enum": ["red", "blue"], "default": "red"}
+    assert prop(f) == {"type": "string", "enum": ["red", "blue"], "default": "red"}
+
+
+def test_an_int_enum_is_an_integer_enum_and_a_mixed_one_has_no_type():
+    def f(x: Size, y: Mixed): ...
+    assert prop(f) == {"type": "integer", "enum": [1, 2]}
+    assert prop(f, "y") == {"enum": [1, "name"]}
+
+
+def test_an_enum_whose_values_are_not_json_is_refused():
+    def f(x: Opaque): ...
+    with pytest.raises(RegistryError, match="an Enum's values must be strings, numbers, booleans or None"):
+        input_schema_of(f, "tool 'f'")
+
+
+def test_a_datetime_is_a_date_time_string():
+    def f(x: datetime.datetime): ...
+    assert prop(f) == {"type": "string", "format": "date-time"}
+
+
+def test_a_date_is_a_date_string():
+    def f(x: datetime.date): ...
+    assert prop(f) == {"type": "string", "format": "date"}
+
+
+def test_a_uuid_is_a_uuid_string():
+    def f(x: uuid.UUID): ...
+    assert prop(f) == {"type": "string", "format": "uuid"}
+
+
+def test_a_fixed_tuple_is_an_array_of_exactly_its_items():
+    def f(x: tuple[int, str]): ...
+    assert prop(f) == {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                       "minItems": 2, "maxItems": 2}
+
+
+def test_a_tuple_with_an_ellipsis_is_an_array_of_its_item():
+    def f(x: tuple[float, ...], y: tuple): ...
+    assert prop(f) == {"type": "array", "items": {"type": "number"}}
+    assert prop(f, "y") == {"type": "array"}
+
+
+def test_a_dict_of_any_values_is_any_object():
+    def f(x: dict[str, Any]): ...
+    assert prop(f) == {"type": "object"}
 
 
 def test_a_default_makes_a_parameter_optional_and_is_stated():
@@ -192,7 +253,8 @@ def test_a_dataclass_argument_arrives_as_the_dataclass():
         return f"{type(box).__name__} {box.width} {colour.name}"
 
     tool = mcp.registry.tools["volume"]
-    assert tool.fn(box={"width": 2.5}, colour="blue") == "Box 2.5 BLUE"
+    # The server converts valid JSON arguments before the call (protocol/tools.py run_tool).
+    assert tool.fn(**tool.convert_arguments({"box": {"width": 2.5}, "colour": "blue"})) == "Box 2.5 BLUE"
     assert volume(Box(1.0)) == "Box 1.0 RED"  # the decorator returns the function unchanged
 
 
@@ -254,3 +316,111 @@ def test_an_unsupported_type_inside_a_dataclass_names_the_field():
     def f(x: Holder): ...
     with pytest.raises(RegistryError, match="in field 'items'"):
         input_schema_of(f, "tool 'f'")
+
+
+# one decorator API: the toolkit's @tool and @prompt, and MCP's, which are sugar over them
+def test_the_templates_tool_infers_the_same_schemas_as_mcp_tool():
+    def plan(when: datetime.date, colour: Colour, box: Box, tags: tuple[str, ...] = ()) -> Point:
+        """Plan a box.
+
+        Args:
+            when: The day.
+            colour: The colour.
+        """
+        return {"x": 1}
+
+    mcp = MCP()
+    mcp.tool(plan)
+    declared = mcp.registry.tools["plan"]
+    marked = spec_of(tool(plan))
+    assert marked.input_schema == declared.input_schema
+    assert marked.input_schema["properties"]["when"] == {"type": "string", "format": "date", "description": "The day."}
+    assert marked.output_schema == declared.output_schema == schema_of_point()
+    assert marked.description == declared.description == "Plan a box."
+
+
+def schema_of_point() -> dict[str, Any]:
+    """Point's object schema, as an outputSchema."""
+    return {"type": "object", "properties": {"x": {"type": "integer"}, "label": {"type": "string"}},
+            "required": ["x"], "additionalProperties": False}
+
+
+def test_the_templates_tool_works_bare_and_called():
+    @tool
+    def bare(n: int) -> int:
+        """Double n."""
+        return 2 * n
+
+    @tool("named", description="Triple n.")
+    def called(n: int) -> int:
+        return 3 * n
+
+    assert spec_of(bare).input_schema["required"] == ["n"] and spec_of(bare).name == "bare"
+    assert (spec_of(called).name, spec_of(called).description) == ("named", "Triple n.")
+    assert bare(2) == 4 and called(2) == 6
+
+
+def test_an_explicit_schema_on_the_templates_tool_wins_and_arguments_stay_json():
+    explicit = {"type": "object", "properties": {"when": {"type": "string"}}, "required": ["when"]}
+
+    @tool(input_schema=explicit)
+    def stamp(when: datetime.date) -> str:
+        return str(when)
+
+    assert spec_of(stamp).input_schema is explicit
+    assert spec_of(stamp).convert_arguments is None
+
+
+def test_a_bare_prompt_takes_its_parameters_described_by_its_docstring():
+    @prompt
+    def review(code: str, language: str = "") -> str:
+        """Review code.
+
+        Args:
+            code: The code to review.
+            language: Its language.
+        """
+        return code
+
+    assert spec_of(review).arguments == (PromptArgument("code", "The code to review.", True),
+                                         PromptArgument("language", "Its language.", False))
+
+
+def test_explicit_prompt_arguments_win_over_the_parameters():
+    arguments = [PromptArgument("code", "Given.", required=True)]
+
+    @prompt(arguments=arguments)
+    def review(code: str) -> str:
+        """Review code.
+
+        Args:
+            code: From the docstring.
+        """
+        return code
+
+    assert spec_of(review).arguments == tuple(arguments)
+    mcp = MCP()
+    mcp.prompt(arguments=arguments)(review)
+    assert mcp.registry.prompts["review"].arguments == tuple(arguments)
+
+
+def test_mcp_resource_used_bare_is_refused():
+    with pytest.raises(RegistryError, match="not bare @mcp.resource"):
+        @MCP().resource
+        def config() -> str:
+            return "{}"
+
+
+def test_mcp_resource_takes_a_templates_completer_and_refuses_one_for_a_fixed_uri():
+    mcp = MCP()
+
+    def colours(name: str, value: str) -> list[str]:
+        return [colour.value for colour in Colour if colour.value.startswith(value)]
+
+    @mcp.resource("paint://{colour}", complete=colours)
+    def paint(colour: str) -> str:
+        return colour
+
+    assert mcp.registry.templates["paint://{colour}"].complete is colours
+    with pytest.raises(RegistryError, match="complete= and resolve= are for a URI with {variables}"):
+        mcp.resource("paint://white", complete=colours)

@@ -29,7 +29,9 @@ def test_tools_list_has_the_seed_tools_with_their_input_schemas(make_rpc, versio
 def test_output_schema_is_advertised_from_2025_06_18(make_rpc, version):
     tools = tools_by_name(make_rpc(version))
     assert tools["add"]["outputSchema"]["properties"]["result"]["type"] == "integer"
-    assert "outputSchema" not in tools["echo"]
+    # echo declares none: its `-> str` says what its structuredContent {"result": text} is.
+    assert tools["echo"]["outputSchema"] == {"type": "object", "properties": {"result": {"type": "string"}},
+                                             "required": ["result"]}
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26"])

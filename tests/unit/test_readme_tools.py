@@ -38,13 +38,17 @@ def test_the_request_context_has_everything_context_declares():
 
 
 @pytest.mark.parametrize("section", [TOOLS_SECTION, TOOLS_PAGE], ids=["README", "docs/tools.md"])
-def test_the_file_to_copy_is_a_plain_tool_without_an_output_schema(section):
+def test_the_file_to_copy_is_a_plain_tool_that_declares_no_output_schema(section):
     copied = re.search(r"Copy\s+`mcp_tools/([a-z_]+)\.py`", section)
     assert copied, "the section says which file to copy"
     module = f"mcp_tools.{copied.group(1)}"
     tools = [spec for spec in Registry.discover().tools.values() if spec.fn.__module__ == module]
     assert len(tools) == 1
-    assert tools[0].output_schema is None and not tools[0].wants_context
+    assert "output_schema" not in (ROOT / "mcp_tools" / f"{copied.group(1)}.py").read_text()
+    # Its only outputSchema is the one its `-> str` gives: {"result": text}, what its results carry anyway.
+    assert tools[0].output_schema == {"type": "object", "properties": {"result": {"type": "string"}},
+                                      "required": ["result"]}
+    assert not tools[0].wants_context
 
 
 @pytest.mark.parametrize("section", [TOOLS_SECTION, TOOLS_PAGE], ids=["README", "docs/tools.md"])

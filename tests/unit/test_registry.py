@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.toolkit.specs import Tool
+from flask_mcp_gevent.toolkit.specs import Tool, spec_of
 from mcp_tools import (
     PromptArgument,
     Registry,
@@ -72,14 +72,23 @@ def test_a_ctx_parameter_asks_for_the_request_context():
     assert registry.tools["with_ctx"].wants_context is True
 
 
-@pytest.mark.parametrize("decorator", [tool, prompt])
-def test_bare_decorator_without_call_is_rejected(decorator):
-    with pytest.raises(RegistryError, match="not bare"):
+def test_bare_tool_and_prompt_decorators_mark_the_function_from_its_hints():
+    @tool
+    def shout(text: str) -> str:
+        """Shout the text."""
+        return text.upper()
 
-        @decorator
-        def oops() -> str:
-            """Forgot the parentheses."""
-            return ""
+    @prompt
+    def review(code: str) -> str:
+        """Review the code."""
+        return code
+
+    registry = Registry()
+    registry.add_function(shout)
+    registry.add_function(review)
+    assert shout("a") == "A" and review("x") == "x"  # marked, not wrapped
+    assert registry.tools["shout"].input_schema["required"] == ["text"]
+    assert [(arg.name, arg.required) for arg in registry.prompts["review"].arguments] == [("code", True)]
 
 
 @pytest.mark.parametrize("decorator", [resource, resource_template])
@@ -111,9 +120,9 @@ def test_malformed_prompt_names_are_rejected():
         prompt("bad name", arguments=[PromptArgument("x")])(lambda x: [])
 
 
-def test_a_tool_without_input_schema_is_rejected():
-    with pytest.raises(RegistryError, match="input_schema"):
-        tool("schemaless")(lambda: 1)
+def test_a_tool_without_input_schema_and_without_hints_is_rejected_saying_to_add_either():
+    with pytest.raises(RegistryError, match=r"parameter 'x' has no type hint; add one .* or pass input_schema"):
+        tool("schemaless")(lambda x: 1)
 
 
 def test_duplicate_tool_names_are_rejected():
@@ -217,3 +226,33 @@ def test_listeners_hear_about_added_and_removed_tools():
     assert registry.remove("tool", "temp") is True
     assert registry.remove("tool", "temp") is False
     assert heard == ["tool", "tool"]
+
+
+def test_a_duplicate_names_both_places_it_is_declared():
+    with pytest.raises(RegistryError) as caught:
+        Registry.discover(plugins=["tests.unit.plugin_duplicate"])
+    message = str(caught.value)
+    assert "mcp_tools/echo.py:" in message and "function echo;" in message
+    assert "tests/unit/plugin_duplicate.py:" in message and "function another_echo;" in message
+
+
+@pytest.mark.parametrize("mark", [
+    lambda name: tool(name),
+    lambda name: resource(f"test://{name}"),
+    lambda name: resource_template(f"test://{name}/{{x}}"),
+    lambda name: prompt(name),
+], ids=["tool", "resource", "resource template", "prompt"])
+@pytest.mark.parametrize("register", ["add", "declare"])
+def test_a_duplicate_of_any_kind_names_both_functions_in_add_and_declare(mark, register):
+    def first(x: str = "") -> str:
+        return x
+
+    def second(x: str = "") -> str:
+        return x
+
+    registry = Registry()
+    getattr(registry, register)(spec_of(mark("same")(first)))
+    with pytest.raises(RegistryError, match=r"^duplicate .*'(same|test://same.*)': declared at "
+                                            r"tests/unit/test_registry.py:\d+, function .*first; again at "
+                                            r"tests/unit/test_registry.py:\d+, function .*second; give one"):
+        getattr(registry, register)(spec_of(mark("same")(second)))

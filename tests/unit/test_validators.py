@@ -1,8 +1,9 @@
-"""The quick schema check (toolkit/validators.py) never accepts what jsonschema's Draft 2020-12 refuses.
+"""The quick schema check (toolkit/validators.py) never accepts what SchemaValidator (Draft 2020-12) refuses.
 
 Thousands of generated values against schemas using every keyword it knows, and the seed tools' own schemas: the
-QuickValidator's verdict equals jsonschema's every time, and the quick check alone says "valid" only when
-jsonschema does. Schemas with any other constraining keyword get no quick check at all.
+QuickValidator's verdict equals SchemaValidator's every time, and the quick check alone says "valid" only when
+SchemaValidator does. Schemas with any other constraining keyword get no quick check at all. SchemaValidator is
+jsonschema's Draft 2020-12 except that an integer is an int: no whole float, no bool.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from flask_mcp_gevent.toolkit.registry import Registry
-from flask_mcp_gevent.toolkit.validators import QuickValidator, quick_check
+from flask_mcp_gevent.toolkit.validators import QuickValidator, SchemaValidator, quick_check
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"text": {"type": "string", "description": "d"}}, "required": ["text"],
@@ -68,8 +69,8 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
 
 
 @pytest.mark.parametrize("schema", SCHEMAS + [tool.input_schema for tool in TOOLS.values()])
-def test_the_quick_validator_agrees_with_jsonschema_on_thousands_of_values(schema):
-    reference = Draft202012Validator(schema)
+def test_the_quick_validator_agrees_with_the_schema_validator_on_thousands_of_values(schema):
+    reference = SchemaValidator(schema)
     quick = QuickValidator(schema)
     rng = random.Random(str(schema))
     accepted_quickly = 0
@@ -97,9 +98,21 @@ def test_a_schema_with_any_other_keyword_is_left_to_jsonschema(schema):
     assert quick_check(schema) is None
     assert QuickValidator(schema).quick is None
     for value in ({}, {"s": "b", "c": 2, "r": 3, "n": 3, "f": 1}, {"s": "a", "c": 1, "r": "x", "n": 4}):
-        assert QuickValidator(schema).is_valid(value) is Draft202012Validator(schema).is_valid(value)
+        assert QuickValidator(schema).is_valid(value) is SchemaValidator(schema).is_valid(value)
 
 
 def test_errors_still_come_from_jsonschema():
     quick = QuickValidator(SCHEMAS[0])
     assert [error.message for error in quick.iter_errors({"text": 5})] == ["5 is not of type 'string'"]
+
+
+@pytest.mark.parametrize("value", [1.0, 1e300, -2.0, True, Decimal("1"), "1"])
+def test_an_integer_is_an_int_only(value):
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert Draft202012Validator(schema).is_valid({"n": 1.0}), "jsonschema alone takes a whole float"
+    assert not QuickValidator(schema).is_valid({"n": value})
+    assert QuickValidator(schema).is_valid({"n": 2**70})
+
+
+def test_a_whole_float_is_still_a_number():
+    assert QuickValidator({"type": "object", "properties": {"x": {"type": "number"}}}).is_valid({"x": 1.0})
