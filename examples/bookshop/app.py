@@ -17,8 +17,7 @@ from flask import Flask, abort, current_app, g, jsonify, request
 from sqlalchemy import func, select
 from werkzeug.exceptions import HTTPException
 
-from flask_mcp_gevent import MCP
-from flask_mcp_gevent import Context, ToolError
+from flask_mcp_gevent import MCP, Context, ToolError
 
 from .models import GENRES, Book, Genre, Order, db, seed_books
 
