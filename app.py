@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {"bind": args.bind} if args.bind else {}
     settings = Settings.from_environ(**overrides)
     if args.stdio:
-        from flask_mcp_gevent.web.flask_stdio import serve_app
+        from flask_mcp_gevent.serving.flask_stdio import serve_app
 
         return serve_app(create_app(settings))
     serve_dev(settings)

@@ -28,6 +28,7 @@ from flask import Flask
 
 from flask_mcp_gevent.config import PREFIX as SETTING_PREFIX
 from flask_mcp_gevent.config import ConfigError, Settings, cast_setting
+from flask_mcp_gevent.serving.cli import mcp_cli
 from flask_mcp_gevent.stateless.validation import InvalidHeaderAnnotation, header_params
 from flask_mcp_gevent.toolkit.checks import RegistryError
 from flask_mcp_gevent.toolkit.registry import Registry
@@ -89,6 +90,7 @@ class MCP:
         server = McpExtension(settings=settings, registry=self.registry_for(settings), path=self.path,
                               whole_app=self.whole_app, forward_headers=self.forward_headers)
         server.init_app(app)
+        app.cli.add_command(mcp_cli)  # flask mcp tools | call | stdio | serve
         self.servers.add(server)
         if self.loader is not None:
             server.use_loader(self.loader)

@@ -23,7 +23,6 @@ from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.web import console, flask_hooks, health, routes, security
 from flask_mcp_gevent.web.app_context import app_runner
 from flask_mcp_gevent.web.callers import credential_keys
-from flask_mcp_gevent.web.cli import mcp_cli
 from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION
 from flask_mcp_gevent.web.oauth_metadata import metadata_blueprint
 from flask_mcp_gevent.web.pipeline import ConnectionLimit, HotPath, Pipeline
@@ -75,7 +74,6 @@ class McpExtension:
         self.pipeline.forwarded = self.forwarded
         self.dispatcher = Dispatcher(settings, registry=self.registry, run_in_app=app_runner(app))
         app.extensions[MCP_EXTENSION] = self
-        app.cli.add_command(mcp_cli)
         if self.whole_app:
             app.register_blueprint(routes.mcp_blueprint(self.path))
             app.register_blueprint(health.ops_blueprint())

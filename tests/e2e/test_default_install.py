@@ -72,7 +72,7 @@ def test_a_host_app_serves_a_tool_call_under_gunicorns_gevent_worker_without_ext
     port = free_port()
     # The package's own gunicorn settings (what `flask mcp serve` uses): gevent worker, metrics directory hooks.
     env = {**clean_environ(), "MCP_BIND": f"127.0.0.1:{port}"}
-    server = subprocess.Popen([str(bare / "gunicorn"), "-c", "python:flask_mcp_gevent.web.gunicorn_config",
+    server = subprocess.Popen([str(bare / "gunicorn"), "-c", "python:flask_mcp_gevent.serving.gunicorn_config",
                                "host:app"], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
     base = f"http://127.0.0.1:{port}"
@@ -101,7 +101,7 @@ def test_settings_that_need_an_extra_stop_the_start_naming_it(bare, tmp_path):
 def test_gunicorn_refuses_to_start_with_a_setting_whose_extra_is_missing(bare, tmp_path):
     (tmp_path / "host.py").write_text(HOST_APP)
     env = {**clean_environ(), "MCP_BIND": f"127.0.0.1:{free_port()}", "MCP_REDIS_URL": "redis://127.0.0.1:1/0"}
-    refused = subprocess.run([str(bare / "gunicorn"), "-c", "python:flask_mcp_gevent.web.gunicorn_config", "host:app"],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    refused = subprocess.run([str(bare / "gunicorn"), "-c", "python:flask_mcp_gevent.serving.gunicorn_config",
+                              "host:app"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0
     assert "MCP_REDIS_URL needs the redis extra: pip install 'flask-mcp-gevent[redis]'" in refused.stderr

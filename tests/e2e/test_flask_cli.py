@@ -106,7 +106,7 @@ def test_serve_runs_the_app_under_gunicorn_for_the_sdks_http_client():
         process.send_signal(signal.SIGTERM)
         _, errors = process.communicate(timeout=30)
     # The exec'd process is gunicorn itself, with the gevent worker.
-    assert "Using worker: flask_mcp_gevent.web.gunicorn_worker.McpWorker" in errors
+    assert "Using worker: flask_mcp_gevent.serving.gunicorn_worker.McpWorker" in errors
 
 
 

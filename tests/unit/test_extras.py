@@ -110,7 +110,7 @@ SERVE_WITHOUT_EXTRAS = textwrap.dedent('''
         sys.modules[module] = None  # as if not installed: any import of them fails
     from flask import Flask
     from flask_mcp_gevent import MCP
-    import flask_mcp_gevent.web.gunicorn_config  # the package's gunicorn settings load too
+    import flask_mcp_gevent.serving.gunicorn_config  # the package's gunicorn settings load too
 
     app = Flask(__name__)
     mcp = MCP(app)

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = (
     # layer        modules
     ("extension", ("flask_mcp_gevent.extension",)),
+    ("serving", ("flask_mcp_gevent.serving",)),
     ("web", ("flask_mcp_gevent.web",)),
     ("transports", ("flask_mcp_gevent.transports",)),
     ("dispatcher", ("flask_mcp_gevent.dispatcher", "flask_mcp_gevent.notifications")),

@@ -18,7 +18,7 @@ from gunicorn.http.errors import (
     UnsupportedTransferCoding,
 )
 
-from flask_mcp_gevent.web.gunicorn_worker import NamedListener, error_page, explain, status_for
+from flask_mcp_gevent.serving.gunicorn_worker import NamedListener, error_page, explain, status_for
 from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
 

@@ -26,7 +26,7 @@ from flask_mcp_gevent.web.mcp_app import dispatcher_of
 
 __all__ = ["APP_ENV", "LocalClient", "mcp_cli"]
 
-# How `flask mcp serve` tells the gunicorn worker which app to load (flask_mcp_gevent.web.flask_app).
+# How `flask mcp serve` tells the gunicorn worker which app to load (flask_mcp_gevent.serving.flask_app).
 APP_ENV = "MCP_FLASK_APP"
 # A local call waits this long for its answer; a tool that needs longer is better run over a wire.
 CALL_TIMEOUT_S = 300.0
@@ -124,7 +124,7 @@ def serve_stdio(info: ScriptInfo) -> None:
     # Patching gevent here, after this command imported Flask, the app and ssl, would warn at every start and leave
     # what was imported unpatched: a process of its own patches first, as app.py --stdio does.
     os.environ[APP_ENV] = info.app_import_path or ""
-    os.execv(sys.executable, [sys.executable, "-m", "flask_mcp_gevent.web.flask_stdio"])
+    os.execv(sys.executable, [sys.executable, "-m", "flask_mcp_gevent.serving.flask_stdio"])
 
 
 @mcp_cli.command("serve", context_settings={"ignore_unknown_options": True})
@@ -137,9 +137,9 @@ def serve(info: ScriptInfo, bind: str | None, workers: int | None, gunicorn_args
     gunicorn = shutil.which("gunicorn", path=os.path.dirname(sys.executable)) or shutil.which("gunicorn")
     if gunicorn is None:
         raise click.ClickException("gunicorn is not installed in this environment (pip install gunicorn)")
-    argv = [gunicorn, "-c", "python:flask_mcp_gevent.web.gunicorn_config"]
+    argv = [gunicorn, "-c", "python:flask_mcp_gevent.serving.gunicorn_config"]
     argv += ["--bind", bind] if bind else []
     argv += ["--workers", str(workers)] if workers else []
     # The worker loads the app the way this command did (--app, FLASK_APP, or app.py / wsgi.py here).
     os.environ[APP_ENV] = info.app_import_path or ""
-    os.execv(gunicorn, [*argv, *gunicorn_args, "flask_mcp_gevent.web.flask_app:app"])
+    os.execv(gunicorn, [*argv, *gunicorn_args, "flask_mcp_gevent.serving.flask_app:app"])

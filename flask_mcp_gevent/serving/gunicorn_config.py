@@ -1,8 +1,8 @@
 """gunicorn settings, taken from the same MCP_* variables as the app.
 
 The template loads it through gunicorn.conf.py at the top of the checkout; an installed package through
-`gunicorn -c python:flask_mcp_gevent.web.gunicorn_config` (what `flask mcp serve` runs). A command-line --bind (or -w)
-still overrides what is set here.
+`gunicorn -c python:flask_mcp_gevent.serving.gunicorn_config` (what `flask mcp serve` runs). A command-line --bind
+(or -w) still overrides what is set here.
 """
 
 import dataclasses
@@ -39,8 +39,8 @@ share_request_state_key()
 bind = [settings.bind]
 workers = settings.workers
 # gunicorn's gevent worker, answering the malformed HTTP that gunicorn refuses itself as JSON
-# (flask_mcp_gevent/web/gunicorn_worker.py).
-worker_class = "flask_mcp_gevent.web.gunicorn_worker.McpWorker"
+# (flask_mcp_gevent/serving/gunicorn_worker.py).
+worker_class = "flask_mcp_gevent.serving.gunicorn_worker.McpWorker"
 # Every open SSE stream holds one connection for its whole life.
 worker_connections = settings.worker_connections
 # Streams are long-lived; the worker heartbeat, not the request, is what timeout watches.

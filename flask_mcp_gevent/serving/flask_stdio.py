@@ -1,7 +1,7 @@
 """The process `flask mcp stdio` becomes: patch the standard library for gevent, load the app, serve it on stdio.
 
-Run as `python -m flask_mcp_gevent.web.flask_stdio`, with the app found as the flask command found it
-(MCP_FLASK_APP, set by web/cli.py): its tools, its settings and its application context.
+Run as `python -m flask_mcp_gevent.serving.flask_stdio`, with the app found as the flask command found it
+(MCP_FLASK_APP, set by serving/cli.py): its tools, its settings and its application context.
 """
 
 if __name__ == "__main__":
@@ -28,6 +28,6 @@ def serve_app(app: Flask) -> int:
 
 
 if __name__ == "__main__":
-    from flask_mcp_gevent.web.flask_app import app as loaded
+    from flask_mcp_gevent.serving.flask_app import app as loaded
 
     sys.exit(serve_app(loaded))

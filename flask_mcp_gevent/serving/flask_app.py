@@ -6,7 +6,7 @@ import os
 
 from flask.cli import ScriptInfo
 
-from flask_mcp_gevent.web.cli import APP_ENV
+from flask_mcp_gevent.serving.cli import APP_ENV
 
 __all__ = ["app"]
 
