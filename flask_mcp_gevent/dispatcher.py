@@ -48,11 +48,11 @@ from flask_mcp_gevent.protocol.request_context import (
     RequestServices,
     call_directly,
 )
-from flask_mcp_gevent.protocol.task_runner import TaskRunner
 from flask_mcp_gevent.session import Session, allows_batches
 from flask_mcp_gevent.stateless.request_state import SharedCodec
 from flask_mcp_gevent.stateless.results import dress_response
 from flask_mcp_gevent.stateless.validation import check_header_annotations
+from flask_mcp_gevent.tasks.runner import TaskRunner
 from flask_mcp_gevent.toolkit.registry import Registry
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
-    from flask_mcp_gevent.hub.tasks import TaskStore
+    from flask_mcp_gevent.tasks.store import TaskStore
 
 __all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
 
@@ -93,7 +93,8 @@ class Hub(ABC):
 
     # True when answers published after this worker exits still reach their clients (through another worker).
     outlives_worker = False
-    # The tasks extension's tasks, each backend's own (hub/tasks.py; the Redis hub's are in Redis, hub/redis_tasks.py).
+    # The tasks extension's tasks, each backend's own (tasks/store.py; the Redis hub's are in Redis:
+    # tasks/redis_store.py).
     tasks: TaskStore
 
     def __init__(self, settings: Settings) -> None:

@@ -24,8 +24,8 @@ from flask_mcp_gevent.hub.base import (
     split_event_id,
 )
 from flask_mcp_gevent.hub.subscription import Subscription
-from flask_mcp_gevent.hub.tasks import MemoryTaskStore
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.tasks.store import MemoryTaskStore
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings

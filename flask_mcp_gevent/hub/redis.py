@@ -23,10 +23,10 @@ from flask_mcp_gevent.hub.redis_link import RedisLink
 from flask_mcp_gevent.hub.redis_listener import Listener
 from flask_mcp_gevent.hub.redis_scripts import SCRIPTS
 from flask_mcp_gevent.hub.redis_sessions import CallSlots, Sessions
-from flask_mcp_gevent.hub.redis_tasks import TASK_SCRIPTS, RedisTaskStore
 from flask_mcp_gevent.hub.registry_sync import RegistrySync
 from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.tasks.redis_store import TASK_SCRIPTS, RedisTaskStore
 
 __all__ = ["RedisHub", "RedisSubscription", "session_keys"]
 

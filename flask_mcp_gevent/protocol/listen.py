@@ -29,10 +29,10 @@ from flask_mcp_gevent.protocol.listen_filter import (
     check_request_bytes,
     honoured_filter,
 )
-from flask_mcp_gevent.protocol.task_shapes import NOTIFICATION as TASK_NOTIFICATION
-from flask_mcp_gevent.protocol.task_shapes import declares_tasks
 from flask_mcp_gevent.stateless.metadata import SUBSCRIPTION_ID
-from flask_mcp_gevent.task_record import TERMINAL
+from flask_mcp_gevent.tasks.record import TERMINAL
+from flask_mcp_gevent.tasks.shapes import NOTIFICATION as TASK_NOTIFICATION
+from flask_mcp_gevent.tasks.shapes import declares_tasks
 
 __all__ = [
     "ACKNOWLEDGED",

@@ -14,7 +14,7 @@ from typing import Any
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps, utf8_size
 from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
-from flask_mcp_gevent.protocol.task_shapes import missing_extension
+from flask_mcp_gevent.tasks.shapes import missing_extension
 
 __all__ = ["FLAGS", "RESOURCE_SUBSCRIPTIONS", "TASK_IDS", "ListenLimits", "check_request_bytes", "honoured_filter"]
 

@@ -22,12 +22,12 @@ from flask_mcp_gevent.protocol.pagination import paginate
 from flask_mcp_gevent.protocol.prompts import describe_prompt, render_prompt
 from flask_mcp_gevent.protocol.request_context import LOG_LEVELS, STATELESS_ERA, RequestContext, guarded
 from flask_mcp_gevent.protocol.resources import describe_resource, describe_template, find_readable, read_resource
-from flask_mcp_gevent.protocol.task_methods import call_task_tool, tasks_cancel, tasks_get, tasks_update
-from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
 from flask_mcp_gevent.protocol.tools import find_tool, run_tool, tools_call
 from flask_mcp_gevent.session import SessionChange, at_least, negotiate
 from flask_mcp_gevent.stateless.metadata import supported_versions
 from flask_mcp_gevent.stateless.results import cache_hint, discover_result
+from flask_mcp_gevent.tasks.methods import call_task_tool, tasks_cancel, tasks_get, tasks_update
+from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 
 __all__ = ["METHODS", "STATELESS_METHODS", "STATELESS_METHOD_NAMES", "SERVER_VERSION", "server_capabilities",
            "server_info", "tool_definition"]
@@ -286,7 +286,7 @@ STATELESS_METHODS: dict[str, Callable[..., Any]] = {
     "tools/call": stateless_tools_call,
     "server/discover": server_discover,
     "subscriptions/listen": subscriptions_listen,
-    # The tasks extension (flask_mcp_gevent.protocol.task_methods).
+    # The tasks extension (flask_mcp_gevent.tasks.methods).
     "tasks/get": guarded(tasks_get),
     "tasks/update": guarded(tasks_update),
     "tasks/cancel": guarded(tasks_cancel),

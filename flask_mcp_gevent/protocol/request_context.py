@@ -88,7 +88,7 @@ class RequestServices:
     is_used: Callable[[bytes], bool] | None = None
     # This worker's subscriptions/listen streams (flask_mcp_gevent.protocol.listen.ListenRegistry).
     listeners: Any = None
-    # The tasks extension: this worker's task runner (flask_mcp_gevent.protocol.task_runner.TaskRunner).
+    # The tasks extension: this worker's task runner (flask_mcp_gevent.tasks.runner.TaskRunner).
     tasks: Any = None
     # Runs a request's handler (and so the tool, resource, prompt or completer it calls) inside the Flask app's own
     # application context (web/app_context.py); call_directly where there is no app.

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from flask_mcp_gevent.protocol.task_runner import SHUTDOWN_MESSAGE
+from flask_mcp_gevent.tasks.runner import SHUTDOWN_MESSAGE
 from tests.conformance.runner import FIXTURE_PLUGINS
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

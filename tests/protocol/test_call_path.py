@@ -10,7 +10,7 @@ from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from tests.protocol.conftest import Rpc
 
 ROUNDS = "flask_mcp_gevent/protocol/input_rounds.py"
-TASKS = "flask_mcp_gevent/protocol/task_methods.py"
+TASKS = "flask_mcp_gevent/tasks/methods.py"
 ECHO = {"name": "echo", "arguments": {"text": "hi"}}
 
 

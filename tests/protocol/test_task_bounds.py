@@ -11,7 +11,7 @@ import gevent
 import pytest
 
 from flask_mcp_gevent.encoding import loads
-from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
+from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 from mcp_tools import ProtocolError, Registry, tool
 from tests.support.tasks_client import WAIT_S, WITH_TASKS, Client, code_of
 

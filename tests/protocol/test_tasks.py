@@ -11,9 +11,9 @@ import pytest
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
-from flask_mcp_gevent.protocol.task_runner import SHUTDOWN_MESSAGE
-from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.tasks.runner import SHUTDOWN_MESSAGE
+from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 from mcp_tools import ProtocolError, Registry, RegistryError, tool
 from tests.support.tasks_client import WAIT_S, WITH_TASKS, WITHOUT_TASKS, Client, code_of
 from tests.support.waiting import wait_until

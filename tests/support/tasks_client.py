@@ -6,8 +6,8 @@ from typing import Any
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
-from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 from tests.support.waiting import wait_until
 
 WITH_TASKS = {"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}}

@@ -23,12 +23,15 @@ LAYERS = (
     ("web", ("flask_mcp_gevent.web",)),
     ("transports", ("flask_mcp_gevent.transports",)),
     ("dispatcher", ("flask_mcp_gevent.dispatcher", "flask_mcp_gevent.notifications")),
-    ("protocol", ("flask_mcp_gevent.protocol",)),
+    # The tasks extension is one package across two layers: what runs and answers tasks beside the protocol,
+    # what keeps them (a record and its stores) beside the hub.
+    ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks")),
     ("leaves", ("flask_mcp_gevent.hub", "flask_mcp_gevent.auth", "flask_mcp_gevent.config",
                 "flask_mcp_gevent.session", "flask_mcp_gevent.encoding", "flask_mcp_gevent.errors",
                 "flask_mcp_gevent.messages", "flask_mcp_gevent.limits", "flask_mcp_gevent.logs",
                 "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit",
-                "flask_mcp_gevent.task_record", "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls")),
+                "flask_mcp_gevent.tasks.record", "flask_mcp_gevent.tasks.store", "flask_mcp_gevent.tasks.redis_store",
+                "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls")),
 )
 MAX_LINES = 400
 # What a transport may take from Flask: the response class, which needs no request or app context.
@@ -97,11 +100,11 @@ def imported_modules(name: str) -> list[tuple[int, str]]:
 
 
 def layer_of(module: str) -> int | None:
-    """The index in LAYERS of a module's layer (0 is the top), None for what is not in flask_mcp_gevent's layers."""
-    for index, (_, prefixes) in enumerate(LAYERS):
-        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
-            return index
-    return None
+    """The index in LAYERS of a module's layer (0 is the top), by its longest matching prefix; None for what is not
+    in flask_mcp_gevent's layers."""
+    found = [(len(prefix), index) for index, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+             if module == prefix or module.startswith(prefix + ".")]
+    return max(found)[1] if found else None
 
 
 def where(name: str, line: int) -> str:

@@ -207,7 +207,7 @@ def test_task_ids_are_looked_up_once_and_only_live_tasks_are_kept_and_read_again
     from types import SimpleNamespace
 
     from flask_mcp_gevent.protocol.listen import subscriptions_listen
-    from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION
+    from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 
     registry, send = ListenRegistry(10, 10_000, 5), Send()
     runner = Runner({"live": "working", "asks": "input_required", "done": "completed"})

@@ -1,4 +1,4 @@
-"""What a task keeps of its tools/call (protocol/task_request.py): capability names only, within a byte bound."""
+"""What a task keeps of its tools/call (tasks/request.py): capability names only, within a byte bound."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import RpcError
-from flask_mcp_gevent.protocol.task_request import check_answer_bytes, kept_capabilities, task_request
-from flask_mcp_gevent.protocol.task_shapes import TASKS_EXTENSION, declares_tasks
+from flask_mcp_gevent.tasks.request import check_answer_bytes, kept_capabilities, task_request
+from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION, declares_tasks
 
 CAPABILITIES = {
     "elicitation": {"form": {"deep": "x" * 1000}, "url": {}},
@@ -59,7 +59,7 @@ def test_answers_are_counted_in_utf8_bytes():
 
 def test_an_error_too_big_to_keep_is_cut_to_fit_the_bound_even_when_every_character_is_escaped():
     from flask_mcp_gevent.errors import RpcError
-    from flask_mcp_gevent.protocol.task_runner import kept_error
+    from flask_mcp_gevent.tasks.runner import kept_error
 
     for text in ("é" * 5000, "\x01" * 5000):  # 2 bytes of UTF-8 each; 6 bytes of JSON each (\u0001)
         error, status_message = kept_error(RpcError(-32603, text, {"pad": "x" * 5000}), 1024)

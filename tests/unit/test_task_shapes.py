@@ -1,10 +1,10 @@
-"""notifications/tasks (protocol/task_shapes.py): the DetailedTask when its payload is small, the Task when not."""
+"""notifications/tasks (tasks/shapes.py): the DetailedTask when its payload is small, the Task when not."""
 
 from __future__ import annotations
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.protocol.task_shapes import detailed, notification, payload_bytes
-from flask_mcp_gevent.task_record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
+from flask_mcp_gevent.tasks.record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
+from flask_mcp_gevent.tasks.shapes import detailed, notification, payload_bytes
 
 TASK_FIELDS = {"taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"}
 

@@ -14,7 +14,7 @@ import gevent.event
 import pytest
 
 from flask_mcp_gevent.hub import HubUnavailable
-from flask_mcp_gevent.task_record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
+from flask_mcp_gevent.tasks.record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
 
 LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')
 HOUR_MS = 3_600_000

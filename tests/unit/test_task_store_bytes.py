@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import tracemalloc
 
-from flask_mcp_gevent.hub.tasks import RECORD_BYTES, MemoryTaskStore
-from flask_mcp_gevent.task_record import COMPLETED, WORKING, TaskRecord
+from flask_mcp_gevent.tasks.record import COMPLETED, WORKING, TaskRecord
+from flask_mcp_gevent.tasks.store import RECORD_BYTES, MemoryTaskStore
 
 HOUR_MS = 3_600_000
 LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')

@@ -1,6 +1,6 @@
 """The tasks extension's wire shapes: CreateTaskResult, DetailedTask, notifications/tasks, and its -32021.
 
-Built from a stored `TaskRecord` (hub/tasks.py); nothing here reads or writes the store.
+Built from a stored `TaskRecord` (tasks/store.py); nothing here reads or writes the store.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from flask_mcp_gevent.encoding import dumps, loads, utf8_size
 from flask_mcp_gevent.errors import INTERNAL_ERROR, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
-from flask_mcp_gevent.task_record import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
+from flask_mcp_gevent.tasks.record import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
 
 __all__ = ["NOTIFICATION", "RESULT_TYPE", "TASKS_EXTENSION", "created_result", "declares_tasks", "detailed",
            "lapsed", "missing_extension", "notification", "payload_bytes"]

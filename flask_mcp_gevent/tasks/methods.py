@@ -19,11 +19,11 @@ from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
 from flask_mcp_gevent.protocol.input_rounds import StartTask, answer_problem, run_rounds
 from flask_mcp_gevent.protocol.request_context import TASK_BEFORE, RequestContext
-from flask_mcp_gevent.protocol.task_request import check_answer_bytes
-from flask_mcp_gevent.protocol.task_runner import TaskRunner
-from flask_mcp_gevent.protocol.task_shapes import created_result, declares_tasks, detailed, lapsed, missing_extension
 from flask_mcp_gevent.protocol.tools import run_tool
-from flask_mcp_gevent.task_record import INPUT_REQUIRED, TaskRecord
+from flask_mcp_gevent.tasks.record import INPUT_REQUIRED, TaskRecord
+from flask_mcp_gevent.tasks.request import check_answer_bytes
+from flask_mcp_gevent.tasks.runner import TaskRunner
+from flask_mcp_gevent.tasks.shapes import created_result, declares_tasks, detailed, lapsed, missing_extension
 from flask_mcp_gevent.toolkit.specs import Tool
 
 __all__ = ["call_task_tool", "tasks_cancel", "tasks_get", "tasks_update"]

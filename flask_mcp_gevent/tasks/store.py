@@ -1,7 +1,7 @@
-"""Task storage for the tasks extension: the store's contract and the in-memory store (hub/redis_tasks.py for Redis).
+"""Task storage for the tasks extension: the store's contract and the in-memory store (tasks/redis_store.py for Redis).
 
 A task is stored under its principal: a lookup names both, so another principal's id is simply unknown. Every change
-is a rule of TaskRecord's (task_record.py) applied to the task as read, and stored only if the task is still at the
+is a rule of TaskRecord's (tasks/record.py) applied to the task as read, and stored only if the task is still at the
 version read; one that lost that race reads the task again and re-applies its rule, so two workers never both win.
 A backend provides the atomic steps: load, store-if-unchanged, create within the principal's limit. Payloads (the
 request, questions, answers, result, error) are JSON text the store never reads.
@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 from flask_mcp_gevent.hub.base import HubUnavailable
-from flask_mcp_gevent.task_record import WORKING, TaskRecord, now_ms
+from flask_mcp_gevent.tasks.record import WORKING, TaskRecord, now_ms
 
 __all__ = ["MemoryTaskStore", "TaskStore"]
 

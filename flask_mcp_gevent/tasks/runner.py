@@ -2,7 +2,7 @@
 
 A task is stored before its id is sent, then runs in a greenlet of its own that no POST owns. While it runs,
 this worker holds its lease and renews it every third of MCP_TASK_LEASE_S; a worker that dies stops renewing,
-and the next read of the task fails it (hub/tasks.py). Renewing also tells this worker when a task was
+and the next read of the task fails it (tasks/store.py). Renewing also tells this worker when a task was
 cancelled (or failed) elsewhere: its greenlet is then killed. An ask without an answer parks the task
 (input_required); when tasks/update answers the last question, the worker that took the answer reruns the
 tool from the top with every answer so far, as the multi round-trip rounds do.
@@ -24,14 +24,14 @@ import gevent
 from flask_mcp_gevent.encoding import dumps, loads, utf8_size
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError, new_correlation_id
 from flask_mcp_gevent.hub import HubUnavailable
-from flask_mcp_gevent.hub.tasks import TaskStore
 from flask_mcp_gevent.protocol.input_rounds import InputRequired, Rounds
 from flask_mcp_gevent.protocol.request_context import STATELESS_ERA, TASK_RUNNING, RequestContext
-from flask_mcp_gevent.protocol.task_request import check_answer_bytes, task_request
-from flask_mcp_gevent.protocol.task_shapes import lapsed, notification
 from flask_mcp_gevent.protocol.tools import run_tool
 from flask_mcp_gevent.session import STATELESS, Session
-from flask_mcp_gevent.task_record import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord
+from flask_mcp_gevent.tasks.record import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord
+from flask_mcp_gevent.tasks.request import check_answer_bytes, task_request
+from flask_mcp_gevent.tasks.shapes import lapsed, notification
+from flask_mcp_gevent.tasks.store import TaskStore
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.auth.principal import Principal

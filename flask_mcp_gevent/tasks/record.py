@@ -1,5 +1,6 @@
 """A task of the tasks extension (MCP 2026-07-28) as stored: its state, its lease, its texts, and the rules of its
-changes, written once here; the hub stores it (hub/tasks.py, hub/redis_tasks.py) as it stores a session (session.py).
+changes, written once here; the hub stores it (tasks/store.py, tasks/redis_store.py) as it stores a session
+(session.py).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class TaskRecord:
     updated_ms: int
     ttl_ms: int
     # The tools/call it runs (name, arguments, the names of the client's capabilities, the tool's round state),
-    # as JSON (protocol/task_request.py).
+    # as JSON (tasks/request.py).
     request: str = "{}"
     status_message: str = ""
     # While working: the worker running it and until when its lease holds (ms); "" and 0 otherwise.

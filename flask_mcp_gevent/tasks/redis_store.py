@@ -4,7 +4,7 @@ One hash per task, `mcp:task:{<principal>}:<id>`, holds its record as one JSON t
 the request, which no change touches (so no change writes it again); it expires with the task's TTL (PEXPIREAT).
 One sorted set per principal, `mcp:tasks:{<principal>}`, scores its task ids by expiry and bounds how many it holds.
 `<principal>` is a hash of the principal, in braces: both keys of one principal share a Cluster hash slot, and a
-lookup by another principal names another key. The rules of every change are TaskRecord's (task_record.py); here are
+lookup by another principal names another key. The rules of every change are TaskRecord's (tasks/record.py); here are
 only the steps: read, store-if-unchanged, create within the limit.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import asdict
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.hub.redis_link import RedisLink
-from flask_mcp_gevent.hub.tasks import TaskStore
-from flask_mcp_gevent.task_record import TaskRecord
+from flask_mcp_gevent.tasks.record import TaskRecord
+from flask_mcp_gevent.tasks.store import TaskStore
 
 __all__ = ["TASK_PREFIX", "TASKS_OF_PREFIX", "TASK_SCRIPTS", "RedisTaskStore", "task_keys"]
 
