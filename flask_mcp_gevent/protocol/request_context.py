@@ -34,6 +34,7 @@ from flask_mcp_gevent.protocol.input_rounds import CAPABILITY_OF, Rounds, StartT
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 from flask_mcp_gevent.toolkit.registry import Registry
+from flask_mcp_gevent.without_gevent import question_refusal
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.auth.principal import Principal
@@ -282,6 +283,10 @@ class RequestContext:
 
     def ask(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send a request to the client and wait for its answer (a response message); RpcError(-32003) on timeout."""
+        # Where the server is not gevent's, a question that could never be answered fails now (without_gevent.py).
+        refusal = question_refusal(method, own_stream=getattr(self.send, "close_stream", None) is not None)
+        if refusal is not None:
+            raise refusal
         pending = self.services.pending
         request_id, result = pending.open(self.session.id)
         try:

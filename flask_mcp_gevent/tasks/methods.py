@@ -25,6 +25,7 @@ from flask_mcp_gevent.tasks.request import check_answer_bytes
 from flask_mcp_gevent.tasks.runner import TaskRunner
 from flask_mcp_gevent.tasks.shapes import created_result, declares_tasks, detailed, lapsed, missing_extension
 from flask_mcp_gevent.toolkit.specs import Tool
+from flask_mcp_gevent.without_gevent import SERVED, task_needs_gevent
 
 __all__ = ["call_task_tool", "tasks_cancel", "tasks_get", "tasks_update"]
 
@@ -43,9 +44,12 @@ def call_task_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str,
     def work() -> dict[str, Any]:
         return run_tool(ctx, tool, arguments)
 
-    if not declares_tasks(ctx.session.client_capabilities):
+    # A task runs on after its request: on a server that is not gevent's nothing would run it (without_gevent.py).
+    without_gevent = SERVED.without_gevent is not None
+    if without_gevent or not declares_tasks(ctx.session.client_capabilities):
         if tool.task == REQUIRED:
-            raise missing_extension(f"Tool '{tool.name}' runs only as a task, which")
+            raise (task_needs_gevent(tool.name) if without_gevent
+                   else missing_extension(f"Tool '{tool.name}' runs only as a task, which"))
         return run_rounds(ctx, work)
     if not isinstance(arguments, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object", {"tool": tool.name})

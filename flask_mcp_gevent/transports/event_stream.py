@@ -15,6 +15,7 @@ from gevent.queue import Empty, Queue
 from flask_mcp_gevent.encoding import KEEPALIVE_FRAME, dumps, format_sse_event, loads
 from flask_mcp_gevent.hub import StreamClosed, Subscription
 from flask_mcp_gevent.metrics import instruments
+from flask_mcp_gevent.without_gevent import SERVED
 
 __all__ = ["DONE", "EVENT_STREAM", "SSE_HEADERS", "Replay", "RequestStream", "connection_closer", "is_response",
            "priming_frame", "stream_events"]
@@ -217,8 +218,12 @@ class RequestStream:
         if self.over:
             return
         self.over = True
+        # On a server that is not gevent's nothing runs the thread's hub once its request is over: wait here.
+        wait = SERVED.without_gevent is not None
         if self.replay is None:
             if not greenlet.dead:
-                greenlet.kill(block=False)
+                greenlet.kill(block=wait)
         elif not self.response_kept:
             greenlet.link_value(lambda g: self.keep_response(g.value))
+            if wait:
+                greenlet.join()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +39,15 @@ from flask_mcp_gevent.session import (
     session_id_from,
 )
 from flask_mcp_gevent.transports.event_stream import EVENT_STREAM
+from flask_mcp_gevent.without_gevent import SERVED, STREAM_NEEDS_GEVENT
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
 
 __all__ = ["JSON", "AcceptedTypes", "BodyLimitExceeded", "HttpProblem", "check_body", "empty_response",
-           "json_depth_and_longest_string", "json_response", "log_refusal", "lookup_session", "problem_response",
-           "read_body", "read_messages", "server_busy", "store_unavailable", "unexpected_error_response"]
+           "json_depth_and_longest_string", "json_response", "log_refusal", "lookup_session", "needs_gevent",
+           "problem_response", "read_body", "read_messages", "server_busy", "store_unavailable",
+           "unexpected_error_response"]
 
 log = logging.getLogger("mcp.http")
 JSON = "application/json"
@@ -163,13 +166,11 @@ def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
             "Unsupported Content-Type: send JSON with -H 'Content-Type: application/json'",
         )
     limit = dispatcher.settings.max_body_bytes
-    declared = environ.get("CONTENT_LENGTH")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise too_large(limit)
+    size = bytes_to_read(environ, limit)
     # The whole body, not each read: a client sending a byte a second would otherwise hold its connection forever.
     try:
-        with gevent.Timeout(dispatcher.settings.body_timeout_s, BodyTimedOut):
-            data = environ["wsgi.input"].read(limit + 1)
+        with read_deadline(dispatcher.settings.body_timeout_s):
+            data = environ["wsgi.input"].read(size) if size else b""
     except BodyTimedOut:
         raise HttpProblem(HTTPStatus.REQUEST_TIMEOUT, INVALID_REQUEST,
                           f"Request body not received within {dispatcher.settings.body_timeout_s:g} s "
@@ -193,12 +194,49 @@ def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
     return body
 
 
+def bytes_to_read(environ: Mapping[str, Any], limit: int) -> int:
+    """How many bytes of wsgi.input make the body: Content-Length, or one past the limit where the server ends it.
+
+    A server sets wsgi.input_terminated when the input ends with the body (gunicorn always; werkzeug's development
+    server for a chunked body): reading one byte past the limit then tells an oversized body. Elsewhere the input is
+    the connection itself, which ends only when the client closes it, so no more than Content-Length is read, and a
+    body with neither is empty.
+    """
+    declared = environ.get("CONTENT_LENGTH") or ""
+    length = int(declared) if declared.isascii() and declared.isdigit() else None
+    if length is not None and length > limit:
+        raise too_large(limit)
+    if environ.get("wsgi.input_terminated"):
+        return limit + 1
+    if length is None and declared:
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
+                          f"Malformed Content-Length {declared!r}: send the body's size in bytes, as digits")
+    return length or 0
+
+
+def read_deadline(timeout_s: float) -> AbstractContextManager[Any]:
+    """MCP_BODY_TIMEOUT_S over the read; none on a server that is not gevent's (flask run, gthread, sync).
+
+    There the socket is the standard library's: a read blocks the thread without ever running gevent's loop, so the
+    timer could never fire (it would only give the thread a hub). A slow body holds its thread until it arrives.
+    """
+    if SERVED.without_gevent:
+        return nullcontext()
+    return gevent.Timeout(timeout_s, BodyTimedOut)
+
+
 def read_messages(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
     """Read the body, then charge a batch to the rate limit by its messages (the request counted as one)."""
     body = read_body(dispatcher, environ)
     if body.is_batch and len(body.messages) > 1 and dispatcher.charge_batch is not None:
         dispatcher.charge_batch(len(body.messages))
     return body
+
+
+def needs_gevent(status: int, request_id: Any = None, headers: Mapping[str, str] | None = None,
+                 message: str = STREAM_NEEDS_GEVENT) -> HttpProblem:
+    """The refusal of a stream where the server is not gevent's: nothing from other requests would reach it."""
+    return HttpProblem(status, INVALID_REQUEST, message, request_id=request_id, headers=headers)
 
 
 def too_large(limit: int) -> HttpProblem:

@@ -11,8 +11,9 @@ from typing import Any
 
 from flask import Flask, Response, current_app, g, request
 
+from flask_mcp_gevent.web.failures import FAILURES
 from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION, handle_error_in
-from flask_mcp_gevent.web.pipeline import FAILURES, Pipeline
+from flask_mcp_gevent.web.pipeline import Pipeline
 
 __all__ = ["FLASK_ONLY_HOOKS", "install", "installed_hooks", "pipeline_hooks", "pipeline_of"]
 

@@ -2,10 +2,12 @@
 a failure, finish.
 
 The count comes first (ConnectionLimit, the outermost WSGI layer): an address with too many requests in progress
-gets 429. Then the screen: foreign origins get 403, and on a loopback listener a Host that is not a loopback name
-gets 421 (DNS rebinding); then the bearer token is checked (401 with WWW-Authenticate, 403 for a missing scope,
-503 when tokens cannot be verified). The ops and console pages reuse the Origin and Host checks. A POST then
-goes to its era's wire (`handle_post`), from the hot path and from the Flask route alike.
+gets 429; on a server that is not gevent's it marks each request's thread too (without_gevent.py). Then the screen:
+foreign origins get 403, and on a loopback listener a Host that is not a loopback name gets 421 (DNS rebinding);
+then the bearer token is checked (401 with WWW-Authenticate, 403 for a missing scope, 503 when tokens cannot be
+verified). The ops and console pages reuse the Origin and Host checks. A POST then goes to its era's wire
+(`handle_post`), from the hot path and from the Flask route alike. A refusal or failure renders as its JSON-RPC
+error body (failures.py).
 
 The WSGI hot path (HotPath) answers POSTs to /mcp and /messages straight from WSGI,
 without Flask's per-request work: a `tools/call` costs about 100 µs of MCP work,
@@ -24,12 +26,10 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
 
 from flask_mcp_gevent.auth import Authenticator, Principal
 from flask_mcp_gevent.config import Settings, is_loopback_host
-from flask_mcp_gevent.errors import INVALID_REQUEST, error_response
-from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.session import SESSION_HEADER_KEY, session_id_from
 from flask_mcp_gevent.session import SUPPORTED as HANDSHAKE_VERSIONS
@@ -37,35 +37,34 @@ from flask_mcp_gevent.stateless import metadata
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.transports.http_io import (
     HttpProblem,
-    json_response,
     log_refusal,
+    needs_gevent,
     problem_response,
     read_messages,
-    store_unavailable,
-    unexpected_error_response,
 )
 from flask_mcp_gevent.transports.legacy_sse import legacy_post
 from flask_mcp_gevent.transports.stateless_http import legacy_refused, stateless_post
 from flask_mcp_gevent.transports.streamable_http import streamable_post
 from flask_mcp_gevent.web.callers import authenticate, credential_keys, identify
+from flask_mcp_gevent.web.failures import render_failure
 from flask_mcp_gevent.web.mcp_app import dispatcher_of
 from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
+from flask_mcp_gevent.without_gevent import (
+    LEGACY_NEEDS_GEVENT,
+    SERVED,
+    begin_request,
+    end_request,
+    server_without_gevent,
+)
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.dispatcher import Dispatcher
 
-__all__ = ["FAILURES", "HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
+__all__ = ["HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
            "check_foreign_page",
            "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless"]
 
 log = logging.getLogger("mcp.auth")
-
-# The exceptions render_failure turns into answers, most specific first (Flask gets one handler for each).
-FAILURES = (HttpProblem, HubUnavailable, HTTPException, Exception)
-HTTP_EXCEPTION_HINTS: dict[int, str] = {
-    HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
-    HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
-}
 
 # The paths that take legacy messages only (the SDKs' default), as opposed to /mcp, which takes both.
 LEGACY_ONLY_PATHS = ("/messages", "/messages/")
@@ -149,10 +148,14 @@ def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Prin
         legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
     legacy_message = legacy_only or session_id is not None
     if not legacy_message and is_stateless(environ, body):
+        if SERVED.without_gevent and not body.is_batch and body.messages[0].method == "subscriptions/listen":
+            raise needs_gevent(HTTPStatus.NOT_IMPLEMENTED, body.request_id)
         return stateless_post(dispatcher, environ, caller, body)
     if not dispatcher.settings.legacy:
         return legacy_refused(environ, body)
     if legacy_message:
+        if SERVED.without_gevent:
+            raise needs_gevent(HTTPStatus.NOT_IMPLEMENTED, body.request_id, message=LEGACY_NEEDS_GEVENT)
         return legacy_post(dispatcher, session_id, caller, body)
     return streamable_post(dispatcher, environ, caller, body)
 
@@ -202,17 +205,8 @@ class Pipeline:
         return identify(self.loader, request._get_current_object(),  # type: ignore[attr-defined]
                         self.settings, self.authenticator, self.forwarded)
 
-    @staticmethod
-    def render_failure(exc: Exception, environ: Mapping[str, Any]) -> Response:
-        """A refusal or failure as its JSON-RPC error body: never HTML, a traceback or internal detail."""
-        if isinstance(exc, HttpProblem):
-            return problem_response(exc)
-        if isinstance(exc, HubUnavailable):
-            # Redis is unreachable: 503 at once on every path (open, resume, post, delete), never 500.
-            return problem_response(store_unavailable())
-        if isinstance(exc, HTTPException):
-            return http_exception_response(exc, environ)
-        return unexpected_error_response(environ)
+    # A refusal or failure as its JSON-RPC error body (failures.py).
+    render_failure = staticmethod(render_failure)
 
     @staticmethod
     def finish(environ: Mapping[str, Any], response: Response) -> Response:
@@ -228,17 +222,6 @@ def add_security_headers(response: Response) -> Response:
     # Appended to werkzeug's own list: Headers.extend would check each of these constants for line breaks.
     response.headers._list.extend([(name, value) for name, value in SECURITY_HEADERS_WITH_CACHE
                                    if name.lower() not in present])
-    return response
-
-
-def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> Response:
-    """Werkzeug's errors (404, 405, ...) as JSON instead of HTML."""
-    status = exc.code or HTTPStatus.INTERNAL_SERVER_ERROR
-    hint = HTTP_EXCEPTION_HINTS.get(status)
-    message = hint.format(method=environ.get("REQUEST_METHOD")) if hint else exc.name
-    response = json_response(error_response(None, INVALID_REQUEST, message), status)
-    if status == HTTPStatus.METHOD_NOT_ALLOWED:
-        response.headers.update({name: value for name, value in exc.get_headers() if name.lower() == "allow"})
     return response
 
 
@@ -310,6 +293,10 @@ class ConnectionLimit:
         self.paths_under = paths_under
         # Only addresses with a request in progress are here, so the table is as large as the worker's load.
         self.in_progress: dict[str, int] = {}
+        # What serves the app, asked of its first request: None for gevent (or Flask's test client), else a server
+        # that is not gevent's, whose requests' threads are marked until each request ends (without_gevent.py).
+        self.without_gevent: str | None = None
+        self.asked = False
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Serve the request if its address is under the bound, else answer 429 without reading the body."""
@@ -321,10 +308,16 @@ class ConnectionLimit:
             return self.refuse(environ, start_response)
         # gevent never switches between the check and the increment, so no lock is needed.
         self.in_progress[address] = count + 1
+        if not self.asked:
+            self.without_gevent, self.asked = server_without_gevent(environ), True
+        if self.without_gevent is not None:
+            begin_request(self.without_gevent)
         try:
             body = self.wsgi(environ, start_response)
         except BaseException:
             self.release(address)
+            if self.without_gevent is not None:
+                end_request()
             raise
         # The server closes the body when the response ends, however it ends (a client gone included).
         return ReleasingBody(body, self, address)
@@ -372,3 +365,5 @@ class ReleasingBody:
                 close()
         finally:
             self.limit.release(self.address)
+            if self.limit.without_gevent is not None:
+                end_request()

@@ -11,6 +11,7 @@ principal; a POST's choice (`pipeline.handle_post`) is one of the steps the WSGI
 from __future__ import annotations
 
 from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from flask import Blueprint, Response, g, request
@@ -19,13 +20,18 @@ from werkzeug.exceptions import MethodNotAllowed
 from flask_mcp_gevent.session import SESSION_HEADER_KEY
 from flask_mcp_gevent.stateless import metadata
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.transports.http_io import needs_gevent
 from flask_mcp_gevent.transports.legacy_sse import legacy_get
 from flask_mcp_gevent.transports.stateless_http import method_not_allowed
 from flask_mcp_gevent.transports.streamable_http import streamable_delete, streamable_get
 from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
 from flask_mcp_gevent.web.pipeline import handle_post
+from flask_mcp_gevent.without_gevent import SERVED
 
 __all__ = ["mcp_blueprint"]
+
+# What /mcp serves without gevent: POSTs answered as JSON or as their own stream, and DELETE.
+ALLOW_WITHOUT_STREAM = "POST, DELETE"
 
 
 def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
@@ -34,12 +40,22 @@ def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
     return header is not None and metadata.names_stateless_version(header.strip(" \t"))
 
 
+def refuse_stream_without_gevent(allow: str) -> None:
+    """405 for a GET stream on a server that is not gevent's: what the specification answers for no GET stream.
+
+    allow is what the path still takes there (an empty Allow says: nothing, as configured).
+    """
+    if SERVED.without_gevent:
+        raise needs_gevent(HTTPStatus.METHOD_NOT_ALLOWED, headers={"Allow": allow})
+
+
 def mcp_endpoint() -> Response:
     """Serve the MCP endpoint (/mcp) for both transports."""
     if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.legacy
                                                 or names_stateless_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
+        refuse_stream_without_gevent(ALLOW_WITHOUT_STREAM)
         if SESSION_HEADER_KEY in request.environ:
             return streamable_get(current_dispatcher(), request.environ, g.mcp_caller)
         # A legacy client posts its messages back to the path it opened the stream on.
@@ -56,6 +72,7 @@ def sse_alias(messages_path: str) -> Response:
     """The official SDKs' default legacy stream path; its messages go to messages_path."""
     if not current_dispatcher().settings.legacy:
         return method_not_allowed(request.environ)
+    refuse_stream_without_gevent("")
     return legacy_get(current_dispatcher(), request.environ, g.mcp_caller, messages_path)
 
 

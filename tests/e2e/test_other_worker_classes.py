@@ -1,4 +1,4 @@
-"""What docs/flask-app.md promises under a worker class other than gevent's: quick requests work, streams open."""
+"""What docs/flask-app.md promises under a worker class other than gevent's: quick requests work, streams refused."""
 
 from __future__ import annotations
 
@@ -58,9 +58,11 @@ def test_a_streamable_http_session_answers_as_json(gthread_server):
     assert called.json()["result"]["content"] == [{"type": "text", "text": "hi"}]
 
 
-def test_a_legacy_stream_opens_and_holds_one_of_the_threads(gthread_server):
-    with httpx.Client(timeout=10) as http, http.stream("GET", gthread_server + "/mcp") as stream:
-        first = next(stream.iter_lines())
-        assert first == "event: endpoint"
-        # The other thread still answers while the stream holds this one.
-        assert httpx.get(gthread_server + "/healthz", timeout=10).status_code == 200
+def test_a_legacy_stream_is_refused_at_once_naming_the_gevent_worker(gthread_server):
+    # Its answers would come from POSTs on the other thread, and nothing they queue would wake this one:
+    # refused at once rather than left open never to deliver (flask_mcp_gevent/without_gevent.py).
+    refused = httpx.get(gthread_server + "/mcp", headers={"Accept": "text/event-stream"}, timeout=10)
+    assert refused.status_code == 405 and refused.headers["Allow"] == "POST, DELETE"
+    assert "gunicorn's gevent worker" in refused.json()["error"]["message"]
+    # Both threads are still free.
+    assert httpx.get(gthread_server + "/healthz", timeout=10).status_code == 200

@@ -31,7 +31,7 @@ LAYERS = (
                 "flask_mcp_gevent.messages", "flask_mcp_gevent.limits", "flask_mcp_gevent.logs",
                 "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit",
                 "flask_mcp_gevent.tasks.record", "flask_mcp_gevent.tasks.store", "flask_mcp_gevent.tasks.redis_store",
-                "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls")),
+                "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls", "flask_mcp_gevent.without_gevent")),
 )
 MAX_LINES = 400
 # What a transport may take from Flask: the response class, which needs no request or app context.
