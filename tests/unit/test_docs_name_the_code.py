@@ -65,6 +65,9 @@ FOREIGN_PATHS = {
 }
 
 # The objects pages reach through a variable, and the classes whose members they are.
+# Objects of Flask's and its extensions' that the pages use by their usual names (request.args, g.user, db.session):
+# their members are not ours to judge, even where a module of the package has the same name (tasks/request.py).
+FOREIGN_OBJECTS = frozenset({"request", "g", "current_app", "app", "db"})
 OBJECT_VARIABLES = {
     "ctx": ("Context", "RequestContext"),
     "ctx.registry": ("Registry",),
@@ -321,7 +324,7 @@ def member_problem(chain: str) -> str | None:
                 return f"{' or '.join(classes)} has no member {attribute}"
             return None
     head, attribute = parts[0], parts[1]
-    if JSON_FIELD.match(attribute) or head in (PACKAGE, "mcp_tools"):
+    if JSON_FIELD.match(attribute) or head in (PACKAGE, "mcp_tools") or head in FOREIGN_OBJECTS:
         return None
     if head in index.modules_by_basename:
         modules = index.modules_by_basename[head]
