@@ -26,7 +26,7 @@ from app import create_app
 from flask_mcp_gevent.dispatcher import jsonrpc_dispatch
 from flask_mcp_gevent.encoding import dumps, format_sse_event
 from flask_mcp_gevent.messages import parse_body
-from flask_mcp_gevent.protocol.methods import METHODS
+from flask_mcp_gevent.protocol.methods import SESSION_METHODS
 from flask_mcp_gevent.protocol.request_context import RequestContext
 from flask_mcp_gevent.protocol.tools import run_tool, schema_errors
 
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ctx = RequestContext(dispatcher.services, session, lambda m: None, 7, "tools/call", {})
     tool = dispatcher.registry.tools["echo"]
-    tools_call_handler = METHODS["tools/call"]
+    tools_call_handler = SESSION_METHODS["tools/call"]
 
     def publish_and_drain() -> None:
         """Publish one response to the legacy session and take it off its stream."""
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         ("  parse_body", lambda: parse_body(ECHO)),
         ("  dispatcher.handle_request (dispatch + tool + log line)",
          lambda: dispatcher.handle_request(session, message, None)),
-        ("    jsonrpcserver dispatch (jsonrpc_dispatch)", lambda: jsonrpc_dispatch(METHODS, ctx, message)),
+        ("    jsonrpcserver dispatch (jsonrpc_dispatch)", lambda: jsonrpc_dispatch(SESSION_METHODS, ctx, message)),
         ("      inspect.signature(tools/call handler)", lambda: inspect.signature(tools_call_handler)),
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import importlib.util
 import ipaddress
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -34,6 +35,34 @@ LOCALHOST_ORIGINS = (
 
 class ConfigError(ValueError):
     """A setting whose value cannot be used."""
+
+
+# Settings that were renamed: the old name still works, with a note in the log; the new one wins when both are set.
+DEPRECATED_NAMES = {"MCP_LEGACY": "MCP_SESSION_ERA"}
+
+
+def current_field_name(name: str) -> str:
+    """A Settings field name as given (settings=, app.config), the current one for a deprecated name (logged)."""
+    old = PREFIX + name.upper()
+    if old not in DEPRECATED_NAMES:
+        return name
+    new = DEPRECATED_NAMES[old]
+    logging.getLogger("mcp.settings").warning("%s is deprecated: it is now %s, which says what it turns off",
+                                              name, new[len(PREFIX):].lower())
+    return new[len(PREFIX):].lower()
+
+
+def with_current_names(environ: Mapping[str, str]) -> Mapping[str, str]:
+    """environ with each deprecated variable set under its current name (unless that is set too), logged once."""
+    renamed = {old: new for old, new in DEPRECATED_NAMES.items() if old in environ}
+    if not renamed:
+        return environ
+    current = dict(environ)
+    for old, new in renamed.items():
+        logging.getLogger("mcp.settings").warning("%s is deprecated: it is now %s, which says what it turns off",
+                                                  old, new)
+        current.setdefault(new, environ[old])
+    return current
 
 
 # The pip extras of pyproject.toml, by the modules each brings (import names). `pip install flask-mcp-gevent` brings
@@ -118,8 +147,9 @@ class Settings:
     files_root: str = ""
     completion_scan_max: int = 10000
     console: bool = True
-    # The session-era transports (legacy HTTP+SSE, Streamable HTTP sessions); 0 serves MCP 2026-07-28 only.
-    legacy: bool = True
+    # The session era (2024-11-05 to 2025-11-25: legacy HTTP+SSE, Streamable HTTP sessions); 0 serves MCP 2026-07-28
+    # only. MCP_LEGACY, its old name, still works (DEPRECATED_NAMES).
+    session_era: bool = True
     # security: authentication, limits, headers (see SECURITY.md)
     api_keys_file: str = ""
     oauth_jwks_url: str = ""
@@ -173,7 +203,7 @@ class Settings:
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from an environment mapping (os.environ when None)."""
-        environ = os.environ if environ is None else environ
+        environ = with_current_names(os.environ if environ is None else environ)
         values: dict[str, Any] = {}
         for spec in dataclasses.fields(cls):
             if spec.name == "extra":
@@ -205,11 +235,11 @@ class Settings:
             raise ConfigError("MCP_REQUEST_STATE_TTL_S must be positive, MCP_REQUEST_STATE_MAX_BYTES at least 1024 "
                               "and MCP_REQUEST_STATE_USED_MAX at least 1")
         self.check_redis()
-        if self.workers > 1 and not self.uses_redis and self.legacy:
+        if self.workers > 1 and not self.uses_redis and self.session_era:
             raise ConfigError(
                 f"{self.workers} workers (MCP_WORKERS or gunicorn -w) need MCP_REDIS_URL: with in-memory "
                 "sessions a POST that lands on another worker cannot reach its stream. Set MCP_REDIS_URL "
-                "(e.g. redis://127.0.0.1:6379/0), use one worker, or serve MCP 2026-07-28 only (MCP_LEGACY=0)."
+                "(e.g. redis://127.0.0.1:6379/0), use one worker, or serve MCP 2026-07-28 only (MCP_SESSION_ERA=0)."
             )
         if not 0 < self.task_ttl_s <= self.task_max_ttl_s or self.task_lease_s <= 0:
             raise ConfigError("MCP_TASK_TTL_S must be positive and at most MCP_TASK_MAX_TTL_S; MCP_TASK_LEASE_S "

@@ -25,8 +25,8 @@ from oslash.either import Left
 
 from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.eras import SESSION, STATELESS, era_of
 from flask_mcp_gevent.errors import (
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     SERVER_UNAVAILABLE,
@@ -37,20 +37,16 @@ from flask_mcp_gevent.limits import CallSlots, SessionQuota
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from flask_mcp_gevent.metrics import instruments, label_methods
-from flask_mcp_gevent.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
-from flask_mcp_gevent.protocol.methods import METHODS, STATELESS_METHODS, server_info
+from flask_mcp_gevent.protocol.methods import server_info
 from flask_mcp_gevent.protocol.request_context import (
     ANY_PARAMS,
-    LOG_LEVELS,
-    SESSION_ERA,
-    STATELESS_ERA,
     RequestContext,
     RequestServices,
     call_directly,
 )
 from flask_mcp_gevent.session import Session, allows_batches
+from flask_mcp_gevent.stateless.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from flask_mcp_gevent.stateless.request_state import SharedCodec
-from flask_mcp_gevent.stateless.results import dress_response
 from flask_mcp_gevent.stateless.validation import check_header_annotations
 from flask_mcp_gevent.tasks.runner import TaskRunner
 from flask_mcp_gevent.toolkit.registry import Registry
@@ -61,8 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["Dispatcher", "discard", "jsonrpc_dispatch"]
 
 log = logging.getLogger("mcp.rpc")
-# Requests a client may send before initialize has been answered.
-ALLOWED_BEFORE_INIT = frozenset({"initialize", "ping"})
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
 UNCANCELLABLE = frozenset({"initialize"})
 
@@ -111,7 +105,7 @@ class Dispatcher:
                  run_in_app: Callable[[Callable[[], Any]], Any] = call_directly) -> None:
         """run_in_app runs each request's handler in the Flask app's context (web/app_context.py)."""
         self.settings = settings
-        label_methods({**METHODS, **STATELESS_METHODS})
+        label_methods({**SESSION.methods, **STATELESS.methods})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         check_header_annotations(self.registry.tools.values())
         self.hub = hub if hub is not None else create_hub(settings)
@@ -243,27 +237,18 @@ class Dispatcher:
                        caller: Principal | None = None) -> dict[str, Any] | None:
         """Dispatch one request through jsonrpcserver, inside the app's context, and return its response."""
         started = time.perf_counter()
-        slot = refusal = None
-        stateless = session.stateless
-        if not session.negotiated and message.method not in ALLOWED_BEFORE_INIT:
-            refusal = error_response(
-                message.id, INVALID_REQUEST, "Session not initialized: send initialize first, then this request"
-            )
-        elif stateless and session.log_level is not None and session.log_level not in LOG_LEVELS:
-            refusal = error_response(message.id, INVALID_PARAMS,
-                                     f"Invalid params: _meta logLevel must be one of {', '.join(LOG_LEVELS)}")
-        elif message.method == "tools/call" and not stateless:
-            # The limit is per session: a stateless request has none to count against.
+        slot = None
+        era = era_of(session)
+        refusal = era.refusal(session, message)
+        if refusal is None and era.takes_call_slot(message):
             slot, refusal = self.call_slots.claim(session, message)
         if refusal is not None:
             response: dict[str, Any] | None = refusal
         else:
             ctx = RequestContext(self.services, session, send, message.id, message.method, message.meta,
-                                 era=STATELESS_ERA if stateless else SESSION_ERA, params=message.params,
-                                 caller=caller)
-            methods = STATELESS_METHODS if stateless else METHODS
+                                 era=era.name, params=message.params, caller=caller)
             try:
-                response = self.services.run_in_app(lambda: jsonrpc_dispatch(methods, ctx, message))
+                response = self.services.run_in_app(lambda: jsonrpc_dispatch(era.methods, ctx, message))
             except CallStopped:
                 # Stopped by a shutdown: answered, on the request's own way back (its POST, its stream).
                 response = error_response(message.id, SERVER_UNAVAILABLE, CALL_STOPPED_MESSAGE)
@@ -275,8 +260,8 @@ class Dispatcher:
                 if slot is not None:
                     self.call_slots.release(session.id, slot)
             response = self.polish(response, message.method)
-        if stateless and isinstance(response, dict):
-            response = dress_response(message, response, self.server_info, caller is not None)
+        if isinstance(response, dict):
+            response = era.shape(message, response, self.server_info, caller is not None)
         self.log_call(session, message.method, message.id, response, time.perf_counter() - started)
         return response
 
@@ -293,7 +278,7 @@ class Dispatcher:
                       session.id[:8])
             return
         ctx = RequestContext(self.services, session, send, None, message.method, message.meta)
-        jsonrpc_dispatch(METHODS, ctx, message)
+        jsonrpc_dispatch(SESSION.methods, ctx, message)
         if ctx.store_unavailable:
             # Not acknowledged: the POST gets 503, so the client sends the notification again.
             raise HubUnavailable("session store unreachable")

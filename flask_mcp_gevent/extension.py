@@ -27,7 +27,7 @@ from typing import Any
 from flask import Flask
 
 from flask_mcp_gevent.config import PREFIX as SETTING_PREFIX
-from flask_mcp_gevent.config import ConfigError, Settings, cast_setting
+from flask_mcp_gevent.config import ConfigError, Settings, cast_setting, current_field_name
 from flask_mcp_gevent.serving.cli import mcp_cli
 from flask_mcp_gevent.stateless.validation import InvalidHeaderAnnotation, header_params
 from flask_mcp_gevent.toolkit.checks import RegistryError
@@ -214,6 +214,7 @@ def check_headers(spec: Tool) -> None:
 def settings_from(values: Mapping[str, Any]) -> Settings:
     """Settings from {name: value} (MCP_* names without the prefix, lower case) over the environment."""
     known = {field.name for field in dataclasses.fields(Settings)} - {"extra"}
+    values = {current_field_name(name): value for name, value in values.items()}
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"MCP(settings=...): unknown setting(s) {', '.join(unknown)}; the names are the MCP_* "
@@ -229,7 +230,7 @@ def config_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     fields = {field.name: field for field in dataclasses.fields(Settings) if field.name != "extra"}
     found: dict[str, Any] = {}
     for key, value in config.items():
-        name = key[len(SETTING_PREFIX):].lower() if key.startswith(SETTING_PREFIX) else ""
+        name = current_field_name(key[len(SETTING_PREFIX):].lower()) if key.startswith(SETTING_PREFIX) else ""
         if name in fields:
             found[name] = cast_setting(key, value, fields[name].type) if isinstance(value, str) else value
     return found

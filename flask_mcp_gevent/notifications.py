@@ -2,7 +2,7 @@
 
 Each one goes to every live session that wants it, on every worker: the hub names the sessions,
 and its replay log keeps the notification for a session whose stream is not attached right now.
-It also goes, once, to every worker's open subscriptions/listen streams (flask_mcp_gevent/protocol/listen.py).
+It also goes, once, to every worker's open subscriptions/listen streams (flask_mcp_gevent/stateless/listen.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The MCP methods: jsonrpcserver handlers in two explicit tables, one per era; the context is the first argument.
+"""The MCP methods both eras share, and the session era's table: jsonrpcserver handlers, the context first.
 
 Handlers never import Flask: every transport reaches them through `Dispatcher`, and they reach the server
 only through their `RequestContext`. Each takes `**_` so that fields added by newer protocol revisions
@@ -15,22 +15,18 @@ from jsonrpcserver import Success
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from flask_mcp_gevent.protocol.completion import complete
-from flask_mcp_gevent.protocol.input_rounds import run_rounds
 from flask_mcp_gevent.protocol.instructions import server_instructions
-from flask_mcp_gevent.protocol.listen import subscriptions_listen
 from flask_mcp_gevent.protocol.pagination import paginate
 from flask_mcp_gevent.protocol.prompts import describe_prompt, render_prompt
 from flask_mcp_gevent.protocol.request_context import LOG_LEVELS, STATELESS_ERA, RequestContext, guarded
 from flask_mcp_gevent.protocol.resources import describe_resource, describe_template, find_readable, read_resource
-from flask_mcp_gevent.protocol.tools import find_tool, run_tool, tools_call
+from flask_mcp_gevent.protocol.tools import tools_call
 from flask_mcp_gevent.session import SessionChange, at_least, negotiate
-from flask_mcp_gevent.stateless.metadata import supported_versions
-from flask_mcp_gevent.stateless.results import cache_hint, discover_result
-from flask_mcp_gevent.tasks.methods import call_task_tool, tasks_cancel, tasks_get, tasks_update
+from flask_mcp_gevent.stateless.input_rounds import run_rounds
 from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 
-__all__ = ["METHODS", "STATELESS_METHODS", "STATELESS_METHOD_NAMES", "SERVER_VERSION", "server_capabilities",
-           "server_info", "tool_definition"]
+__all__ = ["SERVER_VERSION", "SESSION_METHODS", "list_page", "server_capabilities", "server_info",
+           "tool_definition"]
 
 SERVER_VERSION = "1.0.0"
 MAX_SUBSCRIPTIONS = 1000
@@ -129,16 +125,6 @@ def tools_list(ctx: RequestContext, cursor: Any = None, **_: Any) -> Any:
         tools.sort(key=lambda tool: tool.name)  # 2026-07-28: a deterministic order, whatever registered first
     version = ctx.session.protocol_version
     return list_page(ctx, tools, cursor, "tools", lambda t: tool_definition(t, version))
-
-
-@guarded
-def stateless_tools_call(ctx: RequestContext, name: Any, arguments: Any = None, **_: Any) -> Any:
-    """Run the named tool on the 2026-07-28 wire: as a task (the tasks extension), or through the input rounds."""
-    tool = find_tool(ctx, name)
-    arguments = {} if arguments is None else arguments
-    if tool.task is not None:
-        return Success(call_task_tool(ctx, tool, arguments))  # a task, or at once
-    return Success(run_rounds(ctx, lambda: run_tool(ctx, tool, arguments)))
 
 
 def in_rounds(ctx: RequestContext, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -241,22 +227,14 @@ def completion_complete(ctx: RequestContext, ref: Any, argument: Any, context: A
 
 
 @guarded
-def server_discover(ctx: RequestContext, **_: Any) -> Any:
-    """Tell a 2026-07-28 client the versions, capabilities, instructions and identity of this server."""
-    settings = ctx.settings
-    return Success(discover_result(server_capabilities(ctx.session.protocol_version), server_info(settings),
-                                   server_instructions(ctx), cache_hint(ctx.checks_permissions),
-                                   supported_versions(settings.legacy)))
-
-
-@guarded
 def roots_list_changed(ctx: RequestContext, **_: Any) -> Any:
     """Nothing caches the client's roots, so a change needs no action."""
     return Success(None)
 
 
-# Every method this server answers, by its JSON-RPC name; jsonrpcserver dispatches through this table only.
-METHODS: dict[str, Callable[..., Any]] = {
+# The session era's methods by their JSON-RPC names (the 2026-07-28 table is stateless/methods.py's, built from this
+# one); jsonrpcserver dispatches through these tables only.
+SESSION_METHODS: dict[str, Callable[..., Any]] = {
     "initialize": initialize,
     "notifications/initialized": initialized,
     "ping": ping,
@@ -273,24 +251,3 @@ METHODS: dict[str, Callable[..., Any]] = {
     "completion/complete": completion_complete,
     "notifications/roots/list_changed": roots_list_changed,
 }
-
-# The 2026-07-28 wire's table: no handshake, ping, setLevel or per-session subscriptions; server/discover instead,
-# and subscriptions/listen (flask_mcp_gevent.protocol.listen) in place of resources/subscribe and the GET stream.
-REMOVED_IN_2026 = frozenset({
-    "initialize", "notifications/initialized", "ping", "logging/setLevel", "resources/subscribe",
-    "resources/unsubscribe", "notifications/roots/list_changed",
-})
-STATELESS_METHODS: dict[str, Callable[..., Any]] = {
-    **{name: handler for name, handler in METHODS.items() if name not in REMOVED_IN_2026},
-    # The session era's tools/call runs the tool and nothing else; this wire's may ask (input rounds) or be a task.
-    "tools/call": stateless_tools_call,
-    "server/discover": server_discover,
-    "subscriptions/listen": subscriptions_listen,
-    # The tasks extension (flask_mcp_gevent.tasks.methods).
-    "tasks/get": guarded(tasks_get),
-    "tasks/update": guarded(tasks_update),
-    "tasks/cancel": guarded(tasks_cancel),
-}
-
-# The 2026-07-28 wire's method names, which its transports check a request against before dispatch.
-STATELESS_METHOD_NAMES = frozenset(STATELESS_METHODS)

@@ -6,7 +6,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
-from flask_mcp_gevent.protocol.input_rounds import RoundRefusal
+from flask_mcp_gevent.stateless.input_rounds import RoundRefusal
 from flask_mcp_gevent.toolkit.context import ToolError
 from flask_mcp_gevent.toolkit.specs import Prompt
 

@@ -30,8 +30,8 @@ from flask_mcp_gevent.errors import (
     new_correlation_id,
 )
 from flask_mcp_gevent.hub import HubUnavailable
-from flask_mcp_gevent.protocol.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.stateless.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.without_gevent import question_refusal
@@ -87,7 +87,7 @@ class RequestServices:
     # The hub's record of consumed multi-round requests (Hub.use_once, Hub.is_used): ctx.consume_answers() writes it.
     use_once: Callable[[bytes, float], bool] | None = None
     is_used: Callable[[bytes], bool] | None = None
-    # This worker's subscriptions/listen streams (flask_mcp_gevent.protocol.listen.ListenRegistry).
+    # This worker's subscriptions/listen streams (flask_mcp_gevent.stateless.listen.ListenRegistry).
     listeners: Any = None
     # The tasks extension: this worker's task runner (flask_mcp_gevent.tasks.runner.TaskRunner).
     tasks: Any = None

@@ -17,9 +17,9 @@ from jsonrpcserver import Success
 
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
-from flask_mcp_gevent.protocol.input_rounds import RoundRefusal
 from flask_mcp_gevent.protocol.request_context import RequestContext, guarded
 from flask_mcp_gevent.session import at_least
+from flask_mcp_gevent.stateless.input_rounds import RoundRefusal
 from flask_mcp_gevent.toolkit.arguments import InvalidArgument
 from flask_mcp_gevent.toolkit.content import ToolResult
 from flask_mcp_gevent.toolkit.context import ProtocolError, ToolError

@@ -1,15 +1,13 @@
-"""What a 2026-07-28 request says about itself: its reserved `_meta` keys, its headers, and the era they decide.
+"""What a 2026-07-28 request says about itself: its reserved `_meta` keys, its headers, and the versions it names.
 
-The request-metadata headers may carry a value in the `=?base64?...?=` form. The era:
-HTTP decides it per request; stdio per connection, from its first request (MCP 2026-07-28
-basic/versioning.mdx, "Backward Compatibility with Initialization-Based Versions").
+The request-metadata headers may carry a value in the `=?base64?...?=` form. Which era a request belongs to is
+decided from these in one place, flask_mcp_gevent/eras.py.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import enum
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -33,14 +31,11 @@ __all__ = [
     "SERVER_INFO",
     "SUBSCRIPTION_ID",
     "SUPPORTED_VERSIONS",
-    "Era",
     "InvalidHeaderValue",
-    "StdioEra",
     "decode_value",
     "encode_value",
     "ephemeral_session",
     "get_header",
-    "http_era",
     "is_stateless_version",
     "names_stateless_version",
     "plain_value",
@@ -106,7 +101,7 @@ def get_header(headers: Mapping[str, str], name: str) -> str | None:
     wanted = name.lower()
     value = headers.get(wanted)
     if value is not None:
-        return value  # the lower-case keys stateless_http.environ_headers makes, without a scan
+        return value  # the lower-case keys stateless.http.environ_headers makes, without a scan
     for key, found in headers.items():
         if key.lower() == wanted:
             return found
@@ -160,13 +155,6 @@ def supported_versions(legacy: bool) -> tuple[str, ...]:
     return SUPPORTED_VERSIONS if legacy else STATELESS_VERSIONS
 
 
-class Era(enum.Enum):
-    """The two ways a message is served."""
-
-    SESSION = "session"
-    STATELESS = "stateless"
-
-
 def is_stateless_version(version: object) -> bool:
     """True for a version the stateless wire serves."""
     return isinstance(version, str) and version in STATELESS_VERSIONS
@@ -183,37 +171,3 @@ def body_version(message: object) -> object:
     """Return params._meta's protocolVersion as sent, or None."""
     found = request_meta(message)
     return found.get(PROTOCOL_VERSION) if isinstance(found, dict) else None
-
-
-def http_era(http_method: str, request_headers: Mapping[str, str], message: object) -> Era:
-    """Decide one HTTP request's era: a POST naming a non-handshake version in its header (else body) is stateless."""
-    if http_method.upper() != "POST":
-        return Era.SESSION
-    header = get_header(request_headers, PROTOCOL_VERSION_HEADER)
-    if header is not None and header.strip(OWS) != "":
-        return Era.STATELESS if names_stateless_version(header.strip(OWS)) else Era.SESSION
-    return Era.STATELESS if names_stateless_version(body_version(message)) else Era.SESSION
-
-
-class StdioEra:
-    """One stdio connection's era: unset until its first request (other than server/discover) decides it."""
-
-    def __init__(self) -> None:
-        """Start undecided."""
-        self.era: Era | None = None
-
-    def classify(self, message: object) -> Era:
-        """Return the era to serve message in, fixing the connection's era on its first deciding request.
-
-        server/discover is answered on the stateless path in either era and decides nothing, so a dual-era
-        client's probe never locks out a later initialize. Until a request decides, notifications and
-        batches are legacy (only the session era has them before a request).
-        """
-        if isinstance(message, dict) and message.get("method") == DISCOVER and "id" in message:
-            return Era.STATELESS
-        if self.era is not None:
-            return self.era
-        if not (isinstance(message, dict) and "method" in message and "id" in message):
-            return Era.SESSION
-        self.era = Era.STATELESS if names_stateless_version(body_version(message)) else Era.SESSION
-        return self.era

@@ -6,7 +6,7 @@ when, the tool's own state and the input responses collected in earlier rounds. 
 so keys rotate: the first key mints, every listed key verifies. A token is not single-use by itself. Every state of
 one multi-round request carries the same random request id (minted with its first state); a tool whose last round
 must not run twice calls ctx.consume_answers(), which records that id in the hub, and from then on every state
-carrying it is refused (protocol/input_rounds.py).
+carrying it is refused (stateless/input_rounds.py).
 
 The key comes from MCP_REQUEST_STATE_KEY, else from the Redis hub (one random key shared with `SET NX`, passed in
 as bytes), else a random key per process, which only that process can verify.

@@ -17,9 +17,9 @@ from jsonrpcserver import Success
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
-from flask_mcp_gevent.protocol.input_rounds import StartTask, answer_problem, run_rounds
 from flask_mcp_gevent.protocol.request_context import TASK_BEFORE, RequestContext
 from flask_mcp_gevent.protocol.tools import run_tool
+from flask_mcp_gevent.stateless.input_rounds import StartTask, answer_problem, run_rounds
 from flask_mcp_gevent.tasks.record import INPUT_REQUIRED, TaskRecord
 from flask_mcp_gevent.tasks.request import check_answer_bytes
 from flask_mcp_gevent.tasks.runner import TaskRunner

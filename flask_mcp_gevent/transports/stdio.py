@@ -4,10 +4,10 @@ Only JSON-RPC lines reach stdout, one per message, flushed each time. File
 descriptor 1 is pointed at stderr for everything else, so a stray print in a
 tool (or a C library) cannot corrupt the protocol stream.
 
-The connection's era follows its first request (stateless/metadata.StdioEra): `initialize` makes it a legacy
-session, exactly as before; a request with 2026-07-28 `_meta` makes it stateless, and then each request runs
-like one on the stateless HTTP wire (its own ephemeral session, the stateless table, no headers to check).
-`server/discover` is answered the stateless way in either era and decides nothing.
+The connection's era follows its first request (eras.StdioEra): `initialize` makes it a session-era session; a
+request with 2026-07-28 `_meta` makes it stateless, and then each request runs like one on the stateless HTTP wire
+(its own ephemeral session, the stateless table, no headers to check). `server/discover` is answered the stateless
+way in either era and decides nothing.
 """
 
 from __future__ import annotations
@@ -24,16 +24,15 @@ from gevent.fileobject import FileObject
 
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.eras import STATELESS, StdioEra
 from flask_mcp_gevent.hub import StreamClosed
 from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.logs import configure_logging
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
-from flask_mcp_gevent.protocol.listen import LISTEN
-from flask_mcp_gevent.protocol.methods import STATELESS_METHOD_NAMES
 from flask_mcp_gevent.protocol.request_context import call_directly
 from flask_mcp_gevent.session import STDIO
-from flask_mcp_gevent.stateless.metadata import Era, StdioEra, ephemeral_session
-from flask_mcp_gevent.stateless.validation import validate_request
+from flask_mcp_gevent.stateless.listen import LISTEN
+from flask_mcp_gevent.stateless.metadata import SUPPORTED_VERSIONS, ephemeral_session
 from flask_mcp_gevent.toolkit.registry import Registry
 
 __all__ = ["StdioServer", "run_stdio"]
@@ -95,7 +94,7 @@ class StdioServer:
         except ParseFailure as failure:
             self.publish(failure.response)
             return
-        if not body.is_batch and self.era.classify(body.messages[0].raw) is Era.STATELESS:
+        if not body.is_batch and self.era.classify(body.messages[0].raw).stateless:
             self.handle_stateless(body.messages[0])
             return
         rejected = self.dispatcher.batch_error(self.session, body)
@@ -117,7 +116,7 @@ class StdioServer:
             if message.method == "notifications/cancelled":
                 self.cancel(message.params.get("requestId"))
         elif message.kind == REQUEST:
-            rejection = validate_request(message.raw, None, STATELESS_METHOD_NAMES)
+            rejection = STATELESS.validate(message, None, SUPPORTED_VERSIONS)
             if rejection is not None:
                 self.publish(rejection.response())
                 return

@@ -41,7 +41,7 @@ def screen_console_request() -> None:
 def index(console_path: str, endpoint: str, metrics_path: str) -> Response:
     """The console page, naming the protocol versions this server speaks and where its endpoints are."""
     html = (STATIC_DIR / INDEX).read_text(encoding="utf-8")
-    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_dispatcher().settings.legacy)))
+    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_dispatcher().settings.session_era)))
     html = html.replace(CONSOLE_PLACEHOLDER, console_path).replace(ENDPOINT_PLACEHOLDER, endpoint)
     return Response(html.replace(METRICS_PLACEHOLDER, metrics_path), content_type="text/html; charset=utf-8")
 

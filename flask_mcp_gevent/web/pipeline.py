@@ -27,14 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, request
 
+from flask_mcp_gevent import eras
 from flask_mcp_gevent.auth import Authenticator, Principal
 from flask_mcp_gevent.config import Settings, is_loopback_host
 from flask_mcp_gevent.errors import INVALID_REQUEST
-from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.session import SESSION_HEADER_KEY, session_id_from
-from flask_mcp_gevent.session import SUPPORTED as HANDSHAKE_VERSIONS
-from flask_mcp_gevent.stateless import metadata
-from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.stateless.http import legacy_refused, stateless_post
+from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.transports.http_io import (
     HttpProblem,
     log_refusal,
@@ -43,7 +42,6 @@ from flask_mcp_gevent.transports.http_io import (
     read_messages,
 )
 from flask_mcp_gevent.transports.legacy_sse import legacy_post
-from flask_mcp_gevent.transports.stateless_http import legacy_refused, stateless_post
 from flask_mcp_gevent.transports.streamable_http import streamable_post
 from flask_mcp_gevent.web.callers import authenticate, credential_keys, identify
 from flask_mcp_gevent.web.failures import render_failure
@@ -62,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
            "check_foreign_page",
-           "check_host", "check_origin", "emit", "handle_post", "host_allowed", "is_stateless"]
+           "check_host", "check_origin", "emit", "handle_post", "host_allowed"]
 
 log = logging.getLogger("mcp.auth")
 
@@ -143,38 +141,23 @@ def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Prin
     body = read_messages(dispatcher, environ)
     # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
     # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
-    session_id = session_id_from(environ, header=False) if dispatcher.settings.legacy else None
+    session_id = session_id_from(environ, header=False) if dispatcher.settings.session_era else None
     if legacy_only is None:
         legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
     legacy_message = legacy_only or session_id is not None
-    if not legacy_message and is_stateless(environ, body):
+    first = None if body.is_batch else body.messages[0].raw
+    era = eras.choose(environ.get(PROTOCOL_VERSION_KEY), first, names_session=SESSION_HEADER_KEY in environ)
+    if not legacy_message and era.stateless:
         if SERVED.without_gevent and not body.is_batch and body.messages[0].method == "subscriptions/listen":
             raise needs_gevent(HTTPStatus.NOT_IMPLEMENTED, body.request_id)
         return stateless_post(dispatcher, environ, caller, body)
-    if not dispatcher.settings.legacy:
+    if not dispatcher.settings.session_era:
         return legacy_refused(environ, body)
     if legacy_message:
         if SERVED.without_gevent:
             raise needs_gevent(HTTPStatus.NOT_IMPLEMENTED, body.request_id, message=LEGACY_NEEDS_GEVENT)
         return legacy_post(dispatcher, session_id, caller, body)
     return streamable_post(dispatcher, environ, caller, body)
-
-
-def is_stateless(environ: Mapping[str, Any], body: Body) -> bool:
-    """Whether a POST to /mcp belongs to the 2026-07-28 wire (stateless/metadata.http_era decides).
-
-    A request that names a session is legacy traffic unless it says 2026-07-28 outright: a session's client
-    sending a version this server has never heard of keeps today's answer (400, the versions it speaks).
-    """
-    header = environ.get(PROTOCOL_VERSION_KEY)
-    if header in HANDSHAKE_VERSIONS:
-        return False  # what http_era decides too, for what a session's client sends with every request after the first
-    request_headers = {PROTOCOL_VERSION_HEADER: header} if header is not None else {}
-    first = None if body.is_batch else body.messages[0].raw
-    if metadata.http_era("POST", request_headers, first) is not metadata.Era.STATELESS:
-        return False
-    return SESSION_HEADER_KEY not in environ or metadata.is_stateless_version((header or "").strip(" \t")) or (
-        metadata.is_stateless_version(metadata.body_version(first)))
 
 
 # the pipeline

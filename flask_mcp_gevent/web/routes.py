@@ -17,12 +17,12 @@ from typing import Any
 from flask import Blueprint, Response, g, request
 from werkzeug.exceptions import MethodNotAllowed
 
+from flask_mcp_gevent import eras
 from flask_mcp_gevent.session import SESSION_HEADER_KEY
-from flask_mcp_gevent.stateless import metadata
+from flask_mcp_gevent.stateless.http import method_not_allowed
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.transports.http_io import needs_gevent
 from flask_mcp_gevent.transports.legacy_sse import legacy_get
-from flask_mcp_gevent.transports.stateless_http import method_not_allowed
 from flask_mcp_gevent.transports.streamable_http import streamable_delete, streamable_get
 from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
 from flask_mcp_gevent.web.pipeline import handle_post
@@ -35,9 +35,8 @@ ALLOW_WITHOUT_STREAM = "POST, DELETE"
 
 
 def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
-    """Whether a GET or DELETE names a 2026-07-28 version in its header: that wire answers it with 405."""
-    header = environ.get(PROTOCOL_VERSION_KEY)
-    return header is not None and metadata.names_stateless_version(header.strip(" \t"))
+    """Whether a GET or DELETE belongs to the 2026-07-28 era by its header: that wire answers it with 405."""
+    return eras.choose(environ.get(PROTOCOL_VERSION_KEY), None).stateless
 
 
 def refuse_stream_without_gevent(allow: str) -> None:
@@ -51,7 +50,7 @@ def refuse_stream_without_gevent(allow: str) -> None:
 
 def mcp_endpoint() -> Response:
     """Serve the MCP endpoint (/mcp) for both transports."""
-    if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.legacy
+    if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.session_era
                                                 or names_stateless_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
@@ -70,7 +69,7 @@ def mcp_endpoint() -> Response:
 
 def sse_alias(messages_path: str) -> Response:
     """The official SDKs' default legacy stream path; its messages go to messages_path."""
-    if not current_dispatcher().settings.legacy:
+    if not current_dispatcher().settings.session_era:
         return method_not_allowed(request.environ)
     refuse_stream_without_gevent("")
     return legacy_get(current_dispatcher(), request.environ, g.mcp_caller, messages_path)

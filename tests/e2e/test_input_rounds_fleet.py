@@ -65,10 +65,10 @@ def test_with_redis_a_retry_on_another_worker_opens_the_state(redis_server):  # 
         assert three_rounds_on_alternating_workers(server) == "Al likes red"
 
 
-@pytest.mark.skipif("legacy" not in {f.name for f in dataclasses.fields(Settings)},
-                    reason="needs MCP_LEGACY (several workers without Redis), issue 12 item 6")
+@pytest.mark.skipif("session_era" not in {f.name for f in dataclasses.fields(Settings)},
+                    reason="needs MCP_SESSION_ERA (several workers without Redis), issue 12 item 6")
 def test_without_redis_the_masters_key_opens_the_state_on_every_worker():
-    env = {"MCP_PLUGINS": FIXTURE_PLUGINS, "MCP_LEGACY": "0"}
+    env = {"MCP_PLUGINS": FIXTURE_PLUGINS, "MCP_SESSION_ERA": "0"}
     with ServerProcess(env=env, workers=2) as server:
         assert three_rounds_on_alternating_workers(server) == "Al likes red"
 

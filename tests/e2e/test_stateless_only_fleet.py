@@ -1,4 +1,4 @@
-"""MCP_LEGACY=0: two workers without Redis serve the 2026-07-28 wire; the session era is refused clearly."""
+"""MCP_SESSION_ERA=0: two workers without Redis serve the 2026-07-28 wire; the session era is refused clearly."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ CALLS = 40
 @pytest.fixture(scope="module")
 def fleet():
     """Two gunicorn workers, no Redis, legacy transports off."""
-    with ServerProcess(env={"MCP_LEGACY": "0", "MCP_REDIS_URL": ""}, workers=2) as process:
+    with ServerProcess(env={"MCP_SESSION_ERA": "0", "MCP_REDIS_URL": ""}, workers=2) as process:
         yield process
 
 
@@ -71,6 +71,6 @@ def test_a_session_post_gets_32022_with_its_id(fleet):
 
 def test_two_workers_without_redis_are_still_refused_with_legacy_on():
     process = ServerProcess(env={"MCP_REDIS_URL": ""}, workers=2)
-    with pytest.raises(RuntimeError, match="MCP_LEGACY=0"):
+    with pytest.raises(RuntimeError, match="MCP_SESSION_ERA=0"):
         process.start(timeout=10)
     process.stop()

@@ -9,7 +9,7 @@ from flask_mcp_gevent.stateless import metadata
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from tests.protocol.conftest import Rpc
 
-ROUNDS = "flask_mcp_gevent/protocol/input_rounds.py"
+ROUNDS = "flask_mcp_gevent/stateless/input_rounds.py"
 TASKS = "flask_mcp_gevent/tasks/methods.py"
 ECHO = {"name": "echo", "arguments": {"text": "hi"}}
 

@@ -15,9 +15,9 @@ import pytest
 from flask_mcp_gevent.dispatcher import jsonrpc_dispatch
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
-from flask_mcp_gevent.protocol.methods import STATELESS_METHODS
 from flask_mcp_gevent.protocol.request_context import STATELESS_ERA, RequestContext
 from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
 from mcp_tools import InputRequest, Registry, resource, tool
 from tests.conformance.runner import FIXTURE_PLUGINS
 

@@ -14,8 +14,8 @@ from gevent.event import Event
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.stateless import http as stateless_http
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
-from flask_mcp_gevent.transports import stateless_http
 from mcp_tools import Registry, tool
 
 WAIT_S = 5.0

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from flask_mcp_gevent.protocol.methods import METHODS, STATELESS_METHODS
+from flask_mcp_gevent.protocol.methods import SESSION_METHODS as METHODS
 from flask_mcp_gevent.stateless import metadata
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
+from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
 from mcp_tools import Registry, tool
 from tests.protocol.conftest import Rpc
 

@@ -1,7 +1,7 @@
 """The tasks extension through the dispatcher, as the 2026-07-28 wire sends it: each method, each error, each bound.
 
 Requests go through `Dispatcher.handle_request` with an ephemeral session built from their _meta, exactly as
-transports/stateless_http.py does, so results come back decorated (resultType) as the wire answers them.
+stateless/http.py does, so results come back decorated (resultType) as the wire answers them.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def test_a_redis_cluster_is_refused_without_the_redis_extra(monkeypatch):
 def test_settings_that_need_no_extra_start_with_every_extra_missing(monkeypatch):
     for extra in EXTRAS:
         make_missing(monkeypatch, extra)
-    Settings.from_environ({"MCP_API_KEYS_FILE": "keys.json", "MCP_LEGACY": "0", "MCP_WORKERS": "2"})
+    Settings.from_environ({"MCP_API_KEYS_FILE": "keys.json", "MCP_SESSION_ERA": "0", "MCP_WORKERS": "2"})
 
 
 def test_the_extras_are_the_ones_pyproject_declares_and_all_brings_each():

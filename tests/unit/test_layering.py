@@ -21,11 +21,15 @@ LAYERS = (
     ("extension", ("flask_mcp_gevent.extension",)),
     ("serving", ("flask_mcp_gevent.serving",)),
     ("web", ("flask_mcp_gevent.web",)),
-    ("transports", ("flask_mcp_gevent.transports",)),
-    ("dispatcher", ("flask_mcp_gevent.dispatcher", "flask_mcp_gevent.notifications")),
+    # The 2026-07-28 wire is one package across three layers: its HTTP transport, its methods beside the protocol, and
+    # what a request says about itself (metadata, validation, results, the requestState codec) with the leaves.
+    ("transports", ("flask_mcp_gevent.transports", "flask_mcp_gevent.stateless.http")),
+    ("dispatcher", ("flask_mcp_gevent.dispatcher", "flask_mcp_gevent.notifications", "flask_mcp_gevent.eras")),
     # The tasks extension is one package across two layers: what runs and answers tasks beside the protocol,
     # what keeps them (a record and its stores) beside the hub.
-    ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks")),
+    ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks", "flask_mcp_gevent.stateless.methods",
+                  "flask_mcp_gevent.stateless.listen", "flask_mcp_gevent.stateless.listen_filter",
+                  "flask_mcp_gevent.stateless.input_rounds")),
     ("leaves", ("flask_mcp_gevent.hub", "flask_mcp_gevent.auth", "flask_mcp_gevent.config",
                 "flask_mcp_gevent.session", "flask_mcp_gevent.encoding", "flask_mcp_gevent.errors",
                 "flask_mcp_gevent.messages", "flask_mcp_gevent.limits", "flask_mcp_gevent.logs",
@@ -274,7 +278,7 @@ def test_no_module_is_over_400_lines():
 
 # The transports that serve a wire; the other transports modules are pieces they share.
 WIRE_TRANSPORTS = ("flask_mcp_gevent.transports.legacy_sse", "flask_mcp_gevent.transports.streamable_http",
-                   "flask_mcp_gevent.transports.stateless_http", "flask_mcp_gevent.transports.stdio")
+                   "flask_mcp_gevent.stateless.http", "flask_mcp_gevent.transports.stdio")
 
 
 def test_no_transport_imports_another():

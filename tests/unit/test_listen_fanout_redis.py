@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 
 from flask_mcp_gevent.notifications import announce_list_changed, resource_updated
-from flask_mcp_gevent.protocol.listen import ListenRegistry, listen_messages
+from flask_mcp_gevent.stateless.listen import ListenRegistry, listen_messages
 from tests.support.waiting import wait_until
 
 TAG = "io.modelcontextprotocol/subscriptionId"

@@ -6,7 +6,7 @@ import pytest
 
 from flask_mcp_gevent.config import ConfigError, Settings
 from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
-from flask_mcp_gevent.protocol.listen_filter import ListenLimits, check_request_bytes, honoured_filter
+from flask_mcp_gevent.stateless.listen_filter import ListenLimits, check_request_bytes, honoured_filter
 
 LIMITS = ListenLimits(max_bytes=1000, uri_max_bytes=20, task_id_max_bytes=10, max_task_ids=3)
 

@@ -9,7 +9,7 @@ from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.notifications import announce_list_changed, resource_updated
-from flask_mcp_gevent.protocol.listen import (
+from flask_mcp_gevent.stateless.listen import (
     ACKNOWLEDGED,
     SHUTTING_DOWN,
     ListenRegistry,
@@ -165,7 +165,7 @@ def context(registry: ListenRegistry, send: Send, request_id=3, notifications=No
 
 
 def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown():
-    from flask_mcp_gevent.protocol.listen import subscriptions_listen
+    from flask_mcp_gevent.stateless.listen import subscriptions_listen
 
     registry, send = ListenRegistry(10, 10_000, 5), Send()
     running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
@@ -180,7 +180,7 @@ def test_the_handler_sends_the_ack_and_notifications_then_its_result_at_shutdown
 
 
 def test_the_handler_ends_a_stream_its_transport_cut_off():
-    from flask_mcp_gevent.protocol.listen import subscriptions_listen
+    from flask_mcp_gevent.stateless.listen import subscriptions_listen
 
     registry, send = ListenRegistry(4, 10_000, 5), Send(room=1)
     running = gevent.spawn(subscriptions_listen, context(registry, send), {"toolsListChanged": True})
@@ -206,7 +206,7 @@ class Runner:
 def test_task_ids_are_looked_up_once_and_only_live_tasks_are_kept_and_read_again():
     from types import SimpleNamespace
 
-    from flask_mcp_gevent.protocol.listen import subscriptions_listen
+    from flask_mcp_gevent.stateless.listen import subscriptions_listen
     from flask_mcp_gevent.tasks.shapes import TASKS_EXTENSION
 
     registry, send = ListenRegistry(10, 10_000, 5), Send()

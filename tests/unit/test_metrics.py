@@ -12,8 +12,8 @@ from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.metrics import Instruments, instruments
-from flask_mcp_gevent.protocol.listen import ListenRegistry, subscriptions_listen
 from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.stateless.listen import ListenRegistry, subscriptions_listen
 from flask_mcp_gevent.transports.event_stream import RequestStream, stream_events
 
 KNOWN = {"tools/call": None, "ping": None}

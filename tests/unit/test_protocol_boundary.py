@@ -18,6 +18,7 @@ from flask_mcp_gevent.messages import Message, parse_body
 from flask_mcp_gevent.protocol import methods
 from flask_mcp_gevent.protocol.request_context import RequestContext
 from flask_mcp_gevent.session import STATELESS, Session
+from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
 from mcp_tools import Context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -58,7 +59,7 @@ def test_the_hub_neither_speaks_json_rpc_nor_calls_back():
 
 def test_handlers_are_dispatched_from_the_explicit_method_table_only():
     assert jsonrpcserver.methods.global_methods == {}
-    assert set(methods.METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
+    assert set(methods.SESSION_METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
                                     "prompts/get", "completion/complete", "notifications/initialized"}
     dispatcher = Dispatcher(Settings.from_environ({}))
     try:
@@ -83,7 +84,8 @@ def request(method: str) -> Message:
 def test_metrics_label_exactly_the_methods_of_the_table():
     dispatcher = Dispatcher(Settings.from_environ({}))
     try:
-        assert metrics.instruments().known_methods == frozenset(methods.METHODS) | frozenset(methods.STATELESS_METHODS)
+        known = frozenset(methods.SESSION_METHODS) | frozenset(STATELESS_METHODS)
+        assert metrics.instruments().known_methods == known
     finally:
         dispatcher.shutdown()
 

@@ -1,4 +1,4 @@
-// The 2026-07-28 wire for the console, used when the server speaks only it (MCP_LEGACY=0): no initialize and no
+// The 2026-07-28 wire for the console, used when the server speaks only it (MCP_SESSION_ERA=0): no initialize and no
 // session; every POST carries the protocol version and client capabilities in _meta and repeats its method, name
 // and x-mcp-header arguments in headers; a tool that asks the user answers input_required, and the retry carries
 // the answers (inputResponses) with the server's requestState.

@@ -1,4 +1,4 @@
-"""The console against a server that speaks only 2026-07-28 (MCP_LEGACY=0), in a real headless Chromium.
+"""The console against a server that speaks only 2026-07-28 (MCP_SESSION_ERA=0), in a real headless Chromium.
 
 initialize is refused there with -32022, so the page speaks the stateless wire: server/discover, `_meta`
 on every request, the method and name repeated in headers, elicitation as input_required rounds.
@@ -22,7 +22,8 @@ META = "io.modelcontextprotocol/"
 @pytest.fixture(scope="module")
 def stateless_server(files_root):
     """A gunicorn serving only the 2026-07-28 wire, with the console test tools."""
-    with ServerProcess(env={"MCP_PLUGINS": PLUGINS, "MCP_FILES_ROOT": str(files_root), "MCP_LEGACY": "0"}) as server:
+    env = {"MCP_PLUGINS": PLUGINS, "MCP_FILES_ROOT": str(files_root), "MCP_SESSION_ERA": "0"}
+    with ServerProcess(env=env) as server:
         yield server
 
 

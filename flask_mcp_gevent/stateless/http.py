@@ -16,10 +16,10 @@ from flask import Response
 
 from flask_mcp_gevent.auth.principal import Principal, name_of
 from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.eras import STATELESS
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
-from flask_mcp_gevent.protocol.methods import STATELESS_METHOD_NAMES
 from flask_mcp_gevent.stateless import validation
 from flask_mcp_gevent.stateless.metadata import (
     PROTOCOL_VERSION_KEY,
@@ -57,7 +57,7 @@ def method_not_allowed(environ: Mapping[str, Any]) -> Response:
 
 
 def legacy_refused(environ: Mapping[str, Any], body: Body) -> Response:
-    """A session-era POST to a server serving 2026-07-28 only (MCP_LEGACY=0): -32022 naming what it speaks."""
+    """A session-era POST to a server serving 2026-07-28 only (MCP_SESSION_ERA=0): -32022 naming what it speaks."""
     message = None if body.is_batch else body.messages[0]
     requested = environ.get(PROTOCOL_VERSION_KEY) or ""
     if message is not None and message.method == "initialize":
@@ -93,8 +93,8 @@ def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: P
         # notifications/cancelled included: on HTTP a request is cancelled by closing its stream.
         return empty_response(HTTPStatus.ACCEPTED)
     request_headers = environ_headers(environ)
-    versions = supported_versions(dispatcher.settings.legacy)
-    rejection = (validation.validate_request(message.raw, request_headers, STATELESS_METHOD_NAMES, versions)
+    versions = supported_versions(dispatcher.settings.session_era)
+    rejection = (STATELESS.validate(message, request_headers, versions)
                  or check_param_headers(dispatcher, message, request_headers))
     if rejection is not None:
         return rejected(dispatcher, message, rejection)

@@ -21,7 +21,7 @@ from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.hub import HubUnavailable, StreamClosed
 from flask_mcp_gevent.hub.subscription import Subscription
-from flask_mcp_gevent.protocol.listen_filter import (
+from flask_mcp_gevent.stateless.listen_filter import (
     FLAGS,
     RESOURCE_SUBSCRIPTIONS,
     TASK_IDS,
