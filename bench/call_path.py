@@ -79,7 +79,7 @@ def count_modules(wire: str, redis_url: str | None = None, repeat: int = 3) -> d
     finally:
         client.close()
     always = set.intersection(*traces)
-    return {"wire": wire, "hub": "redis" if redis_url else "memory", "count": len(always),
+    return {"wire": wire, "store": "redis" if redis_url else "memory", "count": len(always),
             "modules": sorted(always), "sometimes": sorted(set.union(*traces) - always)}
 
 
@@ -193,7 +193,7 @@ def report(wires: list[str], redis_url: str | None, args: argparse.Namespace) ->
     if redis_url:
         for wire in wires:
             # stdio always serves from an in-memory hub (transports/stdio.run_stdio): there is no Redis row.
-            rows.append({"wire": wire, "hub": "redis", "skipped": "stdio has no Redis hub"} if wire == "stdio"
+            rows.append({"wire": wire, "store": "redis", "skipped": "stdio has no Redis store"} if wire == "stdio"
                         else count_modules(wire, redis_url, args.repeat))
     chain = longest_import_chain(import_graph())
     served_chain = longest_import_chain(import_graph(entry_points=True))

@@ -255,7 +255,7 @@ def run_redis_pair(transport: str, args: Any, runs: dict[str, list[dict[str, Any
     """Ours on the Redis hub with one worker, then two."""
     redis = redis_server()
     if redis is None:
-        say("redis: skipped (needs redis-server on PATH and flask_mcp_gevent/hub/redis.py)")
+        say("redis: skipped (needs redis-server on PATH and flask_mcp_gevent/store/redis.py)")
         return
     with redis:
         for workers in (1, 2):

@@ -80,7 +80,7 @@ def legacy_session(app: Flask) -> tuple[str, object]:
     """Open a legacy session with a live subscription, initialized, as a real client would."""
     dispatcher = app.extensions["mcp"].dispatcher
     session = dispatcher.open_session("sse")
-    subscription = dispatcher.hub.subscribe(session.id)
+    subscription = dispatcher.store.subscribe(session.id)
     post = wsgi_caller(app, "POST", f"/mcp?session_id={session.id}", INIT % b"2024-11-05", {})
     post()
     gevent.sleep(0)
@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     init = wsgi_caller(app, "POST", "/mcp", INIT % b"2025-06-18",
                        {"Accept": "application/json, text/event-stream"})()
     del init
-    stream_id = next(s.session.id for s in dispatcher.hub.slots.values() if s.session.transport == "streamable")
-    dispatcher.hub.get_session(stream_id).initialized = True
+    stream_id = next(s.session.id for s in dispatcher.store.slots.values() if s.session.transport == "streamable")
+    dispatcher.store.get_session(stream_id).initialized = True
     streamable = wsgi_caller(app, "POST", "/mcp", ECHO, {"Accept": "application/json, text/event-stream",
                                                          "Mcp-Session-Id": stream_id,
                                                          "MCP-Protocol-Version": "2025-06-18"})
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     stateless = wsgi_caller(app, "POST", "/mcp", STATELESS_ECHO, STATELESS_HEADERS)
     assert b'"resultType":"complete"' in stateless()[1], stateless()
 
-    session = dispatcher.hub.get_session(session_id)
+    session = dispatcher.store.get_session(session_id)
     body = parse_body(ECHO)
     message = body.messages[0]
 
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def publish_and_drain() -> None:
         """Publish one response to the legacy session and take it off its stream."""
-        dispatcher.hub.publish(session_id, {"id": 7})
+        dispatcher.store.publish(session_id, {"id": 7})
         drain(subscription)
 
     stages = [

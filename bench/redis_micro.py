@@ -34,9 +34,9 @@ import greenlet  # noqa: E402
 
 from bench.redis_topologies import redis_topology  # noqa: E402
 from flask_mcp_gevent.config import Settings  # noqa: E402
-from flask_mcp_gevent.hub import create_hub  # noqa: E402
-from flask_mcp_gevent.hub.redis import RedisHub  # noqa: E402
 from flask_mcp_gevent.session import Session  # noqa: E402
+from flask_mcp_gevent.store import create_store  # noqa: E402
+from flask_mcp_gevent.store.redis import RedisStore  # noqa: E402
 
 __all__ = ["main"]
 
@@ -180,15 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("redis-server") is None:
         print("needs redis-server on PATH", file=sys.stderr)
         return 1
-    report("memory", create_hub(Settings.from_environ({})), args.count, args.calls, args.rounds)
+    report("memory", create_store(Settings.from_environ({})), args.count, args.calls, args.rounds)
     for topology in topologies:
         with redis_environ(topology) as environ:
-            hub = create_hub(Settings.from_environ(environ))
+            hub = create_store(Settings.from_environ(environ))
             hub.prepare()
             try:
                 report("redis" if topology == "single" else topology, hub, args.count, args.calls, args.rounds)
             finally:
-                if isinstance(hub, RedisHub):
+                if isinstance(hub, RedisStore):
                     hub.stop()
     return 0
 

@@ -32,7 +32,6 @@ from flask_mcp_gevent.errors import (
     SERVER_UNAVAILABLE,
     error_response,
 )
-from flask_mcp_gevent.hub import Hub, HubUnavailable, Subscription, create_hub
 from flask_mcp_gevent.limits import CallSlots, SessionQuota
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
@@ -48,6 +47,7 @@ from flask_mcp_gevent.session import Session, allows_batches
 from flask_mcp_gevent.stateless.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from flask_mcp_gevent.stateless.request_state import SharedCodec
 from flask_mcp_gevent.stateless.validation import check_header_annotations
+from flask_mcp_gevent.store import Store, StoreUnavailable, Subscription, create_store
 from flask_mcp_gevent.tasks.runner import TaskRunner
 from flask_mcp_gevent.toolkit.registry import Registry
 
@@ -101,42 +101,43 @@ CALL_STOPPED_MESSAGE = "Server shutting down: the call was stopped before it fin
 class Dispatcher:
     """Settings, registry and hub, plus the request lifecycle every transport uses."""
 
-    def __init__(self, settings: Settings, registry: Registry | None = None, hub: Hub | None = None,
+    def __init__(self, settings: Settings, registry: Registry | None = None, store: Store | None = None,
                  run_in_app: Callable[[Callable[[], Any]], Any] = call_directly) -> None:
         """run_in_app runs each request's handler in the Flask app's context (web/app_context.py)."""
         self.settings = settings
         label_methods({**SESSION.methods, **STATELESS.methods})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         check_header_annotations(self.registry.tools.values())
-        self.hub = hub if hub is not None else create_hub(settings)
+        self.store = store if store is not None else create_store(settings)
         self.stopping_since: float | None = None
         self.drained: gevent.event.Event | None = None
-        self.registry.on_change(lambda kind: notifications.announce_list_changed(self.hub, kind))
-        self.hub.share_registry(self.registry)
+        self.registry.on_change(lambda kind: notifications.announce_list_changed(self.store, kind))
+        self.store.share_registry(self.registry)
         # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
         self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
                                         settings.max_listens_per_principal, ListenLimits.from_settings(settings))
-        self.hub.worker_listener = self.listeners.deliver
+        self.store.worker_listener = self.listeners.deliver
         # The tasks extension's tasks running on this worker; the tasks themselves live in the hub.
-        self.tasks = TaskRunner(lambda: self.hub.tasks, settings, lambda message: self.hub.tell_every_worker(message))
+        self.tasks = TaskRunner(lambda: self.store.tasks, settings,
+                                lambda message: self.store.tell_every_worker(message))
         self.services = RequestServices(
             registry=self.registry, settings=settings, run_in_app=run_in_app,
             # Looked up on each call, so the hub stays free to change (tests stall it to play an outage).
-            update_session=lambda session_id, change: self.hub.update_session(session_id, change),
-            pending=self.hub.pending,
-            publish=lambda session_id, message: self.hub.publish(session_id, message),
-            resource_updated=lambda uri: notifications.resource_updated(self.hub, uri),
-            request_state=SharedCodec(settings, lambda name: self.hub.shared_secret(name)),
-            use_once=lambda rounds_id, ttl_s: self.hub.use_once(rounds_id, ttl_s),
-            is_used=lambda rounds_id: self.hub.is_used(rounds_id),
+            update_session=lambda session_id, change: self.store.update_session(session_id, change),
+            pending=self.store.pending,
+            publish=lambda session_id, message: self.store.publish(session_id, message),
+            resource_updated=lambda uri: notifications.resource_updated(self.store, uri),
+            request_state=SharedCodec(settings, lambda name: self.store.shared_secret(name)),
+            use_once=lambda rounds_id, ttl_s: self.store.use_once(rounds_id, ttl_s),
+            is_used=lambda rounds_id: self.store.is_used(rounds_id),
             listeners=self.listeners,
             tasks=self.tasks,
         )
         self.tasks.services = self.services
         # Set by flask_mcp_gevent.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
-        self.session_quota = SessionQuota(self.hub, settings)
-        self.call_slots = CallSlots(self.hub, settings.max_concurrent_calls)
+        self.session_quota = SessionQuota(self.store, settings)
+        self.call_slots = CallSlots(self.store, settings.max_concurrent_calls)
         self.server_info = server_info(settings)
 
     # session lifecycle
@@ -157,7 +158,7 @@ class Dispatcher:
         A stream can still arrive after shutdown() (on a connection accepted just before): ended here, its
         client resumes on a worker that stays, instead of holding this one until graceful_timeout cuts it.
         """
-        subscription = self.hub.subscribe(session_id, last_event_id, exclusive=exclusive)
+        subscription = self.store.subscribe(session_id, last_event_id, exclusive=exclusive)
         if self.stopping_since is not None:
             subscription.end(SHUTTING_DOWN)
         return subscription
@@ -204,7 +205,7 @@ class Dispatcher:
         """Run a request in its own greenlet; its value is the response, or None if cancelled."""
         greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done, caller)
         if message.method not in UNCANCELLABLE:
-            self.hub.inflight.add(session.id, message.id, greenlet)
+            self.store.inflight.add(session.id, message.id, greenlet)
         greenlet.start()
         return greenlet
 
@@ -214,11 +215,11 @@ class Dispatcher:
         Tracked as in flight like a spawned one, so a shutdown's drain can stop it.
         """
         current = gevent.getcurrent()
-        self.hub.inflight.add(session.id, message.id, current)
+        self.store.inflight.add(session.id, message.id, current)
         try:
             return self.handle_request(session, message, discard, caller)
         finally:
-            self.hub.inflight.discard(session.id, message.id, current)
+            self.store.inflight.discard(session.id, message.id, current)
 
     def run_request(self, session: Session, message: Message, send: Send, on_done: Send | None,
                     caller: Principal | None) -> dict[str, Any] | None:
@@ -227,10 +228,10 @@ class Dispatcher:
         try:
             response = self.handle_request(session, message, send, caller)
         finally:
-            self.hub.inflight.discard(session.id, message.id, gevent.getcurrent())
+            self.store.inflight.discard(session.id, message.id, gevent.getcurrent())
         if on_done is not None and response is not None:
             # Out of the calls in flight (a cancel or the drain's stop would cut the answer), yet waited for.
-            self.hub.inflight.store_answer(on_done, response)
+            self.store.inflight.store_answer(on_done, response)
         return response
 
     def handle_request(self, session: Session, message: Message, send: Send,
@@ -270,7 +271,7 @@ class Dispatcher:
         if message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
             if request_id is not None:
-                self.hub.cancel(session.id, request_id)
+                self.store.cancel(session.id, request_id)
             return
         if not (message.method or "").startswith("notifications/"):
             # A request method without an id would run unanswered, uncancellable and past the initialize gate.
@@ -281,11 +282,11 @@ class Dispatcher:
         jsonrpc_dispatch(SESSION.methods, ctx, message)
         if ctx.store_unavailable:
             # Not acknowledged: the POST gets 503, so the client sends the notification again.
-            raise HubUnavailable("session store unreachable")
+            raise StoreUnavailable("session store unreachable")
 
     def handle_response(self, session: Session, message: Message) -> None:
         """Route a client's answer to the tool that is waiting for it."""
-        if not self.hub.resolve(session.id, message.raw):
+        if not self.store.resolve(session.id, message.raw):
             log.debug("no waiter for client response %s in session %s", loggable(message.id), session.id[:8])
 
     def polish(self, response: Any, method: str | None) -> Any:
@@ -316,7 +317,7 @@ class Dispatcher:
         """Close every stream promptly; calls in flight get until drain() to finish."""
         self.stopping_since = time.monotonic()
         self.listeners.shutdown()
-        self.hub.shutdown()
+        self.store.shutdown()
 
     def drain(self) -> int:
         """Let calls in flight finish within half of graceful_timeout, then stop the rest with an error answer.
@@ -341,10 +342,10 @@ class Dispatcher:
         """Wait for tasks and calls until half of graceful_timeout has passed; stop the rest; return how many calls."""
         since = self.stopping_since if self.stopping_since is not None else time.monotonic()
         deadline = since + self.settings.graceful_timeout_s / 2
-        if self.hub.outlives_worker:
+        if self.store.outlives_worker:
             # Tasks too: those still running at the deadline are failed, so no client polls them for ever.
             self.tasks.drain(deadline - time.monotonic())
-        inflight = self.hub.inflight
+        inflight = self.store.inflight
         running = inflight.running()
         # Not joinall: a request run in its POST's own greenlet is over while that greenlet lives on.
         inflight.wait_finished(running, max(0.0, deadline - time.monotonic()))
@@ -354,7 +355,7 @@ class Dispatcher:
         # Each answers itself (handle_request).
         inflight.wait_finished(stopped, self.settings.graceful_timeout_s / 4)
         # The waits above end when a call leaves the calls in flight; a legacy call's greenlet then stores its
-        # answer (Hub.deliver), maybe retrying through a Redis stall: the worker must not exit before it is stored.
+        # answer (Store.deliver), maybe retrying through a Redis stall: the worker must not exit before it is stored.
         inflight.wait_answers_stored(self.settings.graceful_timeout_s / 4)
         if stopped:
             log.info("stopped %d call(s) still running at shutdown", len(stopped))

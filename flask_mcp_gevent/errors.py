@@ -2,7 +2,7 @@
 
 A method handler raises `RpcError` (code, message, data) and jsonrpcserver turns it into the error response;
 a transport that refuses a request before any handler runs builds the body with `error_response`. Other
-layers raise their own exceptions (CapacityError, HubUnavailable, HttpProblem, ...) and the layer above turns
+layers raise their own exceptions (CapacityError, StoreUnavailable, HttpProblem, ...) and the layer above turns
 each into one of these codes. Messages say what went wrong and how to fix it; `data` never carries exception
 text, paths or versions.
 """

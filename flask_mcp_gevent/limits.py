@@ -12,13 +12,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, error_response
-from flask_mcp_gevent.hub import CapacityError, HubUnavailable, QuotaFull
 from flask_mcp_gevent.messages import Message
+from flask_mcp_gevent.store import CapacityError, QuotaFull, StoreUnavailable
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
-    from flask_mcp_gevent.hub import Hub
     from flask_mcp_gevent.session import Session
+    from flask_mcp_gevent.store import Store
 
 __all__ = ["CallSlots", "SessionQuota", "SessionQuotaExceeded"]
 
@@ -33,19 +33,19 @@ class CallSlots:
     it ends, however it ends.
     """
 
-    def __init__(self, hub: Hub, limit: int) -> None:
-        self.hub = hub
+    def __init__(self, hub: Store, limit: int) -> None:
+        self.store = hub
         self.limit = limit
 
     def acquire(self, session_id: str) -> str | None:
         """Take a slot for one call; its token, or None when the session already runs its maximum."""
-        return self.hub.take_call_slot(session_id, self.limit)
+        return self.store.take_call_slot(session_id, self.limit)
 
     def claim(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
         """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error)."""
         try:
             token = self.acquire(session.id)
-        except HubUnavailable:
+        except StoreUnavailable:
             return None, error_response(message.id, SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE)
         if token is None:
             return None, error_response(
@@ -57,7 +57,7 @@ class CallSlots:
 
     def release(self, session_id: str, token: str) -> None:
         """Give a slot back when the call ends, however it ends (free before its answer is written)."""
-        self.hub.give_back_call_slot(session_id, token)
+        self.store.give_back_call_slot(session_id, token)
 
 
 class SessionQuotaExceeded(CapacityError):
@@ -81,8 +81,8 @@ class SessionQuota:
     in memory, across the fleet with Redis); closed and expired sessions free their places.
     """
 
-    def __init__(self, hub: Hub, settings: Settings) -> None:
-        self.hub = hub
+    def __init__(self, hub: Store, settings: Settings) -> None:
+        self.store = hub
         self.settings = settings
 
     def owner_of(self, principal: str | None, address: str | None) -> tuple[str, int, str] | None:
@@ -98,11 +98,11 @@ class SessionQuota:
         """Store a new session, counted against its owner; SessionQuotaExceeded or CapacityError when full."""
         owner = self.owner_of(session.principal, address)
         if owner is None:
-            self.hub.create_session(session)
+            self.store.create_session(session)
             return
         name, limit, setting = owner
         try:
-            self.hub.create_session(session, name, limit)
+            self.store.create_session(session, name, limit)
         except QuotaFull:
             holder = "you already hold" if session.principal is not None else "your address already holds"
             raise SessionQuotaExceeded(

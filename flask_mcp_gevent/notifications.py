@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask_mcp_gevent.hub import Hub, HubUnavailable
 from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.store import Store, StoreUnavailable
 
 __all__ = ["LIST_CHANGED", "announce_list_changed", "deliver", "resource_updated", "tell_listeners", "wants"]
 
@@ -27,38 +27,38 @@ LIST_CHANGED = {
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
-def announce_list_changed(hub: Hub, kind: str) -> None:
+def announce_list_changed(hub: Store, kind: str) -> None:
     """Tell every session and listen stream that a tool, resource or prompt list changed."""
     message = {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
     deliver(hub, message)
     tell_listeners(hub, message)
 
 
-def resource_updated(hub: Hub, uri: str) -> None:
+def resource_updated(hub: Store, uri: str) -> None:
     """Tell every session and listen stream subscribed to uri, on every worker, that it changed."""
     message = {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}}
     deliver(hub, message)
     tell_listeners(hub, message)
 
 
-def deliver(hub: Hub, message: dict[str, Any]) -> None:
+def deliver(hub: Store, message: dict[str, Any]) -> None:
     """Publish a notification to every session of the fleet that wants it; a store outage loses it, logged."""
     try:
         for session_id in hub.broadcast_session_ids():
             session = hub.peek_session(session_id)
             if session is not None and wants(session, message):
                 hub.publish(session_id, message)
-    except HubUnavailable:
+    except StoreUnavailable:
         log.warning("broadcast %s not delivered: the session store is unreachable", message.get("method"))
     except Exception:
         log.exception("broadcast %s failed", message.get("method"))
 
 
-def tell_listeners(hub: Hub, message: dict[str, Any]) -> None:
+def tell_listeners(hub: Store, message: dict[str, Any]) -> None:
     """Hand a notification once to every worker's listen streams; a store outage loses it for other workers, logged."""
     try:
         hub.tell_every_worker(message)
-    except HubUnavailable:
+    except StoreUnavailable:
         log.warning("%s not sent to other workers' listen streams: the hub is unreachable", message.get("method"))
     except Exception:
         log.exception("broadcast %s to listen streams failed", message.get("method"))

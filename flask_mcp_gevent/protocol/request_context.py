@@ -29,9 +29,9 @@ from flask_mcp_gevent.errors import (
     RpcError,
     new_correlation_id,
 )
-from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 from flask_mcp_gevent.stateless.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
+from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.without_gevent import question_refusal
@@ -84,7 +84,8 @@ class RequestServices:
     resource_updated: Callable[[str], None]
     # The requestState codec (stateless/request_state.SharedCodec: built on first use, its key fleet-wide).
     request_state: Callable[[], RequestStateCodec] | None = None
-    # The hub's record of consumed multi-round requests (Hub.use_once, Hub.is_used): ctx.consume_answers() writes it.
+    # The store's record of consumed multi-round requests (Store.use_once, Store.is_used): ctx.consume_answers()
+    # writes it.
     use_once: Callable[[bytes, float], bool] | None = None
     is_used: Callable[[bytes], bool] | None = None
     # This worker's subscriptions/listen streams (flask_mcp_gevent.stateless.listen.ListenRegistry).
@@ -362,7 +363,7 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             return handler(ctx, **params)
         except JsonRpcError:
             raise
-        except HubUnavailable:
+        except StoreUnavailable:
             # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
             ctx.store_unavailable = True
             raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None

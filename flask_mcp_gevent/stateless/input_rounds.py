@@ -27,8 +27,8 @@ from flask_mcp_gevent.errors import (
     STORE_UNAVAILABLE_MESSAGE,
     RpcError,
 )
-from flask_mcp_gevent.hub import CapacityError, HubUnavailable
 from flask_mcp_gevent.stateless.results import INPUT_REQUIRED_METHODS, input_required
+from flask_mcp_gevent.store import CapacityError, StoreUnavailable
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 
 __all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "StartTask",
@@ -251,7 +251,7 @@ def consume_round(ctx: RoundsContext) -> None:
         return
     try:
         first = ctx.services.use_once(rounds.rounds_id, ctx.services.settings.request_state_ttl_s)
-    except HubUnavailable:
+    except StoreUnavailable:
         ctx.store_unavailable = True
         raise RoundRefusal(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
     except CapacityError as full:

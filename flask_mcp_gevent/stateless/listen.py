@@ -19,8 +19,6 @@ from jsonrpcserver import Success
 
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
-from flask_mcp_gevent.hub import HubUnavailable, StreamClosed
-from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.stateless.listen_filter import (
     FLAGS,
     RESOURCE_SUBSCRIPTIONS,
@@ -30,6 +28,8 @@ from flask_mcp_gevent.stateless.listen_filter import (
     honoured_filter,
 )
 from flask_mcp_gevent.stateless.metadata import SUBSCRIPTION_ID
+from flask_mcp_gevent.store import StoreUnavailable, StreamClosed
+from flask_mcp_gevent.store.subscription import Subscription
 from flask_mcp_gevent.tasks.record import TERMINAL
 from flask_mcp_gevent.tasks.shapes import NOTIFICATION as TASK_NOTIFICATION
 from flask_mcp_gevent.tasks.shapes import declares_tasks
@@ -210,7 +210,7 @@ def keep_known_tasks(ctx: Any, stream: ListenStream) -> None:
 
     The rest never fire (unknown, expired, another principal's) or have nothing more to say (ended: the client
     reads them with tasks/get), so they are left out of the acknowledgment and never read again. The stream is
-    already registered, so a task ending meanwhile is still heard. HubUnavailable is the caller's (-32004).
+    already registered, so a task ending meanwhile is still heard. StoreUnavailable is the caller's (-32004).
     """
     if not stream.task_ids:
         return
@@ -227,7 +227,7 @@ def look_at_tasks(ctx: Any, stream: ListenStream) -> None:
         return
     try:
         live = runner.look_at(stream.principal, sorted(waiting))
-    except HubUnavailable:
+    except StoreUnavailable:
         log.info("could not look at the tasks of %s: Redis unreachable", stream.session_id)
         return
     # Gone (its TTL ran out) or ended: nothing more will come of it, so it is not read again.

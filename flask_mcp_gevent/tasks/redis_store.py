@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import asdict
 
 from flask_mcp_gevent.encoding import dumps, loads
-from flask_mcp_gevent.hub.redis_link import RedisLink
+from flask_mcp_gevent.store.redis_link import RedisLink
 from flask_mcp_gevent.tasks.record import TaskRecord
 from flask_mcp_gevent.tasks.store import TaskStore
 

@@ -23,11 +23,11 @@ import gevent
 
 from flask_mcp_gevent.encoding import dumps, loads, utf8_size
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError, new_correlation_id
-from flask_mcp_gevent.hub import HubUnavailable
 from flask_mcp_gevent.protocol.request_context import STATELESS_ERA, TASK_RUNNING, RequestContext
 from flask_mcp_gevent.protocol.tools import run_tool
 from flask_mcp_gevent.session import STATELESS, Session
 from flask_mcp_gevent.stateless.input_rounds import InputRequired, Rounds
+from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.tasks.record import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord
 from flask_mcp_gevent.tasks.request import check_answer_bytes, task_request
 from flask_mcp_gevent.tasks.shapes import lapsed, notification
@@ -165,7 +165,7 @@ class TaskRunner:
         """A task's greenlet: run the tool, then park, complete or fail the task (unless it is no longer ours)."""
         try:
             self.run_once(record, caller)
-        except HubUnavailable:
+        except StoreUnavailable:
             log.warning("task %s: Redis unreachable; its lease will lapse", record.task_id[:8])
         finally:
             if self.running.get((record.principal, record.task_id)) is gevent.getcurrent():
@@ -230,7 +230,7 @@ class TaskRunner:
             current, _ = self.store.get(record.principal, record.task_id, self.store.now(), lapsed())
             if current is not None:
                 self.announce(current)
-        except HubUnavailable:
+        except StoreUnavailable:
             log.info("could not announce task %s: Redis unreachable", record.task_id[:8])
 
     def announce(self, record: TaskRecord) -> None:
@@ -241,7 +241,7 @@ class TaskRunner:
     def look_at(self, principal: str | None, task_ids: list[str]) -> set[str]:
         """Read these tasks (a listen stream waits on them); return those of the principal not yet ended.
 
-        A lapsed one fails on the read and is announced. HubUnavailable is the caller's to handle.
+        A lapsed one fails on the read and is announced. StoreUnavailable is the caller's to handle.
         """
         live: set[str] = set()
         for task_id in task_ids:
@@ -271,7 +271,7 @@ class TaskRunner:
                 continue
             try:
                 ours = self.store.renew(principal, task_id, self.worker, self.store.now() + self.lease_ms)
-            except HubUnavailable:
+            except StoreUnavailable:
                 log.info("could not renew the lease of task %s: Redis unreachable", task_id[:8])
                 continue
             if not ours:
@@ -295,7 +295,7 @@ class TaskRunner:
                     record, _ = self.store.get(principal, task_id, self.store.now(), lapsed())
                     if record is not None:
                         self.announce(record)
-            except HubUnavailable:
+            except StoreUnavailable:
                 log.warning("could not fail task %s at shutdown: Redis unreachable; its lease will lapse",
                             task_id[:8])
         if stopped:

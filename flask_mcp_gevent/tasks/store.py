@@ -13,7 +13,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from flask_mcp_gevent.hub.base import HubUnavailable
+from flask_mcp_gevent.store.base import StoreUnavailable
 from flask_mcp_gevent.tasks.record import WORKING, TaskRecord, now_ms
 
 __all__ = ["MemoryTaskStore", "TaskStore"]
@@ -59,7 +59,7 @@ class TaskStore(ABC):
             changed = rule(record)
             if not changed or self.save(record):
                 return record, changed
-        raise HubUnavailable(f"task {task_id[:8]} changed under {MAX_ATTEMPTS} changes in a row; try again")
+        raise StoreUnavailable(f"task {task_id[:8]} changed under {MAX_ATTEMPTS} changes in a row; try again")
 
     def get(self, principal: str | None, task_id: str, now: int, lapsed: tuple[str, str]) -> tuple[
             TaskRecord | None, bool]:

@@ -28,7 +28,6 @@ from flask_mcp_gevent.errors import (
     error_response,
     new_correlation_id,
 )
-from flask_mcp_gevent.hub import CapacityError
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.messages import REQUEST, Body, ParseFailure, parse_body
 from flask_mcp_gevent.session import (
@@ -38,6 +37,7 @@ from flask_mcp_gevent.session import (
     Session,
     session_id_from,
 )
+from flask_mcp_gevent.store import CapacityError
 from flask_mcp_gevent.transports.event_stream import EVENT_STREAM
 from flask_mcp_gevent.without_gevent import SERVED, STREAM_NEEDS_GEVENT
 
@@ -145,7 +145,7 @@ def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: st
                               "characters; send the one the server gave you", request_id=request_id)
         session = None  # well formed, but not an id new_session_id makes: no store holds it
     else:
-        session = dispatcher.hub.get_own_session(session_id, transport, principal)
+        session = dispatcher.store.get_own_session(session_id, transport, principal)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",

@@ -21,9 +21,9 @@ from flask_mcp_gevent.auth.principal import Principal, name_of
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import format_sse_event
 from flask_mcp_gevent.errors import INVALID_REQUEST
-from flask_mcp_gevent.hub import CapacityError
 from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.session import SSE, Session, session_id_from
+from flask_mcp_gevent.store import CapacityError
 from flask_mcp_gevent.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
 from flask_mcp_gevent.transports.http_io import HttpProblem, empty_response, lookup_session, server_busy
 
@@ -82,12 +82,12 @@ def post_message(dispatcher: Dispatcher, session: Session, body: Body, caller: P
     """Accept a POSTed body from caller; every answer is published to the session's stream."""
 
     def publish(message: Any) -> None:
-        dispatcher.hub.publish(session.id, message)
+        dispatcher.store.publish(session.id, message)
 
     def deliver(answer: Any) -> None:
         # The 202 promised this answer: the call's greenlet stores it, retrying through a store outage
         # (MCP_DELIVERY_RETRY_S); the drain waits for it (InflightCalls.store_answer).
-        dispatcher.hub.deliver(session.id, answer)
+        dispatcher.store.deliver(session.id, answer)
 
     rejected = dispatcher.batch_error(session, body)
     if rejected is not None:
@@ -111,4 +111,4 @@ def publish_batch(dispatcher: Dispatcher, session: Session, running: list, error
     gevent.joinall(running)
     answers = errors + [g.value for g in running if isinstance(g.value, dict)]
     if answers:
-        dispatcher.hub.inflight.store_answer(lambda batch: dispatcher.hub.deliver(session.id, batch), answers)
+        dispatcher.store.inflight.store_answer(lambda batch: dispatcher.store.deliver(session.id, batch), answers)

@@ -25,14 +25,14 @@ from gevent.fileobject import FileObject
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.eras import STATELESS, StdioEra
-from flask_mcp_gevent.hub import StreamClosed
-from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.logs import configure_logging
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
 from flask_mcp_gevent.protocol.request_context import call_directly
 from flask_mcp_gevent.session import STDIO
 from flask_mcp_gevent.stateless.listen import LISTEN
 from flask_mcp_gevent.stateless.metadata import SUPPORTED_VERSIONS, ephemeral_session
+from flask_mcp_gevent.store import StreamClosed
+from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.toolkit.registry import Registry
 
 __all__ = ["StdioServer", "run_stdio"]
@@ -68,11 +68,11 @@ class StdioServer:
 
     def publish(self, message: Any) -> None:
         """Queue a message for stdout through the session's stream."""
-        self.dispatcher.hub.publish(self.session.id, message)
+        self.dispatcher.store.publish(self.session.id, message)
 
     def write_forever(self) -> None:
         """Copy the session's stream to stdout, one JSON line per message."""
-        subscription = self.dispatcher.hub.subscribe(self.session.id)
+        subscription = self.dispatcher.store.subscribe(self.session.id)
         try:
             while True:
                 try:
@@ -172,7 +172,7 @@ class StdioServer:
         finally:
             self.end_listens(graceful)
             # Closing first lets the writer flush what is queued, and drops answers of calls killed below.
-            self.dispatcher.hub.close_session(self.session.id)
+            self.dispatcher.store.close_session(self.session.id)
             # After SIGTERM (the client gave up waiting) or the drain timeout, calls in flight are cancelled.
             gevent.killall(list(self.running), timeout=1.0)
             writer.join(timeout=2.0)
@@ -185,7 +185,7 @@ def run_stdio(settings: Settings, registry: Registry | None = None,
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
     # No caller: the local user who started the process may use everything.
-    dispatcher = Dispatcher(settings, registry=registry, hub=MemoryHub(settings), run_in_app=run_in_app)
+    dispatcher = Dispatcher(settings, registry=registry, store=MemoryStore(settings), run_in_app=run_in_app)
     server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))

@@ -26,11 +26,11 @@ from flask_mcp_gevent.errors import (
     STORE_RETRY_AFTER_S,
     STORE_UNAVAILABLE_MESSAGE,
 )
-from flask_mcp_gevent.hub import CapacityError, HubUnavailable, StreamConflict
-from flask_mcp_gevent.hub.base import join_event_id
 from flask_mcp_gevent.messages import REQUEST, Body
 from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.store import CapacityError, StoreUnavailable, StreamConflict
+from flask_mcp_gevent.store.base import join_event_id
 from flask_mcp_gevent.transports.event_stream import (
     DONE,
     EVENT_STREAM,
@@ -91,11 +91,11 @@ class SessionReplay:
 
     def keep(self, message: dict[str, Any]) -> str | None:
         """Publish a message the request sends; its event id."""
-        return self.dispatcher.hub.publish(self.session.id, message, stream=self.key)
+        return self.dispatcher.store.publish(self.session.id, message, stream=self.key)
 
     def keep_response(self, response: dict[str, Any]) -> str | None:
         """Store the request's response (retried through an outage); its event id."""
-        return self.dispatcher.hub.deliver(self.session.id, response, stream=self.key)
+        return self.dispatcher.store.deliver(self.session.id, response, stream=self.key)
 
 
 def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body
@@ -126,7 +126,7 @@ def initialize_session(dispatcher: Dispatcher, environ: Mapping[str, Any], calle
         session = dispatcher.open_session(STREAMABLE, name_of(caller), environ.get("REMOTE_ADDR"))
     except CapacityError as full:
         raise server_busy(full) from None
-    except HubUnavailable:
+    except StoreUnavailable:
         raise store_unavailable(body.messages[0].id) from None
     response = post_messages(dispatcher, session, body, accepted, new_session=True,
                              close_connection=connection_closer(environ), caller=caller)
@@ -139,8 +139,8 @@ def initialize_session(dispatcher: Dispatcher, environ: Mapping[str, Any], calle
 def discard_session(dispatcher: Dispatcher, session: Session) -> None:
     """Close a session whose initialize failed; if the store is down too, its idle TTL ends it."""
     try:
-        dispatcher.hub.close_session(session.id)
-    except HubUnavailable:
+        dispatcher.store.close_session(session.id)
+    except StoreUnavailable:
         pass
 
 
@@ -172,7 +172,7 @@ def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.hub.publish(session.id, m),
+        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.store.publish(session.id, m),
                                             caller=caller)
         return answer_as_json(dispatcher, body, running, errors, headers)
     replay = SessionReplay(dispatcher, session)
@@ -247,6 +247,6 @@ def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], session: Ses
 
 def close_session(dispatcher: Dispatcher, session: Session) -> Response:
     """End the session; later use of its id gets 404."""
-    dispatcher.hub.close_session(session.id)
+    dispatcher.store.close_session(session.id)
     log.info("closed session %s at the client's request", session.id[:8])
     return empty_response(HTTPStatus.NO_CONTENT)

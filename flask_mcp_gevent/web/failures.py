@@ -12,7 +12,7 @@ from flask import Response
 from werkzeug.exceptions import HTTPException
 
 from flask_mcp_gevent.errors import INVALID_REQUEST, error_response
-from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.transports.http_io import (
     HttpProblem,
     json_response,
@@ -24,7 +24,7 @@ from flask_mcp_gevent.transports.http_io import (
 __all__ = ["FAILURES", "HTTP_EXCEPTION_HINTS", "http_exception_response", "render_failure"]
 
 # The exceptions render_failure turns into answers, most specific first (Flask gets one handler for each).
-FAILURES = (HttpProblem, HubUnavailable, HTTPException, Exception)
+FAILURES = (HttpProblem, StoreUnavailable, HTTPException, Exception)
 HTTP_EXCEPTION_HINTS: dict[int, str] = {
     HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
     HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
@@ -35,7 +35,7 @@ def render_failure(exc: Exception, environ: Mapping[str, Any]) -> Response:
     """A refusal or failure as its JSON-RPC error body: never HTML, a traceback or internal detail."""
     if isinstance(exc, HttpProblem):
         return problem_response(exc)
-    if isinstance(exc, HubUnavailable):
+    if isinstance(exc, StoreUnavailable):
         # Redis is unreachable: 503 at once on every path (open, resume, post, delete), never 500.
         return problem_response(store_unavailable())
     if isinstance(exc, HTTPException):

@@ -13,7 +13,7 @@ from flask import Blueprint, Response, request
 
 from flask_mcp_gevent import metrics
 from flask_mcp_gevent.config import install_hint
-from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.transports.http_io import json_response
 from flask_mcp_gevent.web.mcp_app import current_dispatcher
 from flask_mcp_gevent.web.pipeline import check_host, check_origin
@@ -37,9 +37,9 @@ def readyz() -> Response:
     """Ready: the hub's backing store answers."""
     dispatcher = current_dispatcher()
     try:
-        if dispatcher.hub.ready():
-            return json_response({"status": "ready", "sessions": dispatcher.hub.session_count()})
-    except HubUnavailable:
+        if dispatcher.store.ready():
+            return json_response({"status": "ready", "sessions": dispatcher.store.session_count()})
+    except StoreUnavailable:
         pass  # Redis went away between the two calls
     return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
 
@@ -51,8 +51,8 @@ def prometheus_metrics() -> Response:
         return json_response({"status": "no metrics", "reason": reason}, HTTPStatus.NOT_FOUND)
     dispatcher = current_dispatcher()
     try:
-        session_count = dispatcher.hub.session_count()
-    except HubUnavailable:
+        session_count = dispatcher.store.session_count()
+    except StoreUnavailable:
         session_count = None
     body, content_type = metrics.render(request.headers.get("Accept"), session_count)
     return Response(body, content_type=content_type)

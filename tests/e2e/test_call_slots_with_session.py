@@ -14,7 +14,7 @@ import pytest
 
 from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from flask_mcp_gevent.errors import INVALID_REQUEST
-from flask_mcp_gevent.hub.redis_keys import call_slots_key
+from flask_mcp_gevent.store.redis_keys import call_slots_key
 from tests.e2e.raw_clients import BOTH, LegacyStream, StreamableSession, call_tool, request
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.store.redis_keys import session_keys
 from tests.e2e.ha_clients import LegacyAnswers, every_wire_adds, tool_text
 from tests.e2e.raw_clients import LegacyStream, call_tool, client
 from tests.e2e.server_process import ServerProcess

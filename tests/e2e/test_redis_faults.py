@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.store.redis_keys import session_keys
 from tests.e2e.raw_clients import BOTH, StreamableSession, call_tool, client, initialize, notification, request
 from tests.e2e.server_process import ServerProcess
 from tests.e2e.sse_client import iter_events

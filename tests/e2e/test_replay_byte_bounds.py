@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.store.redis_keys import session_keys
 from tests.e2e.raw_clients import LegacyStream, StreamableSession, call_tool, client, request
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.store.redis_keys import session_keys
 from tests.e2e.raw_clients import (
     BOTH,
     LegacyStream,

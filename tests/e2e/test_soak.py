@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 import pytest
 
-from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.store.redis_keys import session_keys
 from tests.e2e.server_process import ServerProcess
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 

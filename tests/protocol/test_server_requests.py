@@ -177,7 +177,7 @@ def test_a_client_that_never_answers_times_out_with_an_error_result_and_a_cancel
                             "params": {"requestId": question["id"], "reason": "timed out"}}
     # A late answer finds nobody waiting and is dropped without a reply.
     assert rpc(dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"roots": []}})) == []
-    assert not dispatcher.hub.resolve(rpc.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": {}})
+    assert not dispatcher.store.resolve(rpc.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": {}})
 
 
 def test_cancelling_a_tool_that_waits_on_the_client_forgets_the_request(client):
@@ -188,4 +188,4 @@ def test_cancelling_a_tool_that_waits_on_the_client_forgets_the_request(client):
     assert call.dead and call.value is None
     answer = {"jsonrpc": "2.0", "id": question["id"],
               "result": {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}}
-    assert not client.dispatcher.hub.resolve(client.session.id, answer)
+    assert not client.dispatcher.store.resolve(client.session.id, answer)

@@ -268,7 +268,8 @@ def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, 
     task_id = client.call("sleepy", seconds=30)["taskId"]
     [greenlet] = dispatcher.tasks.running.values()
     # Another worker took the tasks/cancel: only the store knows.
-    assert dispatcher.hub.tasks.cancel("alice", task_id, "Cancelled by the client", dispatcher.hub.tasks.now()) is True
+    tasks = dispatcher.store.tasks
+    assert tasks.cancel("alice", task_id, "Cancelled by the client", tasks.now()) is True
     dispatcher.tasks.renew_once()
     wait_until(lambda: greenlet.dead, timeout=WAIT_S)
     assert dispatcher.tasks.running == {}
@@ -290,7 +291,7 @@ def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_
 def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, dispatcher):
     refused = client("tools/call", name="sleepy", arguments=[1])
     assert code_of(refused) == -32602
-    assert dispatcher.hub.tasks.tasks == {}
+    assert dispatcher.store.tasks.tasks == {}
 
 
 def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_dispatcher, registry):

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import gc
 
-from flask_mcp_gevent.hub import Hub
+from flask_mcp_gevent.store import Store
 
 __all__ = ["server_hub", "streaming_session_ids"]
 
-_found: list[Hub] = []
+_found: list[Store] = []
 
 
-def server_hub() -> Hub:
+def server_hub() -> Store:
     """The hub of this process's server (a gunicorn worker has one), found once among live objects."""
     if not _found:
-        hubs = [candidate for candidate in gc.get_objects() if isinstance(candidate, Hub)]
+        hubs = [candidate for candidate in gc.get_objects() if isinstance(candidate, Store)]
         if len(hubs) != 1:
             raise RuntimeError(f"expected the one hub of this server process, found {len(hubs)}")
         _found.append(hubs[0])
     return _found[0]
 
 
-def streaming_session_ids(hub: Hub) -> list[str]:
+def streaming_session_ids(hub: Store) -> list[str]:
     """Sessions whose own stream is attached in this worker, read from either backend's bookkeeping."""
     slots = getattr(hub, "slots", None)
     if slots is not None:

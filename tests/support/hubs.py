@@ -1,4 +1,4 @@
-"""Hub test helpers: hubs of either backend built from settings overrides, a clock tests step, event readers."""
+"""Store test helpers: hubs of either backend built from settings overrides, a clock tests step, event readers."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ import pytest
 
 from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.hub import Hub
-from flask_mcp_gevent.hub.memory import MemoryHub
-from flask_mcp_gevent.hub.redis import RedisHub
 from flask_mcp_gevent.protocol.request_context import RequestContext, RequestServices
 from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.store import Store
+from flask_mcp_gevent.store.memory import MemoryStore
+from flask_mcp_gevent.store.redis import RedisStore
 from mcp_tools import Registry
 from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (fixture)
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 
-# The backends whose hub is a RedisHub: one redis-server, a three-master Redis Cluster, a master behind Sentinels.
+# The backends whose hub is a RedisStore: one redis-server, a three-master Redis Cluster, a master behind Sentinels.
 REDIS_BACKENDS = ("redis", "cluster", "sentinel")
 
 
@@ -50,9 +50,9 @@ class Hubs:
         self.backend = backend
         self.server = server
         self.clock = SteppedClock()
-        self.made: list[Hub] = []
+        self.made: list[Store] = []
 
-    def __call__(self, **overrides: Any) -> Hub:
+    def __call__(self, **overrides: Any) -> Store:
         """A fresh hub (for redis: a fresh worker on the shared server); memory hubs read self.clock."""
         config: dict[str, Any] = {"MCP_RESUME_WINDOW_S": "60", **{k: str(v) for k, v in overrides.items()}}
         if self.backend == "sentinel":
@@ -62,7 +62,7 @@ class Hubs:
         if self.backend == "cluster":
             config["MCP_REDIS_CLUSTER"] = "1"
         settings = Settings.from_mapping(config)
-        hub: Hub = RedisHub(settings) if self.backend in REDIS_BACKENDS else MemoryHub(settings, clock=self.clock)
+        hub: Store = RedisStore(settings) if self.backend in REDIS_BACKENDS else MemoryStore(settings, clock=self.clock)
         self.made.append(hub)
         return hub
 
@@ -77,7 +77,7 @@ class Hubs:
         """Stop every hub's greenlets and connections."""
         for hub in self.made:
             hub.shutdown()
-            if isinstance(hub, RedisHub):
+            if isinstance(hub, RedisStore):
                 hub.stop()
 
 
@@ -113,7 +113,7 @@ def payloads(events: list[tuple[str, bytes]]) -> list[bytes]:
     return [data for _, data in events]
 
 
-def new_session(hub: Hub, **fields: Any) -> Session:
+def new_session(hub: Store, **fields: Any) -> Session:
     """Create and store a session."""
     session = Session(**fields)
     hub.create_session(session)
@@ -121,7 +121,7 @@ def new_session(hub: Hub, **fields: Any) -> Session:
 
 
 @contextmanager
-def queued_commands(hub: RedisHub) -> Iterator[list[tuple[bytes, int]]]:
+def queued_commands(hub: RedisStore) -> Iterator[list[tuple[bytes, int]]]:
     """What the hub's multiplexed connection is given to write meanwhile: each queued RESP and its replies expected."""
     queued: list[tuple[bytes, int]] = []
     enqueue = hub.link.multiplexer._enqueue
@@ -167,18 +167,18 @@ def make_hub(request) -> Iterator[Hubs]:
 
 
 @pytest.fixture
-def hub(make_hub) -> Hub:
+def hub(make_hub) -> Store:
     """A hub with default settings."""
     return make_hub()
 
 
 @pytest.fixture
 def hub_log() -> Iterator[list[logging.LogRecord]]:
-    """Records written to the mcp.hub logger during the test."""
+    """Records written to the mcp.store logger during the test."""
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
-    logger = logging.getLogger("mcp.hub")
+    logger = logging.getLogger("mcp.store")
     logger.addHandler(handler)
     yield records
     logger.removeHandler(handler)
@@ -186,14 +186,14 @@ def hub_log() -> Iterator[list[logging.LogRecord]]:
 
 @pytest.fixture
 def redis_hubs(redis_server) -> Iterator[Hubs]:  # noqa: F811
-    """A factory of RedisHub 'workers' sharing the module's redis-server."""
+    """A factory of RedisStore 'workers' sharing the module's redis-server."""
     redis_server.client().flushdb()
     hubs = Hubs("redis", redis_server)
     yield hubs
     hubs.close()
 
 
-def ask(hub: Hub, session: Session, method: str, params: dict[str, Any], timeout: float,
+def ask(hub: Store, session: Session, method: str, params: dict[str, Any], timeout: float,
         send: Any = None) -> dict[str, Any]:
     """Ask the session's client a question as a tool's context does, over hub; return the client's answer."""
     services = RequestServices(

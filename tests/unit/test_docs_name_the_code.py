@@ -447,14 +447,14 @@ def test_the_checker_catches_each_kind_of_stale_reference(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("\n".join([
         "The handlers sit in `MODERN_METHODS` (`flask_mcp_gevent/protocol/methods.py`).",
-        "hiredis parses replies (hub/redis_resp.py) for `flask_mcp_gevent.hub.redis_resp`.",
+        "hiredis parses replies (store/redis_resp.py) for `flask_mcp_gevent.store.redis_resp`.",
         "Set `MCP_NO_SUCH_SETTING`, call `ctx.no_such_method()` or `pipeline.no_such_step`, raise `NoSuchError`.",
         "```python",
         "from flask_mcp_gevent import MCP, NoSuchExport",
         "ctx.registry.no_such_change()",
         "```",
         "```",
-        "hub/gone/         sessions, in GoneStore and GONE_TABLE; gone.py; ctx.gone/elicit",
+        "store/gone/         sessions, in GoneStore and GONE_TABLE; gone.py; ctx.gone/elicit",
         "```",
         "```sh",
         "MCP_NO_SUCH_SETTING=1 gunicorn -c gunicorn.conf.py wsgi:app",
@@ -463,8 +463,8 @@ def test_the_checker_catches_each_kind_of_stale_reference(tmp_path):
     stale = [entry.split(": ", 1)[1] for entry in stale_references([page])]
     assert stale == [
         "nothing in the code defines MODERN_METHODS",
-        "no file hub/redis_resp.py in the repository",
-        "flask_mcp_gevent.hub has no redis_resp",
+        "no file store/redis_resp.py in the repository",
+        "flask_mcp_gevent.store has no redis_resp",
         "MCP_NO_SUCH_SETTING is not a setting (flask_mcp_gevent.config.Settings) nor a known variable",
         "Context or RequestContext has no member no_such_method",
         "flask_mcp_gevent.web.pipeline defines no no_such_step",
@@ -472,7 +472,7 @@ def test_the_checker_catches_each_kind_of_stale_reference(tmp_path):
         "flask_mcp_gevent does not export NoSuchExport",
         "Registry has no member no_such_change",
         "no file named gone.py in the repository",
-        "no directory hub/gone/ in the repository",
+        "no directory store/gone/ in the repository",
         "nothing in the code defines GoneStore",
         "nothing in the code defines GONE_TABLE",
         "Context or RequestContext has no member gone",

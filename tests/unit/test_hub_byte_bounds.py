@@ -17,10 +17,10 @@ import pytest
 
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub import Hub, StreamClosed
-from flask_mcp_gevent.hub.memory import MemoryHub
-from flask_mcp_gevent.hub.redis import RedisHub, session_keys
 from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.store import Store, StreamClosed
+from flask_mcp_gevent.store.memory import MemoryStore
+from flask_mcp_gevent.store.redis import RedisStore, session_keys
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis)]
@@ -30,24 +30,24 @@ KIB = 1024
 @pytest.fixture(params=BACKENDS)
 def make_hub(request) -> Iterator[Any]:
     """Build hubs of one backend with MCP_* overrides; the Redis ones share an emptied redis-server."""
-    made: list[Hub] = []
+    made: list[Store] = []
     url = ""
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
         server.client().flushdb()
         url = server.url
 
-    def build(**overrides: Any) -> Hub:
+    def build(**overrides: Any) -> Store:
         config = {"MCP_REDIS_URL": url, **{key: str(value) for key, value in overrides.items()}}
         settings = Settings.from_mapping(config)
-        hub: Hub = RedisHub(settings) if url else MemoryHub(settings)
+        hub: Store = RedisStore(settings) if url else MemoryStore(settings)
         made.append(hub)
         return hub
 
     yield build
     for hub in made:
         hub.shutdown()
-        if isinstance(hub, RedisHub):
+        if isinstance(hub, RedisStore):
             hub.stop()
 
 
@@ -56,7 +56,7 @@ def big_message(n: int, size: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n, "data": "x" * size}}
 
 
-def replayed(hub: Hub, session_id: str) -> list[tuple[str, bytes]]:
+def replayed(hub: Store, session_id: str) -> list[tuple[str, bytes]]:
     """Everything a new stream of the session gets from the replay log."""
     subscription = hub.subscribe(session_id, "0")
     events = []
@@ -98,7 +98,7 @@ def test_a_message_larger_than_the_replay_bound_is_still_kept_alone(make_hub):
         hub.publish(session.id, big_message(n, KIB))
     hub.publish(session.id, big_message(5, 20 * KIB))
     assert numbers(replayed(hub, session.id)) == [5]
-    if isinstance(hub, RedisHub):  # the log's byte counter holds that one entry
+    if isinstance(hub, RedisStore):  # the log's byte counter holds that one entry
         assert int(hub.link.client.get(session_keys(session.id).replay_bytes)) == len(dumps(big_message(5, 20 * KIB)))
 
 
@@ -146,7 +146,7 @@ def test_an_empty_queue_takes_one_message_larger_than_its_byte_bound(make_hub):
 @pytest.mark.redis
 def test_redis_replay_stream_stays_under_its_byte_bound_in_redis(redis_server):  # noqa: F811
     redis_server.client().flushdb()
-    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 256 * KIB}))
+    hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 256 * KIB}))
     try:
         session = Session()
         hub.create_session(session)
@@ -164,7 +164,7 @@ def test_redis_replay_stream_stays_under_its_byte_bound_in_redis(redis_server): 
 @pytest.mark.redis
 def test_redis_replay_byte_counter_is_rebuilt_from_the_log_when_it_vanished(redis_server):  # noqa: F811
     redis_server.client().flushdb()
-    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 40 * KIB}))
+    hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 40 * KIB}))
     try:
         session = Session()
         hub.create_session(session)
@@ -183,7 +183,7 @@ def test_redis_replay_byte_counter_is_rebuilt_from_the_log_when_it_vanished(redi
 
 
 def test_memory_replay_byte_count_matches_what_it_holds():
-    hub = MemoryHub(Settings.from_mapping({"MCP_REPLAY_MAX": 7, "MCP_REPLAY_MAX_BYTES": 30 * KIB}))
+    hub = MemoryStore(Settings.from_mapping({"MCP_REPLAY_MAX": 7, "MCP_REPLAY_MAX_BYTES": 30 * KIB}))
     session = Session()
     hub.create_session(session)
     deadline = time.monotonic() + 5

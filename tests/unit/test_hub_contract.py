@@ -1,4 +1,4 @@
-"""The hub contract, checked against both backends: MemoryHub, and RedisHub on a real redis-server.
+"""The hub contract, checked against both backends: MemoryStore, and RedisStore on a real redis-server.
 
 Every test here runs once per backend, so the two behave the same to the transports.
 Expiry tests let time pass with `make_hub.elapse`: the memory hubs' clock is stepped,
@@ -17,11 +17,11 @@ import pytest
 from flask_mcp_gevent import notifications
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
-from flask_mcp_gevent.hub import CapacityError, StreamClosed, StreamConflict
-from flask_mcp_gevent.hub.base import join_event_id
-from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import SessionChange
+from flask_mcp_gevent.store import CapacityError, StreamClosed, StreamConflict
+from flask_mcp_gevent.store.base import join_event_id
+from flask_mcp_gevent.store.memory import MemoryStore
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
 from tests.support.waiting import wait_until
@@ -104,7 +104,7 @@ def test_session_with_a_stream_open_does_not_expire(make_hub):
     session = new_session(hub)
     subscription = hub.subscribe(session.id)
     make_hub.elapse(2.0)
-    if isinstance(hub, MemoryHub):
+    if isinstance(hub, MemoryStore):
         hub.reap()
     else:
         hub.claims.refresh()
@@ -248,7 +248,7 @@ def six_events_in_a_log_of_three(make_hub):
 def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_hub, caplog):
     hub, session, ids = six_events_in_a_log_of_three(make_hub)
     before = replay_gaps()
-    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+    with caplog.at_level(logging.WARNING, logger="mcp.store"):
         subscription = hub.subscribe(session.id, last_event_id=ids[1])
     # Event 2 was dropped: the stream gets what the log kept, and the hole is said aloud.
     assert numbers(drain(subscription)) == [3, 4, 5]
@@ -260,7 +260,7 @@ def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(ma
 def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
     hub, session, ids = six_events_in_a_log_of_three(make_hub)
     before = replay_gaps()
-    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+    with caplog.at_level(logging.WARNING, logger="mcp.store"):
         subscription = hub.subscribe(session.id, last_event_id=ids[3])
         assert numbers(drain(subscription)) == [4, 5]
         subscription.close()

@@ -1,4 +1,4 @@
-"""Hub.deliver: an acknowledged answer is stored once through a stalled store, or given up loudly past the bound."""
+"""Store.deliver: an acknowledged answer is stored once through a stalled store, or given up loudly past the bound."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import gevent
 import pytest
 
 from flask_mcp_gevent.config import ConfigError, Settings
-from flask_mcp_gevent.hub import redis_multiplex
-from flask_mcp_gevent.hub.redis import RedisHub, session_keys
-from flask_mcp_gevent.hub.redis_keys import delivery_key
+from flask_mcp_gevent.store import redis_multiplex
+from flask_mcp_gevent.store.redis import RedisStore, session_keys
+from flask_mcp_gevent.store.redis_keys import delivery_key
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import new_session, queued_commands, take
 
@@ -21,11 +21,11 @@ ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {}}
 
 
 @contextmanager
-def stalling_hub(retry_s: float) -> Iterator[tuple[RedisServer, RedisHub]]:
+def stalling_hub(retry_s: float) -> Iterator[tuple[RedisServer, RedisStore]]:
     """A Redis of its own and a hub with a short command timeout, so a paused Redis fails each attempt quickly;
     afterwards Redis is resumed and the hub stopped."""
     with RedisServer() as server:
-        stalling = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.3",
+        stalling = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.3",
                                                    "MCP_DELIVERY_RETRY_S": str(retry_s)}))
         try:
             yield server, stalling
@@ -87,7 +87,7 @@ def test_a_negative_delivery_retry_is_refused_at_start():
 
 @pytest.mark.redis
 def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  # noqa: F811
-    workers = [RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url})) for _ in range(2)]
+    workers = [RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url})) for _ in range(2)]
     try:
         tokens = [worker.delivery_token() for worker in workers for _ in range(500)]
         # A token shared by two deliveries would let the second be taken for a retry of the first, and dropped.
@@ -99,7 +99,7 @@ def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  
 
 @pytest.mark.redis
 def test_an_answer_delivered_to_a_redis_that_forgot_the_script_is_stored_once(redis_server):  # noqa: F811
-    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
         session = new_session(hub)
         assert hub.deliver(session.id, EARLIER) is not None
@@ -114,7 +114,7 @@ def test_an_answer_delivered_to_a_redis_that_forgot_the_script_is_stored_once(re
 @pytest.mark.redis
 @pytest.mark.parametrize("stream", [None, "req-1"], ids=["session-stream", "request-stream"])
 def test_a_delivered_answer_is_one_deliver_script_run_that_remembers_its_token(redis_server, stream):  # noqa: F811
-    hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
         session = new_session(hub)
         assert hub.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded

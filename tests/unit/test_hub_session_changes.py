@@ -1,6 +1,6 @@
 """Session changes on both hubs: atomic under concurrency, bounded, exact; and lookups that touch nothing foreign.
 
-Each test runs once on MemoryHub and once on RedisHub against a real redis-server
+Each test runs once on MemoryStore and once on RedisStore against a real redis-server
 (the fixtures come from test_hub_contract).
 """
 

@@ -1,4 +1,4 @@
-"""Hub.shared_secret: one random secret per name for everyone who shares the hub (Redis: every worker and host)."""
+"""Store.shared_secret: one random secret per name for everyone who shares the hub (Redis: every worker and host)."""
 
 from __future__ import annotations
 

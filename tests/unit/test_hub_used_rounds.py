@@ -1,4 +1,5 @@
-"""Hub.use_once and Hub.is_used on every backend: the record that makes a multi-round request's last round single-use.
+"""Store.use_once and Store.is_used on every backend: the record that makes a multi-round request's last round
+single-use.
 
 Memory: a bounded map in the process (MCP_REQUEST_STATE_USED_MAX). Redis (one server, a cluster): one key per request,
 SET NX PX, shared by every worker. Both forget an id when its time is over.
@@ -11,9 +12,9 @@ import secrets
 import gevent
 import pytest
 
-from flask_mcp_gevent.hub import CapacityError
-from flask_mcp_gevent.hub.memory import MemoryHub, UsedOnce
-from flask_mcp_gevent.hub.redis_keys import used_rounds_key
+from flask_mcp_gevent.store import CapacityError
+from flask_mcp_gevent.store.memory import MemoryStore, UsedOnce
+from flask_mcp_gevent.store.redis_keys import used_rounds_key
 from tests.support.hubs import SteppedClock
 
 
@@ -35,7 +36,7 @@ def test_every_worker_sees_an_id_another_used(make_hub):
     first, second = make_hub(), make_hub()
     rounds_id = new_id()
     assert first.use_once(rounds_id, 60) is True
-    if isinstance(first, MemoryHub):
+    if isinstance(first, MemoryStore):
         assert second.use_once(rounds_id, 60) is True  # the memory hub's record is its own process's
     else:
         assert second.use_once(rounds_id, 60) is False
@@ -44,7 +45,7 @@ def test_every_worker_sees_an_id_another_used(make_hub):
 
 def test_of_many_greenlets_using_one_id_at_once_one_wins(make_hub):
     hubs = [make_hub() for _ in range(2)]
-    shared = hubs[0] if isinstance(hubs[0], MemoryHub) else None
+    shared = hubs[0] if isinstance(hubs[0], MemoryStore) else None
     rounds_id = new_id()
     greenlets = [gevent.spawn((shared or hubs[n % 2]).use_once, rounds_id, 60) for n in range(20)]
     gevent.joinall(greenlets, timeout=10, raise_error=True)

@@ -30,7 +30,7 @@ LAYERS = (
     ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks", "flask_mcp_gevent.stateless.methods",
                   "flask_mcp_gevent.stateless.listen", "flask_mcp_gevent.stateless.listen_filter",
                   "flask_mcp_gevent.stateless.input_rounds")),
-    ("leaves", ("flask_mcp_gevent.hub", "flask_mcp_gevent.auth", "flask_mcp_gevent.config",
+    ("leaves", ("flask_mcp_gevent.store", "flask_mcp_gevent.auth", "flask_mcp_gevent.config",
                 "flask_mcp_gevent.session", "flask_mcp_gevent.encoding", "flask_mcp_gevent.errors",
                 "flask_mcp_gevent.messages", "flask_mcp_gevent.limits", "flask_mcp_gevent.logs",
                 "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit",
@@ -147,7 +147,7 @@ def test_protocol_and_transports_never_import_flask_request_objects_or_the_web_l
                                    "flask_mcp_gevent.transports", "flask_mcp_gevent.web"])
 def test_the_hub_never_imports_what_sits_above_it(above):
     wrong = [f"{where(name, line)} imports {module}"
-             for name in MODULES if in_package(name, "flask_mcp_gevent.hub")
+             for name in MODULES if in_package(name, "flask_mcp_gevent.store")
              for line, module in imported_modules(name) if in_package(module, above)]
     assert wrong == []
 
@@ -303,7 +303,7 @@ HUB_SLOT_METHODS = ("take_call_slot", "give_back_call_slot")
 def test_only_the_call_slots_use_the_hubs_call_slot_methods():
     # A slot's whole life in limits.CallSlots: taken, given back.
     wrong = [f"{name} calls hub.{method}" for name in MODULES
-             if in_package(name, "flask_mcp_gevent") and not in_package(name, "flask_mcp_gevent.hub")
+             if in_package(name, "flask_mcp_gevent") and not in_package(name, "flask_mcp_gevent.store")
              and name != "flask_mcp_gevent.limits"
              for method in HUB_SLOT_METHODS if f".{method}(" in MODULES[name].read_text()]
     assert wrong == []

@@ -10,16 +10,16 @@ from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
-from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.limits import CallSlots, SessionQuota, SessionQuotaExceeded
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.session import STREAMABLE, Session
+from flask_mcp_gevent.store.memory import MemoryStore
 from mcp_tools import Registry, tool
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 
 def test_call_slots_are_counted_per_session_and_given_back():
-    hub = MemoryHub(Settings.from_environ({}))
+    hub = MemoryStore(Settings.from_environ({}))
     slots = CallSlots(hub, 2)
     first, second = slots.acquire("a"), slots.acquire("a")
     assert first and second
@@ -75,7 +75,7 @@ def test_the_dispatcher_refuses_tool_calls_beyond_the_session_s_concurrency_limi
 
 
 def test_sessions_per_principal_are_capped_and_freed_by_closing():
-    hub = MemoryHub(Settings.from_environ({}))
+    hub = MemoryStore(Settings.from_environ({}))
     quota = SessionQuota(hub, Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "2"}))
     opened = []
     for _ in range(2):
@@ -92,7 +92,7 @@ def test_sessions_per_principal_are_capped_and_freed_by_closing():
 
 
 def test_sessions_per_address_are_capped_for_clients_without_a_principal():
-    hub = MemoryHub(Settings.from_environ({}))
+    hub = MemoryStore(Settings.from_environ({}))
     quota = SessionQuota(hub, Settings.from_environ({"MCP_MAX_SESSIONS_PER_ADDRESS": "2"}))
     for _ in range(2):
         quota.create(Session(), "192.0.2.1")
@@ -115,7 +115,7 @@ def test_the_dispatcher_applies_the_session_quota():
         first = dispatcher.open_session(STREAMABLE, "alice")
         with pytest.raises(SessionQuotaExceeded):
             dispatcher.open_session(STREAMABLE, "alice")
-        dispatcher.hub.close_session(first.id)
+        dispatcher.store.close_session(first.id)
         dispatcher.open_session(STREAMABLE, "alice")
     finally:
         dispatcher.shutdown()

@@ -7,7 +7,6 @@ import pytest
 
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
-from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.notifications import announce_list_changed, resource_updated
 from flask_mcp_gevent.stateless.listen import (
     ACKNOWLEDGED,
@@ -16,6 +15,7 @@ from flask_mcp_gevent.stateless.listen import (
     honoured_filter,
     listen_messages,
 )
+from flask_mcp_gevent.store.memory import MemoryStore
 
 TAG = "io.modelcontextprotocol/subscriptionId"
 
@@ -128,7 +128,7 @@ def test_shutdown_ends_every_stream_with_its_result():
 
 
 def test_memory_hub_hands_list_changes_and_updates_to_its_listen_streams():
-    hub = MemoryHub(Settings.from_mapping({}))
+    hub = MemoryStore(Settings.from_mapping({}))
     registry = ListenRegistry(10, 10_000, 5)
     hub.worker_listener = registry.deliver
     stream = registry.open(9, None, {"toolsListChanged": True, "resourceSubscriptions": ["file:///x"]}, everyone)

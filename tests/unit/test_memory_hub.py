@@ -9,9 +9,9 @@ from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
-from flask_mcp_gevent.hub import CapacityError, QuotaFull, StreamClosed, StreamConflict
-from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.session import Session, SessionChange
+from flask_mcp_gevent.store import CapacityError, QuotaFull, StreamClosed, StreamConflict
+from flask_mcp_gevent.store.memory import MemoryStore
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask
 
@@ -22,10 +22,10 @@ WAIT_S = 5.0
 @pytest.fixture
 def make_hub():
     """Build hubs with setting overrides; shut them down (and their reaper) afterwards."""
-    hubs: list[MemoryHub] = []
+    hubs: list[MemoryStore] = []
 
-    def make(**overrides) -> MemoryHub:
-        hub = MemoryHub(Settings.from_environ({}, **overrides))
+    def make(**overrides) -> MemoryStore:
+        hub = MemoryStore(Settings.from_environ({}, **overrides))
         hubs.append(hub)
         return hub
 
@@ -35,7 +35,7 @@ def make_hub():
 
 
 @pytest.fixture
-def hub(make_hub) -> MemoryHub:
+def hub(make_hub) -> MemoryStore:
     """A hub with default settings."""
     return make_hub()
 

@@ -9,11 +9,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.hub.memory import MemoryHub
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.metrics import Instruments, instruments
 from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.stateless.listen import ListenRegistry, subscriptions_listen
+from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.transports.event_stream import RequestStream, stream_events
 
 KNOWN = {"tools/call": None, "ping": None}
@@ -58,7 +58,7 @@ def test_tool_calls_feed_the_latency_histogram_and_other_methods_do_not(fresh):
 
 def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_close(settings):
     metrics = instruments()
-    hub = MemoryHub(settings)
+    hub = MemoryStore(settings)
     session = Session()
     hub.create_session(session)
     before = value(metrics, "mcp_open_streams", kind="legacy")
@@ -72,7 +72,7 @@ def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_clo
 
 def test_slow_consumer_cut_off_counts_a_queue_drop():
     metrics = instruments()
-    hub = MemoryHub(Settings.from_mapping({"MCP_QUEUE_MAX": "2"}))
+    hub = MemoryStore(Settings.from_mapping({"MCP_QUEUE_MAX": "2"}))
     session = Session()
     hub.create_session(session)
     hub.subscribe(session.id)
@@ -111,7 +111,7 @@ def test_metrics_route_reports_the_sessions_the_hub_holds(app, client):
     for _ in range(3):
         dispatcher.open_session("streamable")
     text = client.get("/metrics").get_data(as_text=True)
-    assert f"mcp_sessions {float(dispatcher.hub.session_count())}" in text
+    assert f"mcp_sessions {float(dispatcher.store.session_count())}" in text
 
 
 def test_a_request_through_the_dispatcher_is_counted_once(app):

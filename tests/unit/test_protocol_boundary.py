@@ -13,12 +13,12 @@ from flask_mcp_gevent import metrics
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub import Hub
 from flask_mcp_gevent.messages import Message, parse_body
 from flask_mcp_gevent.protocol import methods
 from flask_mcp_gevent.protocol.request_context import RequestContext
 from flask_mcp_gevent.session import STATELESS, Session
 from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
+from flask_mcp_gevent.store import Store
 from mcp_tools import Context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -51,10 +51,10 @@ def test_the_context_tools_see_is_what_the_request_context_offers():
 
 
 def test_the_hub_neither_speaks_json_rpc_nor_calls_back():
-    source = (ROOT / "flask_mcp_gevent" / "hub" / "base.py").read_text()
+    source = (ROOT / "flask_mcp_gevent" / "store" / "base.py").read_text()
     assert "flask_mcp_gevent.errors" not in source and "jsonrpc" not in source
     for gone in ("request", "broadcast", "on_broadcast", "streaming_session_ids"):
-        assert not hasattr(Hub, gone), gone
+        assert not hasattr(Store, gone), gone
 
 
 def test_handlers_are_dispatched_from_the_explicit_method_table_only():
@@ -73,7 +73,7 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
         discovered = dispatcher.handle_request(stateless, request("server/discover"), None)
         assert discovered["result"]["resultType"] == "complete"
     finally:
-        dispatcher.hub.shutdown()
+        dispatcher.store.shutdown()
 
 
 def request(method: str) -> Message:

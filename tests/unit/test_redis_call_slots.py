@@ -5,8 +5,8 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from flask_mcp_gevent.hub import redis_sessions
-from flask_mcp_gevent.hub.redis_keys import call_slots_key
+from flask_mcp_gevent.store import redis_sessions
+from flask_mcp_gevent.store.redis_keys import call_slots_key
 from tests.support.hubs import new_session
 
 

@@ -15,11 +15,11 @@ from gevent.event import Event
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.hub import redis_claims
-from flask_mcp_gevent.hub.redis_claims import Claims, RedisSubscription
-from flask_mcp_gevent.hub.redis_codec import event_order
-from flask_mcp_gevent.hub.redis_connection import OutageGuard
 from flask_mcp_gevent.metrics import instruments
+from flask_mcp_gevent.store import redis_claims
+from flask_mcp_gevent.store.redis_claims import Claims, RedisSubscription
+from flask_mcp_gevent.store.redis_codec import event_order
+from flask_mcp_gevent.store.redis_connection import OutageGuard
 from tests.support.waiting import wait_until
 
 
@@ -43,7 +43,7 @@ class FakeLink:
             self.gate.wait()
         if self.failures:
             self.failures -= 1
-            with self.guard:  # as the link does: a lost connection is HubUnavailable
+            with self.guard:  # as the link does: a lost connection is StoreUnavailable
                 raise RedisConnectionError("Redis went away")
         start = command[2]  # inclusive, as the hub reads it
         return [[event_id.encode(), [b"d", data]] for event_id, data in seen
@@ -118,7 +118,7 @@ def test_a_catch_up_that_finds_the_log_trimmed_past_the_stream_is_logged_and_cou
     # While nobody listened, more answers were stored than the log keeps: 1-0 (the stream's last) and 2-0 are gone.
     link.replay[:] = [("3-0", b"kept"), ("4-0", b"kept too")]
     before = instruments().registry.get_sample_value("mcp_replay_gaps_total") or 0.0
-    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+    with caplog.at_level(logging.WARNING, logger="mcp.store"):
         claims.resync_all(number)
     assert queued(subscription) == ["3-0", "4-0"]
     assert instruments().registry.get_sample_value("mcp_replay_gaps_total") == before + 1
@@ -130,7 +130,7 @@ def test_a_catch_up_that_finds_the_streams_last_event_still_logged_reports_no_ga
     claims, subscription = attached_stream(link)
     number = claims.hold_all()
     link.replay.append(("2-0", b"stored while nobody listened"))
-    with caplog.at_level(logging.WARNING, logger="mcp.hub"):
+    with caplog.at_level(logging.WARNING, logger="mcp.store"):
         claims.resync_all(number)
     assert queued(subscription) == ["2-0"]
     assert "has dropped" not in caplog.text

@@ -1,4 +1,4 @@
-"""The Redis hub's command interface (hub/redis_link.py) and a call slot freed before its answer can be seen.
+"""The Redis hub's command interface (store/redis_link.py) and a call slot freed before its answer can be seen.
 
 redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the hub's guarantees as the multiplexer
 does: a script Redis forgot runs once, and a call slot given back is free before the answer can be seen.
@@ -12,12 +12,12 @@ import gevent
 import pytest
 import redis
 
-from flask_mcp_gevent.hub import HubUnavailable, redis_link
-from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
-from flask_mcp_gevent.hub.redis_keys import call_slots_key
-from flask_mcp_gevent.hub.redis_link import RedisLink, multiplexer_for
-from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
 from flask_mcp_gevent.session import SessionChange
+from flask_mcp_gevent.store import StoreUnavailable, redis_link
+from flask_mcp_gevent.store.redis_connection import CooperativeConnection
+from flask_mcp_gevent.store.redis_keys import call_slots_key
+from flask_mcp_gevent.store.redis_link import RedisLink, multiplexer_for
+from flask_mcp_gevent.store.redis_multiplex import Multiplexer, pack
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import drain, message, new_session, numbers
 
@@ -94,7 +94,7 @@ def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_w
         # redis-py's own path (the refresher's batch of lease renewals) waits for a pooled connection, and gives up
         # in time.
         started = time.monotonic()
-        with pytest.raises(HubUnavailable):
+        with pytest.raises(StoreUnavailable):
             hub.call_slots.renew_call_leases()
         assert time.monotonic() - started < 2
     finally:
@@ -134,9 +134,9 @@ def test_the_lean_path_reports_redis_gone_as_unavailable_and_recovers(redis_hubs
     session = new_session(hub)
     redis_server.stop()
     try:
-        with pytest.raises(HubUnavailable):
+        with pytest.raises(StoreUnavailable):
             hub.peek_session(session.id)
-        with pytest.raises(HubUnavailable):
+        with pytest.raises(StoreUnavailable):
             hub.publish(session.id, message(0))
     finally:
         redis_server.start()

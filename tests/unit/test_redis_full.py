@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from flask_mcp_gevent.hub import HubUnavailable
-from flask_mcp_gevent.hub.redis_connection import unavailable
+from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.store.redis_connection import unavailable
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session
 
@@ -43,7 +43,7 @@ def test_through_the_hub_a_full_redis_is_unavailable_and_serves_again_when_it_ha
         admin.config_set("maxmemory-policy", "noeviction")
         admin.config_set("maxmemory", 1)
         try:
-            with pytest.raises(HubUnavailable):
+            with pytest.raises(StoreUnavailable):
                 new_session(hub)
         finally:
             admin.config_set("maxmemory", 0)

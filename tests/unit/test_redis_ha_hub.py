@@ -17,11 +17,11 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
-from flask_mcp_gevent.hub import HubUnavailable, StreamConflict, redis_connection
-from flask_mcp_gevent.hub.redis_keys import session_keys
-from flask_mcp_gevent.hub.redis_link import RedisLink
-from flask_mcp_gevent.hub.redis_scripts import SCRIPTS
 from flask_mcp_gevent.session import SessionChange
+from flask_mcp_gevent.store import StoreUnavailable, StreamConflict, redis_connection
+from flask_mcp_gevent.store.redis_keys import session_keys
+from flask_mcp_gevent.store.redis_link import RedisLink
+from flask_mcp_gevent.store.redis_scripts import SCRIPTS
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, free_port
 from tests.support.hubs import Hubs, message, new_session, numbers, take
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.redis
 
 @pytest.fixture
 def cluster_hubs(redis_cluster):
-    """A factory of RedisHub workers on the test run's cluster, emptied first."""
+    """A factory of RedisStore workers on the test run's cluster, emptied first."""
     redis_cluster.flush()
     hubs = Hubs("cluster", redis_cluster)
     yield hubs
@@ -135,9 +135,9 @@ def test_a_cluster_that_cannot_be_reached_is_an_outage_not_a_crash():
     hubs = Hubs("cluster", types.SimpleNamespace(url=f"redis://127.0.0.1:{free_port()}"))  # nothing listens there
     try:
         worker = hubs(MCP_REDIS_TIMEOUT_S="0.5")
-        with pytest.raises(HubUnavailable):
+        with pytest.raises(StoreUnavailable):
             worker.get_session("0" * 32)
-        with pytest.raises(HubUnavailable):  # its token is made before any command: connecting fails there
+        with pytest.raises(StoreUnavailable):  # its token is made before any command: connecting fails there
             worker.take_call_slot("0" * 32, 1)
         assert not worker.ready()
     finally:
@@ -150,7 +150,7 @@ def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash(
         hubs = Hubs("redis", server)
         try:
             worker = hubs()
-            with pytest.raises(HubUnavailable):
+            with pytest.raises(StoreUnavailable):
                 new_session(worker)
             assert worker.get_session("0" * 32) is None  # reads still work
         finally:
@@ -167,7 +167,7 @@ def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(
         raise NoScriptError("No matching script. Please use EVAL.")
 
     monkeypatch.setattr(worker.link.multiplexer, "run", moved)  # under the link's outage guard
-    with pytest.raises(HubUnavailable):
+    with pytest.raises(StoreUnavailable):
         worker.publish(session.id, message(1))
 
 
@@ -190,7 +190,7 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
             def landed_on_the_new_master() -> bool:
                 try:
                     publisher.publish(session.id, message(next(published)))
-                except HubUnavailable:
+                except StoreUnavailable:
                     return False  # the moment the master moves (the 503 a client would get); try again
                 return new_master.xlen(replay) > 0
 

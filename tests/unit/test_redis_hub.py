@@ -1,6 +1,6 @@
 """What only the Redis hub has: several workers on one Redis, keys that expire in Redis, Redis going away.
 
-Each worker is a RedisHub instance with its own subscriber connection, on a shared
+Each worker is a RedisStore instance with its own subscriber connection, on a shared
 redis-server. The behaviour both backends share is in test_hub_contract.py.
 """
 
@@ -15,9 +15,9 @@ import pytest
 from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps, loads
-from flask_mcp_gevent.hub import HubUnavailable, StreamClosed, StreamConflict
-from flask_mcp_gevent.hub.redis import RedisHub, session_keys
 from flask_mcp_gevent.session import SessionChange
+from flask_mcp_gevent.store import StoreUnavailable, StreamClosed, StreamConflict
+from flask_mcp_gevent.store.redis import RedisStore, session_keys
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, take
@@ -313,7 +313,7 @@ def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, re
 def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
     with RedisServer() as server:
         settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "1"})
-        hub = RedisHub(settings)
+        hub = RedisStore(settings)
         try:
             session = new_session(hub)
             assert hub.ready()
@@ -321,7 +321,7 @@ def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
             started = time.monotonic()
             for call in (lambda: hub.get_session(session.id), lambda: new_session(hub),
                          lambda: hub.publish(session.id, message(1))):
-                with pytest.raises(HubUnavailable):
+                with pytest.raises(StoreUnavailable):
                     call()
             assert time.monotonic() - started < 3.0
             assert wait_until(lambda: not hub.ready(), timeout=5.0)
@@ -336,12 +336,12 @@ def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
 def test_hub_calls_are_bounded_when_redis_hangs():
     with RedisServer() as server:
         settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.5"})
-        hub = RedisHub(settings)
+        hub = RedisStore(settings)
         try:
             session = new_session(hub)
             server.pause()
             started = time.monotonic()
-            with pytest.raises(HubUnavailable):
+            with pytest.raises(StoreUnavailable):
                 hub.get_session(session.id)
             assert time.monotonic() - started < 2.0
             server.resume()

@@ -14,10 +14,10 @@ import pytest
 import redis
 from redis.exceptions import BusyLoadingError
 
-from flask_mcp_gevent.hub import HubUnavailable
-from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
-from flask_mcp_gevent.hub.redis_link import multiplexer_for
-from flask_mcp_gevent.hub.redis_multiplex import Multiplexer
+from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.store.redis_connection import CooperativeConnection
+from flask_mcp_gevent.store.redis_link import multiplexer_for
+from flask_mcp_gevent.store.redis_multiplex import Multiplexer
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session
 from tests.support.waiting import wait_until
@@ -116,9 +116,9 @@ def test_through_the_hub_redis_loading_is_unavailable_for_reads_and_writes(debug
         session = new_session(hub)
         reloading = start_loading(debug_redis)
         try:
-            with pytest.raises(HubUnavailable):
+            with pytest.raises(StoreUnavailable):
                 hub.peek_session(session.id)
-            with pytest.raises(HubUnavailable):  # not a session Redis never stored
+            with pytest.raises(StoreUnavailable):  # not a session Redis never stored
                 new_session(hub)
         finally:
             finish_loading(debug_redis, reloading)

@@ -1,4 +1,5 @@
-"""hub/redis_multiplex.py on a real redis-server: all greenlets' commands on one connection, each reply to its asker."""
+"""store/redis_multiplex.py on a real redis-server: all greenlets' commands on one connection, each reply to its
+asker."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from flask_mcp_gevent.hub import HubUnavailable
-from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
-from flask_mcp_gevent.hub.redis_keys import call_slots_key
-from flask_mcp_gevent.hub.redis_link import multiplexer_for
-from flask_mcp_gevent.hub.redis_multiplex import Multiplexer, pack
+from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.store.redis_connection import CooperativeConnection
+from flask_mcp_gevent.store.redis_keys import call_slots_key
+from flask_mcp_gevent.store.redis_link import multiplexer_for
+from flask_mcp_gevent.store.redis_multiplex import Multiplexer, pack
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 
@@ -217,7 +218,7 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     (mux_id,) = [client["id"] for client in admin.client_list() if client["addr"] == f"127.0.0.1:{port}"]
     admin.client_kill_filter(_id=mux_id)
     greenlet.join(3)
-    assert type(greenlet.exception) is HubUnavailable
+    assert type(greenlet.exception) is StoreUnavailable
     assert hub.peek_session(session.id).id == session.id
 
 
@@ -337,7 +338,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
     def peek() -> str:
         try:
             hub.peek_session(session.id)
-        except HubUnavailable:
+        except StoreUnavailable:
             return "unavailable"
         return "answered"
 
@@ -347,7 +348,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
     try:
         started = time.monotonic()
         gevent.joinall(waiting, timeout=10)
-        assert all(type(greenlet.exception) is HubUnavailable for greenlet in waiting)
+        assert all(type(greenlet.exception) is StoreUnavailable for greenlet in waiting)
         later = [gevent.spawn(peek) for _ in range(10)]
         gevent.joinall(later, timeout=10)
         assert [greenlet.value for greenlet in later] == ["unavailable"] * 10

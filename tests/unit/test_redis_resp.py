@@ -1,4 +1,4 @@
-"""The RESP of hub/redis_multiplex.py: commands packed as redis-py sends them, replies parsed alike however the
+"""The RESP of store/redis_multiplex.py: commands packed as redis-py sends them, replies parsed alike however the
 bytes split."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from redis.connection import PythonRespSerializer
 from redis.exceptions import AuthenticationError, BusyLoadingError, NoScriptError, ReadOnlyError, ResponseError
 
-from flask_mcp_gevent.hub.redis_multiplex import HiredisParser, pack, reply_or_raise
+from flask_mcp_gevent.store.redis_multiplex import HiredisParser, pack, reply_or_raise
 
 # One reply of each kind, and what the parser makes of it.
 REPLIES = [

@@ -10,10 +10,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub import redis_listener
-from flask_mcp_gevent.hub.redis_connection import CooperativeConnection
-from flask_mcp_gevent.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
-from flask_mcp_gevent.hub.redis_listener import SubscriberReader
+from flask_mcp_gevent.store import redis_listener
+from flask_mcp_gevent.store.redis_connection import CooperativeConnection
+from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
+from flask_mcp_gevent.store.redis_listener import SubscriberReader
 from tests.support.hubs import new_session
 from tests.support.waiting import wait_until
 

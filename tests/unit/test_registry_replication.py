@@ -1,7 +1,7 @@
 """Run-time registry changes on a fleet: made by reference on every worker before anyone is told.
 
 The first part drives Registry with a stand-in replicator (another registry playing
-the other worker); the second runs RedisHub "workers" on a real redis-server.
+the other worker); the second runs RedisStore "workers" on a real redis-server.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.hub.redis import RedisHub
+from flask_mcp_gevent.store.redis import RedisStore
 from mcp_tools import Registry, RegistryError, tool
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
@@ -152,15 +152,15 @@ def test_without_a_fleet_closures_still_register():
     assert registry.tools["rt-local"].fn() == "hello from rt-local"
 
 
-# RedisHub workers on a real Redis
+# RedisStore workers on a real Redis
 @pytest.fixture
 def workers(redis_server) -> Iterator[Any]:  # noqa: F811
-    """Start RedisHub 'workers' sharing one redis-server, each with its own registry, ready to serve."""
+    """Start RedisStore 'workers' sharing one redis-server, each with its own registry, ready to serve."""
     redis_server.client().flushdb()
-    made: list[RedisHub] = []
+    made: list[RedisStore] = []
 
-    def start() -> tuple[RedisHub, Registry]:
-        hub = RedisHub(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    def start() -> tuple[RedisStore, Registry]:
+        hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
         registry = Registry()
         hub.share_registry(registry)
         hub.prepare()

@@ -24,7 +24,7 @@ class CountingHub:
 def status_of(session_id: str) -> tuple[int, int]:
     """The HTTP status lookup_session refuses session_id with, and how many times it asked the hub."""
     hub = CountingHub()
-    dispatcher = SimpleNamespace(hub=hub, call_slots=SimpleNamespace(limit=4))
+    dispatcher = SimpleNamespace(store=hub, call_slots=SimpleNamespace(limit=4))
     with pytest.raises(HttpProblem) as refused:
         lookup_session(dispatcher, session_id, "streamable", None, request_id=7)
     return refused.value.status, hub.lookups

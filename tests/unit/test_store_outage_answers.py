@@ -6,7 +6,7 @@ import pytest
 
 from app import create_app
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
-from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.store import StoreUnavailable
 
 INIT = {"jsonrpc": "2.0", "id": 41, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -14,7 +14,7 @@ INIT = {"jsonrpc": "2.0", "id": 41, "method": "initialize",
 
 def unreachable(*_):
     """Fail as a hub call does while Redis is unreachable."""
-    raise HubUnavailable("session store unreachable")
+    raise StoreUnavailable("session store unreachable")
 
 
 # The hot path and Flask's route (forced by a CORS setting), each accepting JSON only or JSON and SSE.
@@ -23,7 +23,7 @@ def unreachable(*_):
 @pytest.mark.parametrize("stalled", ["create_session", "update_session"])
 def test_initialize_caught_by_the_outage_gets_503_with_its_id(config, accept, stalled, monkeypatch):
     app = create_app(config)
-    hub = app.extensions["mcp"].dispatcher.hub
+    hub = app.extensions["mcp"].dispatcher.store
     monkeypatch.setattr(hub, stalled, unreachable)
     answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": accept})
     assert answer.status_code == 503

@@ -13,7 +13,7 @@ import gevent
 import gevent.event
 import pytest
 
-from flask_mcp_gevent.hub import HubUnavailable
+from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.tasks.record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
 
 LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')
@@ -206,7 +206,7 @@ def test_a_change_that_keeps_losing_its_race_gives_up_as_an_outage(hub, monkeypa
     store = hub.tasks
     store.create(new_task(), limit=10)
     monkeypatch.setattr(store, "save", lambda record: False)
-    with pytest.raises(HubUnavailable):
+    with pytest.raises(StoreUnavailable):
         store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}")
     assert get(store)[0].status == WORKING
 

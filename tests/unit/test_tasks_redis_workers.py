@@ -33,14 +33,14 @@ def name_please(ctx) -> str:
 
 @pytest.fixture
 def workers(redis_hubs):
-    """Two dispatchers, each on its own RedisHub of the same redis-server."""
+    """Two dispatchers, each on its own RedisStore of the same redis-server."""
     registry = Registry()
     registry.add_function(nap)
     registry.add_function(name_please)
     dispatchers = []
     for _ in range(2):
         hub = redis_hubs()
-        dispatchers.append(Dispatcher(hub.settings, registry=registry, hub=hub))
+        dispatchers.append(Dispatcher(hub.settings, registry=registry, store=hub))
         assert wait_until(hub.ready, timeout=WAIT_S)
     yield dispatchers
     for dispatcher in dispatchers:
@@ -74,5 +74,5 @@ def test_the_worker_that_takes_the_last_answer_runs_the_task_on(workers):
     assert (list(first.tasks.running), list(second.tasks.running)) == ([], [("alice", task_id)])
     done = Client(first, "alice").until(task_id)
     assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "Hello, Ada")
-    record, _ = second.hub.tasks.get("alice", task_id, second.hub.tasks.now(), ("", ""))
+    record, _ = second.store.tasks.get("alice", task_id, second.store.tasks.now(), ("", ""))
     assert record.answers == {"name": '{"action":"accept","content":{"name":"Ada"}}'}

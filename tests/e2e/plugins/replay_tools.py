@@ -1,7 +1,7 @@
 """Tools the hub-bound tests drive: what a session's replay log holds, and filling the record of consumed requests.
 
 Loaded with MCP_PLUGINS=tests.e2e.plugins.replay_tools. They use the hub's own store (the memory
-hub's slots, or the session's Redis Stream; Hub.use_once), so a test sees what is really kept, not a counter.
+hub's slots, or the session's Redis Stream; Store.use_once), so a test sees what is really kept, not a counter.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import secrets
 
 from flask_mcp_gevent.encoding import loads
-from flask_mcp_gevent.hub import CapacityError
-from flask_mcp_gevent.hub.redis_keys import session_keys
+from flask_mcp_gevent.store import CapacityError
+from flask_mcp_gevent.store.redis_keys import session_keys
 from mcp_tools import tool
 from tests.support.hub_seam import server_hub
 

@@ -1,7 +1,7 @@
 """The Redis hub's one command path (RedisLink): every part of the hub sends through it, in the process it serves.
 
 Over redis:// the multiplexer sends every greenlet's commands on one connection (redis-py cannot); else redis-py does.
-Either way a failure that means Redis is down comes out as HubUnavailable (OutageGuard).
+Either way a failure that means Redis is down comes out as StoreUnavailable (OutageGuard).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from redis.cluster import RedisCluster
 from redis.exceptions import AskError, MovedError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from flask_mcp_gevent.hub.redis_connection import CooperativeConnection, OutageGuard, connect
-from flask_mcp_gevent.hub.redis_multiplex import Multiplexer
+from flask_mcp_gevent.store.redis_connection import CooperativeConnection, OutageGuard, connect
+from flask_mcp_gevent.store.redis_multiplex import Multiplexer
 
 __all__ = ["RUN_BATCH", "RedisLink", "multiplexer_for"]
 

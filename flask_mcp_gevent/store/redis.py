@@ -14,26 +14,32 @@ from typing import Any
 import gevent
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import SHARED_SECRET_BYTES, Hub, HubUnavailable
-from flask_mcp_gevent.hub.redis_claims import REFRESH_EVERY_S, Claims, RedisSubscription
-from flask_mcp_gevent.hub.redis_codec import milliseconds
-from flask_mcp_gevent.hub.redis_deliveries import Deliveries
-from flask_mcp_gevent.hub.redis_keys import CONTROL_CHANNEL, SECRET_PREFIX, SESSION_INDEX, session_keys, used_rounds_key
-from flask_mcp_gevent.hub.redis_link import RedisLink
-from flask_mcp_gevent.hub.redis_listener import Listener
-from flask_mcp_gevent.hub.redis_scripts import SCRIPTS
-from flask_mcp_gevent.hub.redis_sessions import CallSlots, Sessions
-from flask_mcp_gevent.hub.registry_sync import RegistrySync
-from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.store.base import SHARED_SECRET_BYTES, Store, StoreUnavailable
+from flask_mcp_gevent.store.redis_claims import REFRESH_EVERY_S, Claims, RedisSubscription
+from flask_mcp_gevent.store.redis_codec import milliseconds
+from flask_mcp_gevent.store.redis_deliveries import Deliveries
+from flask_mcp_gevent.store.redis_keys import (
+    CONTROL_CHANNEL,
+    SECRET_PREFIX,
+    SESSION_INDEX,
+    session_keys,
+    used_rounds_key,
+)
+from flask_mcp_gevent.store.redis_link import RedisLink
+from flask_mcp_gevent.store.redis_listener import Listener
+from flask_mcp_gevent.store.redis_scripts import SCRIPTS
+from flask_mcp_gevent.store.redis_sessions import CallSlots, Sessions
+from flask_mcp_gevent.store.registry_sync import RegistrySync
+from flask_mcp_gevent.store.subscription import Subscription
 from flask_mcp_gevent.tasks.redis_store import TASK_SCRIPTS, RedisTaskStore
 
-__all__ = ["RedisHub", "RedisSubscription", "session_keys"]
+__all__ = ["RedisStore", "RedisSubscription", "session_keys"]
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 
-class RedisHub(Hub):
+class RedisStore(Store):
     """The hub for many workers and hosts: its parts share one link to Redis, which the hub hands them."""
 
     # Answers published after this worker exits still reach their clients, from any other worker.
@@ -78,7 +84,7 @@ class RedisHub(Hub):
             try:
                 self.call_slots.renew_call_leases()
                 self.claims.refresh()
-            except HubUnavailable:
+            except StoreUnavailable:
                 pass  # the subscriber greenlet logs the outage and resyncs when Redis returns
             except Exception:
                 log.exception("refreshing stream claims failed")
@@ -114,7 +120,7 @@ class RedisHub(Hub):
         return self.call_slots.take_call_slot(session_id, limit)
 
     def give_back_call_slot(self, session_id: str, token: str) -> None:
-        """Free the slot (see Hub.give_back_call_slot)."""
+        """Free the slot (see Store.give_back_call_slot)."""
         self.call_slots.give_back_call_slot(session_id, token)
 
     # delivery (redis_deliveries.py)
@@ -171,7 +177,7 @@ class RedisHub(Hub):
             return False
         try:
             return bool(self.link.execute("PING"))
-        except HubUnavailable:
+        except StoreUnavailable:
             return False
 
     def shutdown(self) -> None:
@@ -186,7 +192,7 @@ class RedisHub(Hub):
                 greenlet.kill(block=True, timeout=2)
         self.link.stop()
 
-    # run-time registry changes (flask_mcp_gevent/hub/registry_sync.py)
+    # run-time registry changes (flask_mcp_gevent/store/registry_sync.py)
     def share_registry(self, registry: Any) -> None:
         """Take this worker's run-time registry changes to every worker of the fleet, and theirs to this one."""
         self.registry_sync.share(registry)

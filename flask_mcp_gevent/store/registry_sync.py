@@ -16,14 +16,14 @@ from gevent.event import Event
 from gevent.queue import Empty, Queue
 
 from flask_mcp_gevent.encoding import dumps, loads
-from flask_mcp_gevent.hub.base import HubUnavailable
-from flask_mcp_gevent.hub.redis_codec import field_pairs
-from flask_mcp_gevent.hub.redis_keys import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
-from flask_mcp_gevent.hub.redis_link import RedisLink
+from flask_mcp_gevent.store.base import StoreUnavailable
+from flask_mcp_gevent.store.redis_codec import field_pairs
+from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
+from flask_mcp_gevent.store.redis_link import RedisLink
 
 __all__ = ["ACK_TIMEOUT_S", "RegistrySync"]
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 
 # A worker that changed the registry waits this long for every worker to apply the change before it announces
@@ -117,5 +117,5 @@ class RegistrySync:
         """Tell the worker that made a change that this one has it."""
         try:
             self.control({"op": "registry-ack", "id": change_id, "worker": self.link.worker_id})
-        except HubUnavailable:
+        except StoreUnavailable:
             pass  # that worker stops waiting at its timeout

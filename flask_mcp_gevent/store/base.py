@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from flask_mcp_gevent.hub.subscription import Subscription
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.store.subscription import Subscription
 from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
     from flask_mcp_gevent.tasks.store import TaskStore
 
-__all__ = ["CapacityError", "Hub", "HubUnavailable", "QuotaFull", "StreamConflict"]
+__all__ = ["CapacityError", "Store", "StoreUnavailable", "QuotaFull", "StreamConflict"]
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 
 # Retrying an acknowledged answer through a store outage: the first wait between attempts, and the longest.
@@ -80,7 +80,7 @@ class QuotaFull(CapacityError):
     """The session's owner (a principal, or an anonymous client's address) holds as many sessions as it may."""
 
 
-class HubUnavailable(RuntimeError):
+class StoreUnavailable(RuntimeError):
     """The hub's backing store cannot be reached right now."""
 
 
@@ -88,7 +88,7 @@ class StreamConflict(RuntimeError):
     """The session already has a stream open and may not have a second one."""
 
 
-class Hub(ABC):
+class Store(ABC):
     """Sessions, delivery, replay, server-to-client requests and cancellation."""
 
     # True when answers published after this worker exits still reach their clients (through another worker).
@@ -167,7 +167,7 @@ class Hub(ABC):
         while True:
             try:
                 event_id = self.publish_once(session_id, message, stream, token)
-            except HubUnavailable:
+            except StoreUnavailable:
                 remaining = started + self.settings.delivery_retry_s - time.monotonic()
                 if remaining <= 0:
                     log.error("gave up storing the answer to %s of session %s: the session store stayed "

@@ -12,7 +12,7 @@ from flask_mcp_gevent.metrics import instruments
 
 __all__ = ["StreamClosed", "Subscription"]
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 # Queued behind a stream's last event when it ends.
 STREAM_END = object()

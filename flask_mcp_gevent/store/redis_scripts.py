@@ -4,7 +4,7 @@ Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree. Append
 entry happen in one atomic step, so every worker sees one order of events per session.
 """
 
-from flask_mcp_gevent.hub.redis_keys import SESSION_KEYS_LUA
+from flask_mcp_gevent.store.redis_keys import SESSION_KEYS_LUA
 
 __all__ = ["SCRIPTS"]
 

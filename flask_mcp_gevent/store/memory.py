@@ -14,25 +14,25 @@ from typing import TYPE_CHECKING, Any
 import gevent
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import (
+from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.store.base import (
     CapacityError,
-    Hub,
     QuotaFull,
+    Store,
     StreamConflict,
     join_event_id,
     report_replay_gap,
     split_event_id,
 )
-from flask_mcp_gevent.hub.subscription import Subscription
-from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.store.subscription import Subscription
 from flask_mcp_gevent.tasks.store import MemoryTaskStore
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
 
-__all__ = ["MemoryHub", "UsedOnce"]
+__all__ = ["MemoryStore", "UsedOnce"]
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 
 class MemorySubscription(Subscription):
@@ -102,7 +102,7 @@ class SessionSlot:
             self.replay_bytes -= len(self.replay.popleft()[1])
 
 
-class MemoryHub(Hub):
+class MemoryStore(Store):
     """The single-worker hub."""
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:

@@ -31,9 +31,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-from flask_mcp_gevent.hub.base import HubUnavailable
+from flask_mcp_gevent.store.base import StoreUnavailable
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 # MasterNotFoundError (no Sentinel knows a master) is a ConnectionError; a cluster without a master for a slot
 # answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
@@ -77,7 +77,7 @@ def unavailable(exc: BaseException) -> bool:
 
 
 class OutageGuard:
-    """The context every hub command runs in: a failure that means Redis is down becomes HubUnavailable."""
+    """The context every hub command runs in: a failure that means Redis is down becomes StoreUnavailable."""
 
     # A class, not @contextmanager: it wraps every command, and costs a seventh as much.
     __slots__ = ("down_since",)
@@ -100,7 +100,7 @@ class OutageGuard:
         if self.down_since is None:
             self.down_since = time.monotonic()
             log.warning("Redis unreachable (%s); answering 503 until it returns", type(exc).__name__)
-        raise HubUnavailable("session store unreachable") from None
+        raise StoreUnavailable("session store unreachable") from None
 
 
 def connect(settings: Any, client_name: str) -> Any:

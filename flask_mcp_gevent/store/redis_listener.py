@@ -14,16 +14,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from flask_mcp_gevent.encoding import loads
-from flask_mcp_gevent.hub.base import HubUnavailable
-from flask_mcp_gevent.hub.redis_claims import Claims
-from flask_mcp_gevent.hub.redis_connection import UNAVAILABLE, subscriber_connection
-from flask_mcp_gevent.hub.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
-from flask_mcp_gevent.hub.redis_link import RedisLink
-from flask_mcp_gevent.hub.redis_multiplex import READ_SIZE, HiredisParser, pack
-from flask_mcp_gevent.hub.registry_sync import RegistrySync
+from flask_mcp_gevent.store.base import StoreUnavailable
+from flask_mcp_gevent.store.redis_claims import Claims
+from flask_mcp_gevent.store.redis_connection import UNAVAILABLE, subscriber_connection
+from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
+from flask_mcp_gevent.store.redis_link import RedisLink
+from flask_mcp_gevent.store.redis_multiplex import READ_SIZE, HiredisParser, pack
+from flask_mcp_gevent.store.registry_sync import RegistrySync
 from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 # The subscriber connection pings when quiet; silence this long means Redis is gone.
 LISTEN_PING_S = 2.0
@@ -36,7 +36,7 @@ MASTER_CHECK_S = 1.0
 
 
 class Listener:
-    """RedisHub's subscriber greenlet: it routes into the hub's local streams and per-worker registries."""
+    """RedisStore's subscriber greenlet: it routes into the hub's local streams and per-worker registries."""
 
     def __init__(self, link: RedisLink, claims: Claims, registry_sync: RegistrySync, pending: PendingRequests,
                  inflight: InflightCalls, hand_to_this_worker: Callable[[dict[str, Any]], None]) -> None:
@@ -80,7 +80,7 @@ class Listener:
                 gevent.spawn(self.claims.resync_all, number)
                 self.master_moved = False
                 self._read(reader)
-            except (*UNAVAILABLE, HubUnavailable) as exc:  # HubUnavailable: from the link (loading the registry)
+            except (*UNAVAILABLE, StoreUnavailable) as exc:  # StoreUnavailable: from the link (loading the registry)
                 if self.listening:
                     log.warning("lost the Redis subscriber connection (%s); reconnecting", type(exc).__name__)
             except Exception:

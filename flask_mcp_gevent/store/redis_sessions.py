@@ -10,23 +10,23 @@ from collections.abc import Callable
 from typing import Any
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import CapacityError, HubUnavailable, QuotaFull
-from flask_mcp_gevent.hub.redis_claims import Claims
-from flask_mcp_gevent.hub.redis_codec import (
+from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.store.base import CapacityError, QuotaFull, StoreUnavailable
+from flask_mcp_gevent.store.redis_claims import Claims
+from flask_mcp_gevent.store.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
     milliseconds,
     session_from_json,
     session_json,
 )
-from flask_mcp_gevent.hub.redis_keys import (
+from flask_mcp_gevent.store.redis_keys import (
     CONTROL_CHANNEL,
     SESSION_INDEX,
     call_slots_key,
     owner_key,
     session_keys,
 )
-from flask_mcp_gevent.hub.redis_link import RedisLink
-from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
+from flask_mcp_gevent.store.redis_link import RedisLink
 
 # get_session refreshes a session's TTL with a script at most this often per worker (a plain GET between),
 # and never less often than a tenth of the TTL; the memory of when is bounded.
@@ -39,11 +39,11 @@ CALL_LEASE_MS = milliseconds(CALL_LEASE_S)
 # Slot tokens are this worker's id and a number: unique in the fleet without asking the kernel for randomness.
 _token_numbers = itertools.count()
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 
 class Sessions:
-    """RedisHub's session store: it sends through the hub's link and ends a closed session's streams."""
+    """RedisStore's session store: it sends through the hub's link and ends a closed session's streams."""
 
     def __init__(self, link: RedisLink, settings: Any, claims: Claims, pending_ttl_s: float) -> None:
         self.link = link
@@ -53,7 +53,7 @@ class Sessions:
         self.ttl_refreshed: dict[str, float] = {}
         self.refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                        settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
-        # How long a session that never came back after initialize lives (Hub.pending_ttl_s).
+        # How long a session that never came back after initialize lives (Store.pending_ttl_s).
         self.pending_ttl_s = pending_ttl_s
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
@@ -131,7 +131,7 @@ class Sessions:
 
 
 class CallSlots:
-    """RedisHub's call slots: it sends through the hub's link."""
+    """RedisStore's call slots: it sends through the hub's link."""
 
     def __init__(self, link: RedisLink) -> None:
         self.link = link
@@ -158,7 +158,7 @@ class CallSlots:
         self.call_leases.pop(token, None)
         try:
             self.link.execute("ZREM", call_slots_key(session_id), token)
-        except HubUnavailable:
+        except StoreUnavailable:
             log.info("could not free a call slot of session %s: Redis unreachable", session_id[:8])
 
     def renew_call_leases(self) -> None:

@@ -1,14 +1,14 @@
-"""The Redis hub's publish, and the store of one attempt of Hub.deliver: a token makes a retry append at most once."""
+"""The Redis hub's publish, and the store of one attempt of Store.deliver: a token makes a retry append at most once."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.hub.base import join_event_id
-from flask_mcp_gevent.hub.redis_codec import milliseconds
-from flask_mcp_gevent.hub.redis_keys import WORKER_CHANNEL, SessionKeys, delivery_key, session_keys
-from flask_mcp_gevent.hub.redis_link import RedisLink
+from flask_mcp_gevent.store.base import join_event_id
+from flask_mcp_gevent.store.redis_codec import milliseconds
+from flask_mcp_gevent.store.redis_keys import WORKER_CHANNEL, SessionKeys, delivery_key, session_keys
+from flask_mcp_gevent.store.redis_link import RedisLink
 
 __all__ = ["Deliveries"]
 
@@ -18,7 +18,7 @@ DELIVERY_TOKEN_MARGIN_S = 5.0
 
 
 class Deliveries:
-    """RedisHub's publish, once per token or not: it sends through the hub's link."""
+    """RedisStore's publish, once per token or not: it sends through the hub's link."""
 
     def __init__(self, link: RedisLink, settings: Any) -> None:
         self.link = link

@@ -12,13 +12,19 @@ from typing import Any
 import gevent
 from gevent.event import Event
 
-from flask_mcp_gevent.hub.base import HubUnavailable, StreamConflict, join_event_id, report_replay_gap, split_event_id
-from flask_mcp_gevent.hub.redis_codec import entries_of, event_order, milliseconds, replay_position
-from flask_mcp_gevent.hub.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
-from flask_mcp_gevent.hub.redis_link import RUN_BATCH, RedisLink
-from flask_mcp_gevent.hub.subscription import Subscription
+from flask_mcp_gevent.store.base import (
+    StoreUnavailable,
+    StreamConflict,
+    join_event_id,
+    report_replay_gap,
+    split_event_id,
+)
+from flask_mcp_gevent.store.redis_codec import entries_of, event_order, milliseconds, replay_position
+from flask_mcp_gevent.store.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
+from flask_mcp_gevent.store.redis_link import RUN_BATCH, RedisLink
+from flask_mcp_gevent.store.subscription import Subscription
 
-log = logging.getLogger("mcp.hub")
+log = logging.getLogger("mcp.store")
 
 # How long a stream's claim on its session lasts without a refresh, and how often it is refreshed.
 ATTACH_TTL_S = 20.0
@@ -29,7 +35,7 @@ CATCH_UP_RETRY_MAX_S = 2.0
 
 
 class Claims:
-    """This worker's attached streams and their claims (RedisHub's part: it sends through the hub's link)."""
+    """This worker's attached streams and their claims (RedisStore's part: it sends through the hub's link)."""
 
     def __init__(self, link: RedisLink, settings: Any, in_reader: Callable[[], bool]) -> None:
         self.link = link
@@ -160,7 +166,7 @@ class Claims:
         self.listening_number = number
         try:
             self.refresh()
-        except HubUnavailable:
+        except StoreUnavailable:
             pass  # the refresher tries again; the catch-up below does not depend on it
         except Exception:
             log.exception("refreshing stream claims failed")
@@ -201,7 +207,7 @@ class Claims:
         subscription.hold()
         try:
             raw = self.link.execute("XRANGE", session_keys(subscription.session_id).replay, start, "+")
-        except HubUnavailable:
+        except StoreUnavailable:
             return False  # still holding its live events: read again
         except BaseException:
             subscription.fill([])
@@ -230,7 +236,7 @@ class Claims:
                 [subscription.owner, subscription.delivered or "", int(self.settings.resume_window_s * 1000),
                  "1" if subscription.stream is None else "0"],
             )
-        except HubUnavailable:
+        except StoreUnavailable:
             log.info("could not release stream of session %s: Redis unreachable", subscription.session_id[:8])
 
 
