@@ -19,9 +19,9 @@ from werkzeug.test import EnvironBuilder
 
 from app import create_app
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.store.memory import MemoryStore
-from flask_mcp_gevent.transports.stdio import StdioServer
+from flask_mcp_gevent.transports.stdio import StdioConnection
 
 __all__ = ["WIRES", "open_client"]
 
@@ -105,7 +105,7 @@ def stop_app(app: Flask) -> None:
     """Close the app's streams, then stop its hub's greenlets and connections (the Redis hub has some)."""
     extension = app.extensions["mcp"]
     extension.shutdown()
-    getattr(extension.dispatcher.store, "stop", lambda: None)()
+    getattr(extension.server.store, "stop", lambda: None)()
 
 
 def answer_of(headers: dict[str, str], data: bytes) -> dict[str, Any]:
@@ -240,11 +240,11 @@ class StdioClient(Client):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         # As transports/stdio.run_stdio builds it: stdio always serves from an in-memory hub.
-        self.dispatcher = Dispatcher(settings, store=MemoryStore(settings))
+        self.dispatcher = Server(settings, store=MemoryStore(settings))
         self.lines: Queue = Queue()
         self.out: Queue = Queue()
         # This client is the server's stdout: it has the two methods the server calls (write, flush).
-        self.server = StdioServer(self.dispatcher, iter(self.lines.get, None), cast(BinaryIO, self))
+        self.server = StdioConnection(self.dispatcher, iter(self.lines.get, None), cast(BinaryIO, self))
         self.serving = gevent.spawn(self.server.serve)
         self.send(initialize(0))
         self.answer(0)
@@ -288,6 +288,6 @@ def open_client(wire: str, redis_url: str | None = None) -> Client:
         return StdioClient(settings)
     app = create_app(settings)
     # As gunicorn.conf.py's post_worker_init does before a worker accepts a connection.
-    app.extensions["mcp"].dispatcher.store.prepare()
+    app.extensions["mcp"].server.prepare()
     client = {"legacy": LegacyClient, "streamable": StreamableClient, "2026-07-28": StatelessClient}[wire]
     return client(app)

@@ -23,12 +23,12 @@ from flask import Flask, Response
 from werkzeug.test import EnvironBuilder
 
 from app import create_app
-from flask_mcp_gevent.dispatcher import jsonrpc_dispatch
 from flask_mcp_gevent.encoding import dumps, format_sse_event
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.protocol.methods import SESSION_METHODS
 from flask_mcp_gevent.protocol.request_context import RequestContext
 from flask_mcp_gevent.protocol.tools import run_tool, schema_errors
+from flask_mcp_gevent.server import jsonrpc_dispatch
 
 __all__ = ["main"]
 
@@ -78,9 +78,9 @@ def wsgi_caller(app: Flask, method: str, path: str, body: bytes, headers: dict[s
 
 def legacy_session(app: Flask) -> tuple[str, object]:
     """Open a legacy session with a live subscription, initialized, as a real client would."""
-    dispatcher = app.extensions["mcp"].dispatcher
+    dispatcher = app.extensions["mcp"].server
     session = dispatcher.open_session("sse")
-    subscription = dispatcher.store.subscribe(session.id)
+    subscription = dispatcher.store.events.subscribe(session.id)
     post = wsgi_caller(app, "POST", f"/mcp?session_id={session.id}", INIT % b"2024-11-05", {})
     post()
     gevent.sleep(0)
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger("mcp").handlers:
         if isinstance(handler, logging.StreamHandler):
             handler.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
-    dispatcher = app.extensions["mcp"].dispatcher
+    dispatcher = app.extensions["mcp"].server
     calls = args.calls
 
     session_id, subscription = legacy_session(app)
@@ -121,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     init = wsgi_caller(app, "POST", "/mcp", INIT % b"2025-06-18",
                        {"Accept": "application/json, text/event-stream"})()
     del init
-    stream_id = next(s.session.id for s in dispatcher.store.slots.values() if s.session.transport == "streamable")
-    dispatcher.store.get_session(stream_id).initialized = True
+    slots = dispatcher.store.sessions.slots.values()
+    stream_id = next(s.session.id for s in slots if s.session.transport == "streamable")
+    dispatcher.store.sessions.get_session(stream_id).initialized = True
     streamable = wsgi_caller(app, "POST", "/mcp", ECHO, {"Accept": "application/json, text/event-stream",
                                                          "Mcp-Session-Id": stream_id,
                                                          "MCP-Protocol-Version": "2025-06-18"})
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     stateless = wsgi_caller(app, "POST", "/mcp", STATELESS_ECHO, STATELESS_HEADERS)
     assert b'"resultType":"complete"' in stateless()[1], stateless()
 
-    session = dispatcher.store.get_session(session_id)
+    session = dispatcher.store.sessions.get_session(session_id)
     body = parse_body(ECHO)
     message = body.messages[0]
 
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def publish_and_drain() -> None:
         """Publish one response to the legacy session and take it off its stream."""
-        dispatcher.store.publish(session_id, {"id": 7})
+        dispatcher.store.events.publish(session_id, {"id": 7})
         drain(subscription)
 
     stages = [
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         ("  logger.info disabled-level check", lambda: log.debug("x %s", 1)),
         ("  start_request + join (greenlet)",
          lambda: dispatcher.start_request(session, message, lambda m: None).join()),
-        ("  hub.publish + drain + SSE frame", publish_and_drain),
+        ("  hub.events.publish + drain + SSE frame", publish_and_drain),
         ("  dumps(response)", lambda: dumps({"jsonrpc": "2.0", "id": 7, "result": {
             "content": [{"type": "text", "text": "hello"}], "isError": False}})),
     ]

@@ -51,20 +51,28 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def sse_call(hub: Any, session: Session, stream: Any) -> None:
-    """What a legacy SSE tools/call asks of the hub, the answer read back from the stream."""
-    token = lookup_with_slot(hub, session)
+def ports_of(store: Any) -> tuple[Any, Any]:
+    """(sessions, event log) of a store with ports, or the hub itself twice on a tree from before them."""
+    if hasattr(store, "events"):
+        return store.sessions, store.events
+    return store, store
+
+
+def sse_call(store: Any, session: Session, stream: Any) -> None:
+    """What a legacy SSE tools/call asks of the store, the answer read back from the stream."""
+    hub, events = ports_of(store)
+    token = lookup_with_slot(store, session)
     # As the dispatcher gives it back, before the answer is stored (an older tree: ahead of it, in its write).
     if gives_back_ahead_of_the_answer(hub):
-        hub.give_back_call_slot(session.id, token, answer_follows=True)
+        hub.sessions.give_back_call_slot(session.id, token, answer_follows=True)
     else:
-        hub.give_back_call_slot(session.id, token)
+        hub.sessions.give_back_call_slot(session.id, token)
     if hasattr(hub, "deliver_later"):  # as the legacy transport stored it on some trees: without waiting (else deliver)
         hub.deliver_later(session.id, ANSWER)
         if hasattr(hub, "free_held_slot"):
             hub.free_held_slot()
     else:
-        hub.deliver(session.id, ANSWER)
+        events.deliver(session.id, ANSWER)
     while stream.get(5) is None:
         pass
 
@@ -73,25 +81,26 @@ def gives_back_ahead_of_the_answer(hub: Any, known: dict[type, bool] = {}) -> bo
     """Whether this tree's hub sends a slot's release with the answer (asked once per hub class, not per call)."""
     kind = type(hub)
     if kind not in known:
-        known[kind] = "answer_follows" in inspect.signature(hub.give_back_call_slot).parameters
+        known[kind] = "answer_follows" in inspect.signature(hub.sessions.give_back_call_slot).parameters
     return known[kind]
 
 
-def streamable_call(hub: Any, session: Session, stream: Any) -> None:
-    """What a Streamable HTTP tools/call answered as JSON asks of the hub."""
-    token = lookup_with_slot(hub, session)
-    hub.give_back_call_slot(session.id, token)
+def streamable_call(store: Any, session: Session, stream: Any) -> None:
+    """What a Streamable HTTP tools/call answered as JSON asks of the store."""
+    token = lookup_with_slot(store, session)
+    ports_of(store)[0].give_back_call_slot(session.id, token)
 
 
-def lookup_with_slot(hub: Any, session: Session) -> str:
-    """The session looked up for one tools/call and the call's slot, as the transports and dispatcher do."""
+def lookup_with_slot(store: Any, session: Session) -> str:
+    """The session looked up for one tools/call and the call's slot, as the transports and server do."""
+    hub = ports_of(store)[0]
     token = None
     if hasattr(hub, "get_session_for_call"):  # an older tree: the slot with the lookup where it can
         _, token = hub.get_session_for_call(session.id, session.transport, session.principal, SLOT_LIMIT)
     else:
-        hub.get_session(session.id, accept=lambda stored: True)
+        hub.sessions.get_session(session.id, accept=lambda stored: True)
     if token is None:
-        token = hub.take_call_slot(session.id, SLOT_LIMIT)
+        token = hub.sessions.take_call_slot(session.id, SLOT_LIMIT)
     else:
         hub.hold_call_slot(session.id, token)
     return token
@@ -100,10 +109,11 @@ def lookup_with_slot(hub: Any, session: Session) -> str:
 def per_call_us(hub: Any, call: Any, calls: int, rounds: int) -> list[float]:
     """CPU microseconds per call, one figure per round, after a warm-up."""
     sessions = []
+    store_sessions, events = ports_of(hub)
     for _ in range(SESSIONS):
         session = Session(protocol_version="2025-06-18")
-        hub.create_session(session)
-        sessions.append((session, hub.subscribe(session.id)))
+        store_sessions.create_session(session)
+        sessions.append((session, events.subscribe(session.id)))
 
     def run(each: int) -> None:
         gevent.joinall([gevent.spawn(lambda s=s, t=t: [call(hub, s, t) for _ in range(each)]) for s, t in sessions])
@@ -116,7 +126,7 @@ def per_call_us(hub: Any, call: Any, calls: int, rounds: int) -> list[float]:
         figures.append((cpu_seconds() - started) / (calls // SESSIONS * SESSIONS) * 1e6)
     for session, stream in sessions:
         stream.close()
-        hub.close_session(session.id)
+        store_sessions.close_session(session.id)
     return figures
 
 
@@ -183,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     report("memory", create_store(Settings.from_environ({})), args.count, args.calls, args.rounds)
     for topology in topologies:
         with redis_environ(topology) as environ:
-            hub = create_store(Settings.from_environ(environ))
-            hub.prepare()
+            hub: Any = create_store(Settings.from_environ(environ))
+            getattr(hub, "fleet", hub).prepare()
             try:
                 report("redis" if topology == "single" else topology, hub, args.count, args.calls, args.rounds)
             finally:

@@ -42,9 +42,10 @@ class Era:
                                   "Session not initialized: send initialize first, then this request")
         return None
 
-    def takes_call_slot(self, message: Message) -> bool:
-        """Whether the request counts against its session's MCP_MAX_CONCURRENT_CALLS (a session's tools/call)."""
-        return message.method == "tools/call"
+    def takes_call_slot(self, session: Session, message: Message) -> bool:
+        """Whether the request counts against its session's MCP_MAX_CONCURRENT_CALLS: a stored session's
+        tools/call (stdio's one local client is not held back)."""
+        return message.method == "tools/call" and session.stored
 
     def shape(self, message: Message, response: dict[str, Any], server_info: dict[str, Any],
               authenticated: bool) -> dict[str, Any]:
@@ -66,7 +67,7 @@ class StatelessEra(Era):
                                   f"Invalid params: _meta logLevel must be one of {', '.join(LOG_LEVELS)}")
         return None
 
-    def takes_call_slot(self, message: Message) -> bool:
+    def takes_call_slot(self, session: Session, message: Message) -> bool:
         """Never: a stateless request has no session to count against."""
         return False
 

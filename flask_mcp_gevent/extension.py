@@ -8,7 +8,7 @@
         return a + b
 
 An MCP object holds what its decorators declare (its `registry`); each app it is given gets its own server
-(app.extensions["mcp"], a web.flask_extension.McpExtension: a dispatcher with a copy of those declarations,
+(app.extensions["mcp"], a web.flask_extension.McpExtension: a server with a copy of those declarations,
 the routes under `path`), so two apps in one process serve their own tools. A declaration made after
 init_app reaches the apps already served at once.
 
@@ -85,7 +85,7 @@ class MCP:
             self.init_app(app)
 
     def init_app(self, app: Flask) -> None:
-        """Serve this object's declarations on app, with its own dispatcher (app.extensions["mcp"])."""
+        """Serve this object's declarations on app, with its own server (app.extensions["mcp"])."""
         settings = self.settings_for(app)
         server = McpExtension(settings=settings, registry=self.registry_for(settings), path=self.path,
                               whole_app=self.whole_app, forward_headers=self.forward_headers)
@@ -120,7 +120,7 @@ class MCP:
             check_headers(spec)
         self.registry.declare(spec)
         for server in list(self.servers):
-            server.dispatcher.registry.declare(spec)  # type: ignore[union-attr]
+            server.server.registry.declare(spec)  # type: ignore[union-attr]
 
     def tool(self, fn: Decorated | None = None, /, *, name: str | None = None,
              input_schema: dict[str, Any] | None = None, description: str | None = None,
@@ -190,10 +190,10 @@ class MCP:
 
 def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
     """Declare a route's tool on one app's server; each call sends the host the credentials its caller carried."""
-    assert server.app is not None and server.dispatcher is not None
+    assert server.app is not None and server.server is not None
     spec = route_tool(server.app, credentials=caller_credentials, **route)
     check_headers(spec)
-    server.dispatcher.registry.declare(spec)
+    server.server.registry.declare(spec)
     server.route_tools.append(spec.name)
 
 
@@ -204,7 +204,7 @@ def caller_credentials(ctx: Any) -> dict[str, str]:
 
 
 def check_headers(spec: Tool) -> None:
-    """Refuse a tool whose x-mcp-header annotations break the 2026-07-28 rules, as the dispatcher does at start."""
+    """Refuse a tool whose x-mcp-header annotations break the 2026-07-28 rules, as the server does at start."""
     try:
         header_params(spec.input_schema)
     except InvalidHeaderAnnotation as problem:

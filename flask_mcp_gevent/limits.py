@@ -18,7 +18,7 @@ from flask_mcp_gevent.store import CapacityError, QuotaFull, StoreUnavailable
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
     from flask_mcp_gevent.session import Session
-    from flask_mcp_gevent.store import Store
+    from flask_mcp_gevent.store import SessionStore
 
 __all__ = ["CallSlots", "SessionQuota", "SessionQuotaExceeded"]
 
@@ -28,18 +28,18 @@ log = logging.getLogger("mcp.limits")
 class CallSlots:
     """Concurrent tools/call requests per session, at most MCP_MAX_CONCURRENT_CALLS: a slot's whole life.
 
-    The hub counts them: in this worker in memory, across the fleet with Redis (as leases that run out
+    The store counts them: in this worker in memory, across the fleet with Redis (as leases that run out
     if the worker running the call dies). A slot is taken when the call starts and given back when
     it ends, however it ends.
     """
 
-    def __init__(self, hub: Store, limit: int) -> None:
-        self.store = hub
+    def __init__(self, sessions: SessionStore, limit: int) -> None:
+        self.sessions = sessions
         self.limit = limit
 
     def acquire(self, session_id: str) -> str | None:
         """Take a slot for one call; its token, or None when the session already runs its maximum."""
-        return self.store.take_call_slot(session_id, self.limit)
+        return self.sessions.take_call_slot(session_id, self.limit)
 
     def claim(self, session: Session, message: Message) -> tuple[str | None, dict[str, Any] | None]:
         """A slot for one tools/call, or the -32004 error that refuses it: (token, None) or (None, error)."""
@@ -57,7 +57,7 @@ class CallSlots:
 
     def release(self, session_id: str, token: str) -> None:
         """Give a slot back when the call ends, however it ends (free before its answer is written)."""
-        self.store.give_back_call_slot(session_id, token)
+        self.sessions.give_back_call_slot(session_id, token)
 
 
 class SessionQuotaExceeded(CapacityError):
@@ -77,12 +77,12 @@ def address_group(address: str) -> str:
 class SessionQuota:
     """Sessions per owner: an authenticated principal, or without authentication the client's address.
 
-    The hub counts each owner's sessions and checks the count as it stores a new one (in this worker
+    The store counts each owner's sessions and checks the count as it stores a new one (in this worker
     in memory, across the fleet with Redis); closed and expired sessions free their places.
     """
 
-    def __init__(self, hub: Store, settings: Settings) -> None:
-        self.store = hub
+    def __init__(self, sessions: SessionStore, settings: Settings) -> None:
+        self.sessions = sessions
         self.settings = settings
 
     def owner_of(self, principal: str | None, address: str | None) -> tuple[str, int, str] | None:
@@ -98,11 +98,11 @@ class SessionQuota:
         """Store a new session, counted against its owner; SessionQuotaExceeded or CapacityError when full."""
         owner = self.owner_of(session.principal, address)
         if owner is None:
-            self.store.create_session(session)
+            self.sessions.create_session(session)
             return
         name, limit, setting = owner
         try:
-            self.store.create_session(session, name, limit)
+            self.sessions.create_session(session, name, limit)
         except QuotaFull:
             holder = "you already hold" if session.principal is not None else "your address already holds"
             raise SessionQuotaExceeded(

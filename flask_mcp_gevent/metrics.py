@@ -148,7 +148,7 @@ class NoInstruments(Instruments):
 
 
 _instruments: Instruments | None = None
-# The method names that get a label of their own: the dispatcher's method table, given by label_methods.
+# The method names that get a label of their own: the server's method table, given by label_methods.
 _known_methods: frozenset[str] = frozenset()
 
 

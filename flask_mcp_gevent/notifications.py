@@ -1,19 +1,22 @@
 """Server-initiated notifications for the whole fleet: list changes and resource updates.
 
-Each one goes to every live session that wants it, on every worker: the hub names the sessions,
-and its replay log keeps the notification for a session whose stream is not attached right now.
-It also goes, once, to every worker's open subscriptions/listen streams (flask_mcp_gevent/stateless/listen.py).
+Each one goes to every live session that wants it, on every worker: the event log names the sessions, and keeps
+the notification for a session whose stream is not attached right now. It also goes, once, to every worker's open
+subscriptions/listen streams (flask_mcp_gevent/stateless/listen.py).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask_mcp_gevent.session import Session
-from flask_mcp_gevent.store import Store, StoreUnavailable
+from flask_mcp_gevent.store import StoreUnavailable
 
-__all__ = ["LIST_CHANGED", "announce_list_changed", "deliver", "resource_updated", "tell_listeners", "wants"]
+if TYPE_CHECKING:
+    from flask_mcp_gevent.server import Server
+
+__all__ = ["LIST_CHANGED", "announce", "list_changed", "resource_updated", "wants"]
 
 log = logging.getLogger("mcp.notifications")
 
@@ -27,41 +30,41 @@ LIST_CHANGED = {
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
-def announce_list_changed(hub: Store, kind: str) -> None:
-    """Tell every session and listen stream that a tool, resource or prompt list changed."""
-    message = {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
-    deliver(hub, message)
-    tell_listeners(hub, message)
+def list_changed(kind: str) -> dict[str, Any]:
+    """The notification that a tool, resource or prompt list changed."""
+    return {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
 
 
-def resource_updated(hub: Store, uri: str) -> None:
-    """Tell every session and listen stream subscribed to uri, on every worker, that it changed."""
-    message = {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}}
-    deliver(hub, message)
-    tell_listeners(hub, message)
+def resource_updated(uri: str) -> dict[str, Any]:
+    """The notification that the resource at uri changed."""
+    return {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}}
 
 
-def deliver(hub: Store, message: dict[str, Any]) -> None:
+def announce(server: Server, message: dict[str, Any]) -> None:
+    """Send a notification to every session of the fleet that wants it, and to every listen stream."""
+    deliver(server, message)
+    try:
+        server.tell_every_worker(message)
+    except StoreUnavailable:
+        log.warning("%s not sent to other workers' listen streams: the store is unreachable", message.get("method"))
+    except Exception:
+        log.exception("broadcast %s to listen streams failed", message.get("method"))
+
+
+def deliver(server: Server, message: dict[str, Any]) -> None:
     """Publish a notification to every session of the fleet that wants it; a store outage loses it, logged."""
     try:
-        for session_id in hub.broadcast_session_ids():
-            session = hub.peek_session(session_id)
+        for session_id in server.events.broadcast_session_ids():
+            session = server.sessions.peek_session(session_id)
             if session is not None and wants(session, message):
-                hub.publish(session_id, message)
+                server.events.publish(session_id, message)
     except StoreUnavailable:
         log.warning("broadcast %s not delivered: the session store is unreachable", message.get("method"))
     except Exception:
         log.exception("broadcast %s failed", message.get("method"))
-
-
-def tell_listeners(hub: Store, message: dict[str, Any]) -> None:
-    """Hand a notification once to every worker's listen streams; a store outage loses it for other workers, logged."""
-    try:
-        hub.tell_every_worker(message)
-    except StoreUnavailable:
-        log.warning("%s not sent to other workers' listen streams: the hub is unreachable", message.get("method"))
-    except Exception:
-        log.exception("broadcast %s to listen streams failed", message.get("method"))
+    for session, send in list(server.local_sessions.values()):
+        if wants(session, message):
+            send(message)
 
 
 def wants(session: Session, message: dict[str, Any]) -> bool:

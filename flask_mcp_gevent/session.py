@@ -100,6 +100,11 @@ class Session:
         """True for a 2026-07-28 request's ephemeral session: its era has no handshake and stores nothing."""
         return self.transport == STATELESS
 
+    @property
+    def stored(self) -> bool:
+        """True for a session kept in the store (HTTP's); a 2026-07-28 request's, and stdio's one, live with it."""
+        return self.transport not in (STATELESS, STDIO)
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready copy for storage."""
         return asdict(self)

@@ -1,10 +1,11 @@
-"""What one worker holds whatever the hub: the calls it runs (to cancel them) and the answers its tools await."""
+"""What one worker holds whatever the store: the calls it runs (to cancel them) and the answers its tools await."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import gevent
@@ -53,11 +54,12 @@ class InflightCalls:
         while any(self.holds(*call) for call in calls) and time.monotonic() < deadline:
             gevent.sleep(min(FINISH_POLL_S, max(0.0, deadline - time.monotonic())))
 
-    def store_answer(self, store: Callable[[Any], Any], answer: Any) -> None:
-        """Hand a finished call's answer to store, counted until stored: the drain waits for it, and never stops it."""
+    @contextlib.contextmanager
+    def storing_answer(self) -> Iterator[None]:
+        """Count a finished call's answer while it is stored: the drain waits for it, and never stops it."""
         self.answers_storing += 1
         try:
-            store(answer)
+            yield
         finally:
             self.answers_storing -= 1
 

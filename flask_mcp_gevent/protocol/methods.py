@@ -1,6 +1,6 @@
 """The MCP methods both eras share, and the session era's table: jsonrpcserver handlers, the context first.
 
-Handlers never import Flask: every transport reaches them through `Dispatcher`, and they reach the server
+Handlers never import Flask: every transport reaches them through `Server`, and they reach the server
 only through their `RequestContext`. Each takes `**_` so that fields added by newer protocol revisions
 never break dispatch. What `initialize` announces (capabilities, server info) is defined here too.
 """

@@ -2,7 +2,7 @@
 
 It is the protocol layer's only door to the server: the registry, the settings, a permission check (the caller's
 own grants, carried with the request), changing the session, asking the client and telling subscribers. The
-dispatcher hands it the few collaborators it needs (`RequestServices`), never itself. Every handler is `guarded`:
+server hands it the few collaborators it needs (`RequestServices`), never itself. Every handler is `guarded`:
 called with its context first, its params checked against its signature, and any failure of its own answered as
 -32603.
 """
@@ -60,7 +60,7 @@ handler_log = logging.getLogger("mcp.protocol")
 
 
 def call_directly(work: Callable[[], Any]) -> Any:
-    """Run work as it is: where no app's context wraps the calls (a dispatcher without a Flask app)."""
+    """Run work as it is: where no app's context wraps the calls (a server without a Flask app)."""
     return work()
 
 
@@ -72,7 +72,7 @@ def level_allows(threshold: str | None, level: str) -> bool:
 
 @dataclass(frozen=True)
 class RequestServices:
-    """What every request of one dispatcher shares: built once, handed to each RequestContext."""
+    """What every request of one server shares: built once, handed to each RequestContext."""
 
     registry: Registry
     settings: Settings
@@ -176,6 +176,8 @@ class RequestContext:
 
     def change_session(self, change: SessionChange) -> bool:
         """Apply a change to the stored session atomically, then bring self.session in step; False if refused."""
+        if not self.session.stored:
+            return change.apply(self.session)  # stdio's session is its connection's: nothing else changes it
         applied, stored = self.services.update_session(self.session.id, change)
         if stored is None:
             # Closed or expired meanwhile: nothing is stored, and the request's own copy still answers it.

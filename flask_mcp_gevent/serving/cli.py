@@ -1,6 +1,6 @@
 """`flask --app APP mcp ...`: list and call the app's tools, serve them on stdio, or run the app under gunicorn.
 
-`tools` and `call` talk to the app's own dispatcher in this process, as a local stdio client would (no HTTP, no
+`tools` and `call` talk to the app's own server in this process, as a local stdio client would (no HTTP, no
 credentials: the local user, who may use everything, a principal_loader or not); `stdio` serves the app's tools to
 a client that started this command (what Claude Desktop does), in a process of its own that patches the standard
 library for gevent before anything is imported; `serve` runs the app under gunicorn with its gevent worker and the
@@ -18,11 +18,11 @@ import click
 from flask import current_app
 from flask.cli import AppGroup, ScriptInfo, pass_script_info
 
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
-from flask_mcp_gevent.session import LATEST, STDIO
-from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.server import Server
+from flask_mcp_gevent.session import LATEST, STDIO, Session
+from flask_mcp_gevent.web.mcp_app import server_of
 
 __all__ = ["APP_ENV", "LocalClient", "mcp_cli"]
 
@@ -35,19 +35,19 @@ mcp_cli = AppGroup("mcp", help="The app's MCP server: list or call its tools, se
 
 
 class LocalClient:
-    """One session of the app's dispatcher, as a stdio client opens it: requests in, responses out."""
+    """One session of the app's server, as a stdio client opens it (never stored): requests in, responses out."""
 
-    def __init__(self, dispatcher: Dispatcher) -> None:
-        self.dispatcher = dispatcher
-        self.session = dispatcher.open_session(STDIO)
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.session = Session(transport=STDIO)
         self.next_id = 0
         self.request("initialize", {"protocolVersion": LATEST, "capabilities": {},
                                     "clientInfo": {"name": "flask-mcp-cli", "version": "1"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        """Hand one message to the dispatcher; the response of a request, None for a notification."""
-        greenlets, errors = self.dispatcher.accept(self.session, parse_body(dumps(message)), lambda sent: None)
+        """Hand one message to the server; the response of a request, None for a notification."""
+        greenlets, errors = self.server.accept(self.session, parse_body(dumps(message)), lambda sent: None)
         if errors:
             return errors[0]
         for greenlet in greenlets:
@@ -81,7 +81,7 @@ class LocalClient:
 @click.option("--json", "as_json", is_flag=True, help="Print the tools as tools/list gives them, in JSON.")
 def list_tools(as_json: bool) -> None:
     """List the app's tools: each name with the first line of its description."""
-    tools = LocalClient(dispatcher_of(current_app)).tools()
+    tools = LocalClient(server_of(current_app)).tools()
     if as_json:
         click.echo(dumps({"tools": tools}))
         return
@@ -100,7 +100,7 @@ def call_tool(name: str, arguments: str) -> None:
         parsed = parse_arguments(arguments)
     except ValueError as problem:
         raise click.BadParameter(str(problem), param_hint="ARGUMENTS") from None
-    result = LocalClient(dispatcher_of(current_app)).request("tools/call", {"name": name, "arguments": parsed})
+    result = LocalClient(server_of(current_app)).request("tools/call", {"name": name, "arguments": parsed})
     click.echo(dumps(result))
     if result.get("isError"):
         sys.exit(1)

@@ -16,15 +16,15 @@ from flask import Flask  # noqa: E402
 
 from flask_mcp_gevent.transports.stdio import run_stdio  # noqa: E402
 from flask_mcp_gevent.web.app_context import app_runner  # noqa: E402
-from flask_mcp_gevent.web.mcp_app import dispatcher_of  # noqa: E402
+from flask_mcp_gevent.web.mcp_app import server_of  # noqa: E402
 
 __all__ = ["serve_app"]
 
 
 def serve_app(app: Flask) -> int:
     """Serve app's MCP tools on stdin/stdout until EOF or SIGTERM, each call inside the app's context."""
-    dispatcher = dispatcher_of(app)
-    return run_stdio(dispatcher.settings, dispatcher.registry, app_runner(app))
+    server = server_of(app)
+    return run_stdio(server.settings, server.registry, app_runner(app))
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ def post_worker_init(worker):
     """Load the fleet's run-time registry changes; on SIGTERM close open streams at once and drain the calls."""
     mcp = mcp_extension(worker)
     if mcp is not None:
-        mcp.dispatcher.store.prepare()  # before this worker accepts a connection
+        mcp.server.prepare()  # before this worker accepts a connection
         mcp.start()  # its checks and warnings now, not at the first request
 
     def wind_down_on_exit():

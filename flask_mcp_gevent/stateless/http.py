@@ -15,11 +15,11 @@ from typing import Any
 from flask import Response
 
 from flask_mcp_gevent.auth.principal import Principal, name_of
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.eras import STATELESS
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, error_response
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, RESPONSE, Body, Message
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.stateless import validation
 from flask_mcp_gevent.stateless.metadata import (
     PROTOCOL_VERSION_KEY,
@@ -77,7 +77,7 @@ def refusal(message: Message | None, code: int, text: str) -> Response:
     return json_response(error_response(request_id, code, text), HTTPStatus.BAD_REQUEST)
 
 
-def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body
+def stateless_post(server: Server, environ: Mapping[str, Any], caller: Principal | None, body: Body
                    ) -> Response:
     """Serve one 2026-07-28 POST: validate in the specification's order, dispatch, answer as JSON or SSE."""
     if body.is_batch:
@@ -93,26 +93,26 @@ def stateless_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: P
         # notifications/cancelled included: on HTTP a request is cancelled by closing its stream.
         return empty_response(HTTPStatus.ACCEPTED)
     request_headers = environ_headers(environ)
-    versions = supported_versions(dispatcher.settings.session_era)
+    versions = supported_versions(server.settings.session_era)
     rejection = (STATELESS.validate(message, request_headers, versions)
-                 or check_param_headers(dispatcher, message, request_headers))
+                 or check_param_headers(server, message, request_headers))
     if rejection is not None:
-        return rejected(dispatcher, message, rejection)
+        return rejected(server, message, rejection)
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
     if not (accepted.json and accepted.sse):
         return json_response(error_response(message.id, INVALID_REQUEST, "Not Acceptable: the Accept header must "
                                             "allow both application/json and text/event-stream"),
                              HTTPStatus.NOT_ACCEPTABLE)
-    return answer(dispatcher, ephemeral_session(message.meta, name_of(caller)), message, environ, caller)
+    return answer(server, ephemeral_session(message.meta, name_of(caller)), message, environ, caller)
 
 
-def check_param_headers(dispatcher: Dispatcher, message: Message,
+def check_param_headers(server: Server, message: Message,
                         request_headers: Mapping[str, str]) -> Rejection | None:
     """Check a tools/call's Mcp-Param-* headers against the tool's x-mcp-header annotations."""
     if message.method != "tools/call":
         return None
     name = message.params.get("name")
-    tool = dispatcher.registry.tools.get(name) if isinstance(name, str) else None
+    tool = server.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         return None  # tools/call itself answers an unknown tool
     params = header_params_of(tool.input_schema)
@@ -135,10 +135,10 @@ def header_params_of(schema: dict[str, Any]) -> Any:
     return params
 
 
-def rejected(dispatcher: Dispatcher, message: Message, rejection: Rejection) -> Response:
+def rejected(server: Server, message: Message, rejection: Rejection) -> Response:
     """Answer a request refused before dispatch, logged like any other request."""
     response = rejection.response()
-    dispatcher.log_call(ephemeral_session({}, None), message.method, message.id, response, 0.0)
+    server.log_call(ephemeral_session({}, None), message.method, message.id, response, 0.0)
     return json_response(response, rejection.http_status)
 
 
@@ -152,20 +152,20 @@ def has_stream(session: Any, message: Message) -> bool:
             or message.method == "subscriptions/listen")
 
 
-def answer(dispatcher: Dispatcher, session: Any, message: Message, environ: Mapping[str, Any],
+def answer(server: Server, session: Any, message: Message, environ: Mapping[str, Any],
            caller: Principal | None) -> Response:
     """Run caller's request; JSON when its result comes first, else an SSE stream that its end (or closing) ends."""
     if not has_stream(session, message):
         # Nothing can come before the result: run it here, without a greenlet and a queue to wait on.
-        return json_answer(message, dispatcher.run_here(session, message, caller))
+        return json_answer(message, server.run_here(session, message, caller))
     # Only a stream may have to shut the client's socket (a client that stops reading): only a stream looks it up.
-    stream = RequestStream(f"{message.method} {loggable(message.id)}", dispatcher.settings.queue_max,
-                           dispatcher.settings.queue_max_bytes, connection_closer(environ))
-    greenlet = dispatcher.start_request(session, message, stream, caller=caller)
+    stream = RequestStream(f"{message.method} {loggable(message.id)}", server.settings.queue_max,
+                           server.settings.queue_max_bytes, connection_closer(environ))
+    greenlet = server.start_request(session, message, stream, caller=caller)
     first = stream.first_item(greenlet)
     if first is DONE:
         return json_answer(message, greenlet.value)
-    return stream.response(first, greenlet, dispatcher.settings.keepalive_s)
+    return stream.response(first, greenlet, server.settings.keepalive_s)
 
 
 def json_answer(message: Message, value: Any) -> Response:

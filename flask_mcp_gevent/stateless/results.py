@@ -1,6 +1,6 @@
 """Results on the 2026-07-28 wire: `resultType`, server identity in `_meta`, cache hints, and server/discover.
 
-Handlers build the same result bodies for both eras; the dispatcher passes each stateless response through
+Handlers build the same result bodies for both eras; the server passes each stateless response through
 `dress_response` (a result through `decorate`, an error through `stateless_error`) on its way out, so the
 session era's responses stay byte-for-byte what they were.
 """

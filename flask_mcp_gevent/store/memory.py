@@ -1,11 +1,13 @@
-"""The embedded hub: sessions in a dict, mailboxes for delivery, a bounded replay log.
+"""The in-memory store: one worker's sessions in a dict, their event logs beside them, and a fleet of one.
 
-All in one worker process (more workers need the Redis hub); every structure is bounded, in count and bytes.
+All in one worker process (more workers need the Redis store); every structure is bounded, in count and bytes.
+MemorySessions and MemoryEvents share the session slots: a session, its replay log and its attached streams.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -15,24 +17,19 @@ import gevent
 
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
-from flask_mcp_gevent.store.base import (
-    CapacityError,
-    QuotaFull,
-    Store,
-    StreamConflict,
-    join_event_id,
-    report_replay_gap,
-    split_event_id,
-)
+from flask_mcp_gevent.store.errors import CapacityError, QuotaFull, StreamConflict
+from flask_mcp_gevent.store.event_ids import join_event_id, report_replay_gap, split_event_id
+from flask_mcp_gevent.store.ports import EventLog, FleetBus, FleetWorker, SessionStore
 from flask_mcp_gevent.store.subscription import Subscription
-from flask_mcp_gevent.tasks.store import MemoryTaskStore
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings
 
-__all__ = ["MemoryStore", "UsedOnce"]
+__all__ = ["LocalFleet", "MemoryEvents", "MemorySessions", "MemoryStore", "UsedOnce"]
 
 log = logging.getLogger("mcp.store")
+# Secrets the fleet shares (shared_secret): 256 random bits.
+SHARED_SECRET_BYTES = 32
 
 
 class MemorySubscription(Subscription):
@@ -102,11 +99,11 @@ class SessionSlot:
             self.replay_bytes -= len(self.replay.popleft()[1])
 
 
-class MemoryStore(Store):
-    """The single-worker hub."""
+class MemorySessions(SessionStore):
+    """This worker's sessions and their call slots; expired ones are reaped by a greenlet of its own."""
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(settings)
+        self.settings = settings
         # Every expiry decision reads this clock, so tests can step time instead of sleeping.
         self.clock = clock
         self.slots: dict[str, SessionSlot] = {}
@@ -114,9 +111,11 @@ class MemoryStore(Store):
         # How many live sessions each owner holds: close_session counts one down and drops an owner at zero.
         self.sessions_per_owner: dict[str, int] = {}
         self.calls_running: dict[str, int] = {}
-        # Multi-round requests made single-use, in this process only: several workers without Redis keep their own.
-        self.used_rounds = UsedOnce(settings.request_state_used_max, clock)
-        self.tasks = MemoryTaskStore(settings.tasks_max_bytes)
+
+    @property
+    def pending_ttl_s(self) -> float:
+        """How long a session that never came back after initialize lives (never longer than the full TTL)."""
+        return min(self.settings.pending_session_ttl_s, self.settings.session_ttl_s)
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session; CapacityError at MCP_MAX_SESSIONS, QuotaFull when owner holds owner_limit."""
@@ -171,7 +170,7 @@ class MemoryStore(Store):
         return SessionUpdate(change.apply(session), session)
 
     def close_session(self, session_id: str) -> bool:
-        """Remove the session and end its stream."""
+        """Remove the session and end its streams."""
         slot = self.slots.pop(session_id, None)
         if slot is None:
             return False
@@ -187,65 +186,6 @@ class MemoryStore(Store):
         """How many sessions this worker holds."""
         return len(self.slots)
 
-    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
-        """Append to the replay log and hand to the attached stream, if any."""
-        slot = self.slots.get(session_id)
-        if slot is None:
-            return None
-        event_id = join_event_id(str(slot.next_event_id), stream)
-        slot.next_event_id += 1
-        data = dumps(message)
-        slot.remember(event_id, data, stream)
-        subscription = slot.streams.get(stream)
-        if subscription is not None:
-            subscription.offer(event_id, data)
-        return event_id
-
-    def subscribe(
-        self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
-    ) -> Subscription:
-        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
-        slot = self.slots.get(session_id)
-        if slot is None:
-            raise KeyError(session_id)
-        position, stream = split_event_id(last_event_id)
-        current = slot.streams.get(stream)
-        if current is not None:
-            if exclusive:
-                raise StreamConflict(session_id)
-            current.end("replaced by a newer stream")
-        after = slot.delivered if last_event_id is None else parse_position(position)
-        subscription = MemorySubscription(slot, self.settings.queue_max, stream, self.settings.queue_max_bytes)
-        # Positions count every event of the session: a first one kept past after + 1 means some were dropped.
-        if 0 < after and slot.replay and parse_position(split_event_id(slot.replay[0][0])[0]) > after + 1:
-            report_replay_gap(session_id, str(after))
-        for event_id, data, event_stream in slot.replay:
-            if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
-                subscription.enqueue((event_id, data))
-        slot.streams[stream] = subscription
-        slot.touch()
-        return subscription
-
-    def broadcast_session_ids(self) -> list[str]:
-        """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
-        return list(self.slots)
-
-    def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
-        """Record the id in this process's bounded map (CapacityError when full of live ones)."""
-        return self.used_rounds.use(rounds_id, ttl_s)
-
-    def is_used(self, rounds_id: bytes) -> bool:
-        """Whether this process recorded the id and it has not expired."""
-        return self.used_rounds.holds(rounds_id)
-
-    def shutdown(self) -> None:
-        """End every stream so the worker can exit promptly."""
-        for slot in list(self.slots.values()):
-            for subscription in list(slot.streams.values()):
-                subscription.end("server shutting down")
-        if self._reaper is not None:
-            self._reaper.kill(block=False)
-
     def reap(self) -> int:
         """Drop expired sessions; return how many."""
         now = self.clock()
@@ -255,6 +195,11 @@ class MemoryStore(Store):
         if expired:
             log.info("expired %d idle session(s)", len(expired))
         return len(expired)
+
+    def stop_reaping(self) -> None:
+        """Stop the expiry greenlet (the worker is stopping)."""
+        if self._reaper is not None:
+            self._reaper.kill(block=False)
 
     def _expired(self, slot: SessionSlot, now: float) -> bool:
         """A session expires when idle past the TTL, or detached past the resume window."""
@@ -279,6 +224,101 @@ class MemoryStore(Store):
                 self.reap()
             except Exception:
                 log.exception("session reaper failed")
+
+
+class MemoryEvents(EventLog):
+    """Each session's replay log and attached streams, in the slots MemorySessions keeps."""
+
+    def __init__(self, sessions: MemorySessions) -> None:
+        self.sessions = sessions
+        self.settings = sessions.settings
+
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Append to the replay log and hand to the attached stream, if any."""
+        slot = self.sessions.slots.get(session_id)
+        if slot is None:
+            return None
+        event_id = join_event_id(str(slot.next_event_id), stream)
+        slot.next_event_id += 1
+        data = dumps(message)
+        slot.remember(event_id, data, stream)
+        subscription = slot.streams.get(stream)
+        if subscription is not None:
+            subscription.offer(event_id, data)
+        return event_id
+
+    def subscribe(self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
+                  ) -> Subscription:
+        """Attach a stream, pre-loaded with what it missed since last_event_id (or never got)."""
+        slot = self.sessions.slots.get(session_id)
+        if slot is None:
+            raise KeyError(session_id)
+        position, stream = split_event_id(last_event_id)
+        current = slot.streams.get(stream)
+        if current is not None:
+            if exclusive:
+                raise StreamConflict(session_id)
+            current.end("replaced by a newer stream")
+        after = slot.delivered if last_event_id is None else parse_position(position)
+        subscription = MemorySubscription(slot, self.settings.queue_max, stream, self.settings.queue_max_bytes)
+        # Positions count every event of the session: a first one kept past after + 1 means some were dropped.
+        if 0 < after and slot.replay and parse_position(split_event_id(slot.replay[0][0])[0]) > after + 1:
+            report_replay_gap(session_id, str(after))
+        for event_id, data, event_stream in slot.replay:
+            if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
+                subscription.enqueue((event_id, data))
+        slot.streams[stream] = subscription
+        slot.touch()
+        return subscription
+
+    def broadcast_session_ids(self) -> list[str]:
+        """Every session here, streaming or not: a broadcast waits in the replay log of those without a stream."""
+        return list(self.sessions.slots)
+
+    def shutdown(self) -> None:
+        """End every stream so the worker can exit promptly."""
+        for slot in list(self.sessions.slots.values()):
+            for subscription in list(slot.streams.values()):
+                subscription.end("server shutting down")
+        self.sessions.stop_reaping()
+
+
+class LocalFleet(FleetBus):
+    """A fleet of one worker: nothing to tell anyone; consumed requests and shared secrets in this process."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        # Multi-round requests made single-use, in this process only: several workers without Redis keep their own.
+        self.used_rounds = UsedOnce(settings.request_state_used_max, clock)
+        self.secrets: dict[str, bytes] = {}
+
+    def serve(self, worker: FleetWorker) -> None:
+        """Nothing to hand: no other worker sends anything."""
+
+    def shared_secret(self, name: str) -> bytes:
+        """A random secret for name, the same for every caller in this process."""
+        return self.secrets.setdefault(name, secrets.token_bytes(SHARED_SECRET_BYTES))
+
+    def use_once(self, rounds_id: bytes, ttl_s: float) -> bool:
+        """Record the id in this process's bounded map (CapacityError when full of live ones)."""
+        return self.used_rounds.use(rounds_id, ttl_s)
+
+    def is_used(self, rounds_id: bytes) -> bool:
+        """Whether this process recorded the id and it has not expired."""
+        return self.used_rounds.holds(rounds_id)
+
+
+class MemoryStore:
+    """The single-worker store: its sessions, their event logs, and a fleet of one."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+        self.settings = settings
+        self.sessions = MemorySessions(settings, clock)
+        self.events = MemoryEvents(self.sessions)
+        self.fleet = LocalFleet(settings, clock)
+
+    def stop(self) -> None:
+        """Stop the store's greenlets (tests; a worker simply exits)."""
+        self.sessions.stop_reaping()
 
 
 def parse_position(value: str | None) -> int:

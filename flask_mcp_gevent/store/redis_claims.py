@@ -12,13 +12,8 @@ from typing import Any
 import gevent
 from gevent.event import Event
 
-from flask_mcp_gevent.store.base import (
-    StoreUnavailable,
-    StreamConflict,
-    join_event_id,
-    report_replay_gap,
-    split_event_id,
-)
+from flask_mcp_gevent.store.errors import StoreUnavailable, StreamConflict
+from flask_mcp_gevent.store.event_ids import join_event_id, report_replay_gap, split_event_id
 from flask_mcp_gevent.store.redis_codec import entries_of, event_order, milliseconds, replay_position
 from flask_mcp_gevent.store.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 from flask_mcp_gevent.store.redis_link import RUN_BATCH, RedisLink

@@ -42,9 +42,9 @@ class RedisLink:
 
     def __init__(self, settings: Any, start: Callable[[], None], scripts: dict[str, str]) -> None:
         self.settings = settings
-        # The Lua sources of every script the hub runs, by name.
-        self.sources = scripts
-        # The hub's start: connecting lazily (after gunicorn forks) starts the worker's greenlets too.
+        # The Lua sources of every script the store runs, by name (more come with add_scripts).
+        self.sources = dict(scripts)
+        # The store's start: connecting lazily (after gunicorn forks) starts the worker's greenlets too.
         self.start = start
         self.guard = OutageGuard()
         self.reset()
@@ -62,6 +62,12 @@ class RedisLink:
         self._client: Any = None
         self.multiplexer: Multiplexer | None = None
         self.scripts: dict[str, Any] = {}
+
+    def add_scripts(self, scripts: dict[str, str]) -> None:
+        """Run these scripts too (the tasks extension's): registered now if connected, else when it connects."""
+        self.sources.update(scripts)
+        if self._client is not None:
+            self.scripts.update({name: self._client.register_script(source) for name, source in scripts.items()})
 
     @property
     def client(self) -> Any:

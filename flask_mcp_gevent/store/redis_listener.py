@@ -1,11 +1,10 @@
-"""The Redis hub's subscriber greenlet: one connection per worker reads its channel and the control channel."""
+"""The Redis store's subscriber greenlet: one connection per worker reads its channel and the control channel."""
 
 from __future__ import annotations
 
 import logging
 import random
 import time
-from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -14,14 +13,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from flask_mcp_gevent.encoding import loads
-from flask_mcp_gevent.store.base import StoreUnavailable
+from flask_mcp_gevent.store.errors import StoreUnavailable
+from flask_mcp_gevent.store.ports import FleetWorker
 from flask_mcp_gevent.store.redis_claims import Claims
 from flask_mcp_gevent.store.redis_connection import UNAVAILABLE, subscriber_connection
 from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 from flask_mcp_gevent.store.redis_link import RedisLink
 from flask_mcp_gevent.store.redis_multiplex import READ_SIZE, HiredisParser, pack
 from flask_mcp_gevent.store.registry_sync import RegistrySync
-from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
 log = logging.getLogger("mcp.store")
 
@@ -36,16 +35,14 @@ MASTER_CHECK_S = 1.0
 
 
 class Listener:
-    """RedisStore's subscriber greenlet: it routes into the hub's local streams and per-worker registries."""
+    """RedisStore's subscriber greenlet: it routes events into this worker's streams, commands to its server."""
 
-    def __init__(self, link: RedisLink, claims: Claims, registry_sync: RegistrySync, pending: PendingRequests,
-                 inflight: InflightCalls, hand_to_this_worker: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, link: RedisLink, claims: Claims) -> None:
         self.link = link
         self.claims = claims
-        self.registry_sync = registry_sync
-        self.pending = pending
-        self.inflight = inflight
-        self.hand_to_this_worker = hand_to_this_worker
+        # Set by the fleet bus: the registry's run-time changes, and the server other workers' commands go to.
+        self.registry_sync: RegistrySync | None = None
+        self.worker: FleetWorker | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -72,7 +69,8 @@ class Listener:
                 reader.subscribe(CONTROL_CHANNEL, WORKER_CHANNEL + self.link.worker_id)
                 log.info("worker %s subscribed to Redis", self.link.worker_id)
                 # Subscribed first, so a change made meanwhile is heard too (versions make hearing it twice harmless).
-                self.registry_sync.load()
+                if self.registry_sync is not None:
+                    self.registry_sync.load()
                 self.listening = True
                 self.first_attempt.set()
                 backoff = RECONNECT_MIN_S
@@ -144,17 +142,17 @@ class Listener:
         if op == "closed":
             self.claims.end_session(command["session"], "session closed")
             return
-        if self.registry_sync.obey(command):
+        if self.registry_sync is not None and self.registry_sync.obey(command):
             return
-        if command.get("origin") == self.link.worker_id:
+        if command.get("origin") == self.link.worker_id or self.worker is None:
             return
         if op == "resolve":
-            self.pending.resolve(command["session"], command["response"])
+            self.worker.resolve_here(command["session"], command["response"])
         elif op == "cancel":
-            self.inflight.cancel(command["session"], command["request"])
+            self.worker.cancel_here(command["session"], command["request"])
         elif op == "tell":
             # The sender handed it to its own streams already (it skips its own echo above).
-            self.hand_to_this_worker(command["message"])
+            self.worker.hand_here(command["message"])
 
 
 class SubscriberReader:

@@ -1,4 +1,4 @@
-"""The Redis hub's session store: each session's JSON with an idle TTL, counted fleet-wide in one index; and its
+"""The Redis store's sessions: each session's JSON with an idle TTL, counted fleet-wide in one index; and their
 call slots: a session's running tool calls counted across the fleet, each slot a renewed lease."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from typing import Any
 
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
-from flask_mcp_gevent.store.base import CapacityError, QuotaFull, StoreUnavailable
+from flask_mcp_gevent.store.errors import CapacityError, QuotaFull, StoreUnavailable
+from flask_mcp_gevent.store.ports import SessionStore
 from flask_mcp_gevent.store.redis_claims import Claims
 from flask_mcp_gevent.store.redis_codec import (
     CLIENT_CHOSEN_FIELDS,
@@ -42,10 +43,10 @@ _token_numbers = itertools.count()
 log = logging.getLogger("mcp.store")
 
 
-class Sessions:
-    """RedisStore's session store: it sends through the hub's link and ends a closed session's streams."""
+class RedisSessions(SessionStore):
+    """The fleet's sessions and call slots: it sends through the store's link and ends a closed session's streams."""
 
-    def __init__(self, link: RedisLink, settings: Any, claims: Claims, pending_ttl_s: float) -> None:
+    def __init__(self, link: RedisLink, settings: Any, claims: Claims) -> None:
         self.link = link
         self.settings = settings
         self.claims = claims
@@ -53,8 +54,14 @@ class Sessions:
         self.ttl_refreshed: dict[str, float] = {}
         self.refresh_ttl_every_s = min(REFRESH_TTL_EVERY_S, settings.session_ttl_s / 10,
                                        settings.resume_window_s / 10 or REFRESH_TTL_EVERY_S)
-        # How long a session that never came back after initialize lives (Store.pending_ttl_s).
-        self.pending_ttl_s = pending_ttl_s
+        # How long a session that never came back after initialize lives (never longer than the full TTL).
+        self.pending_ttl_s = min(settings.pending_session_ttl_s, settings.session_ttl_s)
+        self.reset()
+
+    def reset(self) -> None:
+        """No call slots held yet (after a fork too: the parent's are not this process's)."""
+        # The call slots this worker holds, token -> session id, renewed while their calls run.
+        self.call_leases: dict[str, str] = {}
 
     def create_session(self, session: Session, owner: str | None = None, owner_limit: int = 0) -> None:
         """Store a new session with the pending TTL; CapacityError at MCP_MAX_SESSIONS, QuotaFull for the owner."""
@@ -129,19 +136,7 @@ class Sessions:
         """How many sessions exist across every worker."""
         return int(self.link.run("count", [SESSION_INDEX], []))
 
-
-class CallSlots:
-    """RedisStore's call slots: it sends through the hub's link."""
-
-    def __init__(self, link: RedisLink) -> None:
-        self.link = link
-        self.reset()
-
-    def reset(self) -> None:
-        """No slots held yet (after a fork too: the parent's are not this process's)."""
-        # The call slots this worker holds, token -> session id, renewed while their calls run.
-        self.call_leases: dict[str, str] = {}
-
+    # call slots
     def take_call_slot(self, session_id: str, limit: int) -> str | None:
         """Take a leased slot among the session's calls on every worker; None when limit are running."""
         self.link.connected()  # after a fork, worker_id names this process

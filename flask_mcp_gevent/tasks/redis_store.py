@@ -41,7 +41,7 @@ if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'version', ARGV[2], 'record', ARGV[3])
 return 1
 """
-# By the name the hub's link knows them by (beside the hub's own scripts, redis_scripts.py).
+# By the name the store's link knows them by (beside the store's own scripts, redis_scripts.py).
 TASK_SCRIPTS = {"task_create": CREATE, "task_save": SAVE}
 
 
@@ -68,6 +68,7 @@ class RedisTaskStore(TaskStore):
     def __init__(self, link: RedisLink, max_ttl_ms: int) -> None:
         self.link = link
         self.max_ttl_ms = max_ttl_ms
+        link.add_scripts(TASK_SCRIPTS)
 
     def create(self, record: TaskRecord, limit: int) -> bool:
         """Store a new task unless its principal holds limit unexpired ones."""

@@ -76,23 +76,17 @@ def discard(message: dict[str, Any]) -> None:
 class TaskRunner:
     """This worker's running tasks and the greenlet that renews their leases."""
 
-    def __init__(self, store_of: Callable[[], TaskStore], settings: Settings,
-                 tell: Callable[[dict[str, Any]], None]) -> None:
-        # Looked up on each use, like the hub itself, so a test may swap the hub.
-        self.store_of = store_of
+    def __init__(self, store: TaskStore, settings: Settings, tell: Callable[[dict[str, Any]], None]) -> None:
+        """store keeps the tasks (beside the server's store); tell hands a notification to every worker."""
+        self.store = store
         self.settings = settings
         self.tell = tell
-        # Set by the dispatcher once it has built the services every request shares (RequestServices).
+        # Set by the server once it has built the services every request shares (RequestServices).
         self.services: Any = None
         self.running: dict[tuple[str | None, str], gevent.Greenlet] = {}
         self._pid: int | None = None
         self._worker = ""
         self._renewer: gevent.Greenlet | None = None
-
-    @property
-    def store(self) -> TaskStore:
-        """The hub's task store."""
-        return self.store_of()
 
     @property
     def worker(self) -> str:

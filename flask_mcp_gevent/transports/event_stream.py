@@ -117,7 +117,7 @@ class RequestStream:
         self.response_kept = False
 
     def __call__(self, message: dict[str, Any]) -> None:
-        """Send a message that belongs to this request (the `send` handed to the dispatcher)."""
+        """Send a message that belongs to this request (the `send` handed to the server)."""
         event_id = self.replay.keep(message) if self.replay is not None else None
         if self.ended:
             return

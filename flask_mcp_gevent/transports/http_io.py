@@ -17,7 +17,6 @@ import gevent
 from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps, dumps_line
 from flask_mcp_gevent.errors import (
     INTERNAL_ERROR,
@@ -30,6 +29,7 @@ from flask_mcp_gevent.errors import (
 )
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.messages import REQUEST, Body, ParseFailure, parse_body
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import (
     SESSION_ID_MAX_CHARS,
     SESSION_ID_PATTERN,
@@ -128,7 +128,7 @@ def server_busy(full: CapacityError) -> HttpProblem:
                        headers={"Retry-After": "5"})
 
 
-def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: str, principal: str | None,
+def lookup_session(server: Server, session_id: str | None, transport: str, principal: str | None,
                    request_id: Any = None) -> Session:
     """Load a session for this principal and transport; 400 if malformed, 404 if not found (with the request's id).
 
@@ -145,7 +145,7 @@ def lookup_session(dispatcher: Dispatcher, session_id: str | None, transport: st
                               "characters; send the one the server gave you", request_id=request_id)
         session = None  # well formed, but not an id new_session_id makes: no store holds it
     else:
-        session = dispatcher.store.get_own_session(session_id, transport, principal)
+        session = server.find_session(session_id, transport, principal)
     if session is None:
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           "Unknown or expired session: start a new one (GET /mcp for SSE, or POST initialize)",
@@ -157,7 +157,7 @@ class BodyTimedOut(Exception):
     """The request body did not arrive within MCP_BODY_TIMEOUT_S."""
 
 
-def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
+def read_body(server: Server, environ: Mapping[str, Any]) -> Body:
     """Check Content-Type and size, then read within MCP_BODY_TIMEOUT_S and parse; 415, 413, 408 or 400."""
     mimetype = environ.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower()
     if mimetype != "application/json" and not mimetype.endswith("+json"):
@@ -165,15 +165,15 @@ def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
             HTTPStatus.UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST,
             "Unsupported Content-Type: send JSON with -H 'Content-Type: application/json'",
         )
-    limit = dispatcher.settings.max_body_bytes
+    limit = server.settings.max_body_bytes
     size = bytes_to_read(environ, limit)
     # The whole body, not each read: a client sending a byte a second would otherwise hold its connection forever.
     try:
-        with read_deadline(dispatcher.settings.body_timeout_s):
+        with read_deadline(server.settings.body_timeout_s):
             data = environ["wsgi.input"].read(size) if size else b""
     except BodyTimedOut:
         raise HttpProblem(HTTPStatus.REQUEST_TIMEOUT, INVALID_REQUEST,
-                          f"Request body not received within {dispatcher.settings.body_timeout_s:g} s "
+                          f"Request body not received within {server.settings.body_timeout_s:g} s "
                           "(MCP_BODY_TIMEOUT_S): send the whole body at once") from None
     except (ParseException, NoMoreData):
         # gunicorn raises these from the read when a chunked body is malformed or ends early.
@@ -188,7 +188,7 @@ def read_body(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, failure.response["error"]["code"],
                           failure.response["error"]["message"]) from None
     try:
-        check_body(body, data, dispatcher.settings)
+        check_body(body, data, server.settings)
     except BodyLimitExceeded as exceeded:
         raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
     return body
@@ -225,11 +225,11 @@ def read_deadline(timeout_s: float) -> AbstractContextManager[Any]:
     return gevent.Timeout(timeout_s, BodyTimedOut)
 
 
-def read_messages(dispatcher: Dispatcher, environ: Mapping[str, Any]) -> Body:
+def read_messages(server: Server, environ: Mapping[str, Any]) -> Body:
     """Read the body, then charge a batch to the rate limit by its messages (the request counted as one)."""
-    body = read_body(dispatcher, environ)
-    if body.is_batch and len(body.messages) > 1 and dispatcher.charge_batch is not None:
-        dispatcher.charge_batch(len(body.messages))
+    body = read_body(server, environ)
+    if body.is_batch and len(body.messages) > 1 and server.charge_batch is not None:
+        server.charge_batch(len(body.messages))
     return body
 
 

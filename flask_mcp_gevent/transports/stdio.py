@@ -23,19 +23,20 @@ import gevent
 from gevent.fileobject import FileObject
 
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.eras import STATELESS, StdioEra
 from flask_mcp_gevent.logs import configure_logging
+from flask_mcp_gevent.mailbox import Empty, Mailbox
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
 from flask_mcp_gevent.protocol.request_context import call_directly
-from flask_mcp_gevent.session import STDIO
+from flask_mcp_gevent.server import Server
+from flask_mcp_gevent.session import STDIO, Session
 from flask_mcp_gevent.stateless.listen import LISTEN
 from flask_mcp_gevent.stateless.metadata import SUPPORTED_VERSIONS, ephemeral_session
-from flask_mcp_gevent.store import StreamClosed
 from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.toolkit.registry import Registry
 
-__all__ = ["StdioServer", "run_stdio"]
+__all__ = ["Outbox", "StdioConnection", "run_stdio"]
 
 log = logging.getLogger("mcp.stdio")
 DRAIN_TIMEOUT_S = 10.0
@@ -52,14 +53,57 @@ def claim_stdout() -> BinaryIO:
     return protocol_out
 
 
-class StdioServer:
-    """One session over a pair of byte streams."""
+class Outbox:
+    """The lines waiting for stdout, bounded like a stream's queue: a client that stops reading is cut off."""
 
-    def __init__(self, dispatcher: Dispatcher, reader: Any, writer: BinaryIO) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, max_lines: int, max_bytes: int) -> None:
+        self.lines = Mailbox()
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        # Why nothing more is written (None while open): the connection ended, or the client stopped reading.
+        self.closed: str | None = None
+
+    def put(self, data: bytes) -> None:
+        """Queue one line; past MCP_QUEUE_MAX or MCP_QUEUE_MAX_BYTES the client is cut off instead."""
+        if self.closed is not None:
+            return
+        if self.lines.qsize() >= self.max_lines or (self.queued_bytes and self.queued_bytes + len(data) >
+                                                    self.max_bytes):
+            log.warning("stdio client stopped reading: its queue is full (slow consumer); writing nothing more")
+            self.close("slow consumer")
+            return
+        self.queued_bytes += len(data)
+        self.lines.put_nowait(data)
+
+    def close(self, reason: str) -> None:
+        """Write what is queued, then nothing more."""
+        if self.closed is None:
+            self.closed = reason
+            self.lines.put_nowait(None)
+
+    def take(self) -> bytes | None:
+        """The next line to write, waiting for one; None once closed and written out."""
+        while True:
+            try:
+                data = self.lines.get(60.0)
+            except Empty:
+                continue
+            if data is not None:
+                self.queued_bytes -= len(data)
+            return data
+
+
+class StdioConnection:
+    """One client over a pair of byte streams: its lines in, its messages out, and no store in between."""
+
+    def __init__(self, server: Server, reader: Any, writer: BinaryIO) -> None:
+        self.server = server
         self.reader = reader
         self.writer = writer
-        self.session = dispatcher.open_session(STDIO)
+        # The local client's one session-era session: kept here, never in the store (Session.stored).
+        self.session = Session(transport=STDIO)
+        self.outbox = Outbox(server.settings.queue_max, server.settings.queue_max_bytes)
         self.running: set[gevent.Greenlet] = set()
         self.era = StdioEra()
         # Stateless-era requests by id, for notifications/cancelled (they run in sessions of their own, not this one).
@@ -67,23 +111,14 @@ class StdioServer:
         self.listens: dict[Any, gevent.Greenlet] = {}
 
     def publish(self, message: Any) -> None:
-        """Queue a message for stdout through the session's stream."""
-        self.dispatcher.store.publish(self.session.id, message)
+        """Queue a message for stdout."""
+        self.outbox.put(dumps(message))
 
     def write_forever(self) -> None:
-        """Copy the session's stream to stdout, one JSON line per message."""
-        subscription = self.dispatcher.store.subscribe(self.session.id)
-        try:
-            while True:
-                try:
-                    item = subscription.get(60.0)
-                except StreamClosed:
-                    return
-                if item is not None:
-                    self.writer.write(item[1] + b"\n")
-                    self.writer.flush()
-        finally:
-            subscription.close()
+        """Write the queued messages to stdout, one JSON line each, until the connection is closed."""
+        while (data := self.outbox.take()) is not None:
+            self.writer.write(data + b"\n")
+            self.writer.flush()
 
     def handle_line(self, line: bytes) -> None:
         """Parse and accept one line; answers are published as they complete."""
@@ -97,11 +132,7 @@ class StdioServer:
         if not body.is_batch and self.era.classify(body.messages[0].raw).stateless:
             self.handle_stateless(body.messages[0])
             return
-        rejected = self.dispatcher.batch_error(self.session, body)
-        if rejected is not None:
-            self.publish(rejected)
-            return
-        running, errors = self.dispatcher.accept(self.session, body, self.publish, on_done=self.publish)
+        running, errors = self.server.accept(self.session, body, self.publish, on_done=self.publish)
         for error in errors:
             self.publish(error)
         for greenlet in running:
@@ -121,7 +152,7 @@ class StdioServer:
                 self.publish(rejection.response())
                 return
             session = ephemeral_session(message.meta, None)
-            greenlet = self.dispatcher.start_request(session, message, self.publish, on_done=self.publish)
+            greenlet = self.server.start_request(session, message, self.publish, on_done=self.publish)
             self.track(message, greenlet)
         # A client response has nothing to answer here: this wire sends no requests.
 
@@ -150,7 +181,7 @@ class StdioServer:
             return
         ids = list(self.listens)
         if graceful:
-            self.dispatcher.listeners.shutdown()
+            self.server.listeners.shutdown()
             gevent.joinall(list(self.listens.values()), timeout=LISTEN_CLOSE_TIMEOUT_S)
             for listen_id in ids:
                 self.publish({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -160,6 +191,7 @@ class StdioServer:
     def serve(self) -> None:
         """Read until EOF, then let running requests finish and their answers flush; on SIGTERM stop at once."""
         writer = gevent.spawn(self.write_forever)
+        self.server.connect_local(self.session, self.publish)
         graceful = True
         try:
             for line in self.reader:
@@ -172,7 +204,8 @@ class StdioServer:
         finally:
             self.end_listens(graceful)
             # Closing first lets the writer flush what is queued, and drops answers of calls killed below.
-            self.dispatcher.store.close_session(self.session.id)
+            self.server.disconnect_local(self.session.id)
+            self.outbox.close("connection closed")
             # After SIGTERM (the client gave up waiting) or the drain timeout, calls in flight are cancelled.
             gevent.killall(list(self.running), timeout=1.0)
             writer.join(timeout=2.0)
@@ -185,13 +218,15 @@ def run_stdio(settings: Settings, registry: Registry | None = None,
     configure_logging(settings.log_level, settings.log_format)
     protocol_out = claim_stdout()
     # No caller: the local user who started the process may use everything.
-    dispatcher = Dispatcher(settings, registry=registry, store=MemoryStore(settings), run_in_app=run_in_app)
-    server = StdioServer(dispatcher, FileObject(sys.stdin.buffer, "rb"), protocol_out)
+    # Its sessions and event log stay empty: the one client's session is its connection's. The in-memory fleet of
+    # one keeps what a 2026-07-28 request consumed; the task store beside it, its tasks.
+    server = Server(settings, registry=registry, store=MemoryStore(settings), run_in_app=run_in_app)
+    connection = StdioConnection(server, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))
     log.info("serving MCP on stdio")
     try:
-        server.serve()
+        connection.serve()
     except (SystemExit, KeyboardInterrupt):
         log.info("stdio server stopping")
     return 0

@@ -18,7 +18,6 @@ import gevent
 from flask import Response
 
 from flask_mcp_gevent.auth.principal import Principal, name_of
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import KEEPALIVE_FRAME
 from flask_mcp_gevent.errors import (
     INVALID_REQUEST,
@@ -27,10 +26,11 @@ from flask_mcp_gevent.errors import (
     STORE_UNAVAILABLE_MESSAGE,
 )
 from flask_mcp_gevent.messages import REQUEST, Body
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.store import CapacityError, StoreUnavailable, StreamConflict
-from flask_mcp_gevent.store.base import join_event_id
+from flask_mcp_gevent.store.event_ids import join_event_id
 from flask_mcp_gevent.transports.event_stream import (
     DONE,
     EVENT_STREAM,
@@ -84,21 +84,21 @@ def is_initialize(body: Body) -> bool:
 class SessionReplay:
     """A request stream's part of its session's replay log, under a key of its own, so Last-Event-ID resumes it."""
 
-    def __init__(self, dispatcher: Dispatcher, session: Session) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, server: Server, session: Session) -> None:
+        self.server = server
         self.session = session
         self.key = secrets.token_hex(6)
 
     def keep(self, message: dict[str, Any]) -> str | None:
         """Publish a message the request sends; its event id."""
-        return self.dispatcher.store.publish(self.session.id, message, stream=self.key)
+        return self.server.publish(self.session.id, message, stream=self.key)
 
     def keep_response(self, response: dict[str, Any]) -> str | None:
         """Store the request's response (retried through an outage); its event id."""
-        return self.dispatcher.store.deliver(self.session.id, response, stream=self.key)
+        return self.server.deliver(self.session.id, response, stream=self.key)
 
 
-def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body
+def streamable_post(server: Server, environ: Mapping[str, Any], caller: Principal | None, body: Body
                     ) -> Response:
     """Handle a Streamable HTTP POST (its body already read): initialize opens a session, the rest need one."""
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
@@ -108,82 +108,82 @@ def streamable_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: 
                           request_id=body.request_id)
     session_id = session_id_from(environ, query=False)
     if is_initialize(body) and session_id is None:
-        return initialize_session(dispatcher, environ, caller, body, accepted)
+        return initialize_session(server, environ, caller, body, accepted)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
                           "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
                           request_id=body.request_id)
-    session = lookup_session(dispatcher, session_id, STREAMABLE, name_of(caller), body.request_id)
+    session = lookup_session(server, session_id, STREAMABLE, name_of(caller), body.request_id)
     check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
-    return post_messages(dispatcher, session, body, accepted, new_session=False,
+    return post_messages(server, session, body, accepted, new_session=False,
                          close_connection=connection_closer(environ), caller=caller)
 
 
-def initialize_session(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None, body: Body,
+def initialize_session(server: Server, environ: Mapping[str, Any], caller: Principal | None, body: Body,
                        accepted: AcceptedTypes) -> Response:
     """Open a session for an initialize request; if the initialize fails, close it again and name no session."""
     try:
-        session = dispatcher.open_session(STREAMABLE, name_of(caller), environ.get("REMOTE_ADDR"))
+        session = server.open_session(STREAMABLE, name_of(caller), environ.get("REMOTE_ADDR"))
     except CapacityError as full:
         raise server_busy(full) from None
     except StoreUnavailable:
         raise store_unavailable(body.messages[0].id) from None
-    response = post_messages(dispatcher, session, body, accepted, new_session=True,
+    response = post_messages(server, session, body, accepted, new_session=True,
                              close_connection=connection_closer(environ), caller=caller)
     if response.status_code >= HTTPStatus.BAD_REQUEST:
-        discard_session(dispatcher, session)
+        discard_session(server, session)
         response.headers.pop(SESSION_HEADER, None)
     return response
 
 
-def discard_session(dispatcher: Dispatcher, session: Session) -> None:
+def discard_session(server: Server, session: Session) -> None:
     """Close a session whose initialize failed; if the store is down too, its idle TTL ends it."""
     try:
-        dispatcher.store.close_session(session.id)
+        server.close_session(session.id)
     except StoreUnavailable:
         pass
 
 
-def streamable_get(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None) -> Response:
+def streamable_get(server: Server, environ: Mapping[str, Any], caller: Principal | None) -> Response:
     """Open a session's standalone stream."""
     if not AcceptedTypes(environ.get("HTTP_ACCEPT")).sse:
         raise HttpProblem(HTTPStatus.NOT_ACCEPTABLE, INVALID_REQUEST,
                           "Not Acceptable: the stream needs 'Accept: text/event-stream'")
-    session = lookup_session(dispatcher, session_id_from(environ, query=False), STREAMABLE, name_of(caller))
+    session = lookup_session(server, session_id_from(environ, query=False), STREAMABLE, name_of(caller))
     check_protocol_header(environ.get(PROTOCOL_VERSION_KEY))
-    return open_stream(dispatcher, environ, session)
+    return open_stream(server, environ, session)
 
 
-def streamable_delete(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None) -> Response:
+def streamable_delete(server: Server, environ: Mapping[str, Any], caller: Principal | None) -> Response:
     """End a Streamable HTTP session."""
     session_id = session_id_from(environ, query=False)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
-    return close_session(dispatcher, lookup_session(dispatcher, session_id, STREAMABLE, name_of(caller)))
+    return close_session(server, lookup_session(server, session_id, STREAMABLE, name_of(caller)))
 
 
-def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted: AcceptedTypes,
+def post_messages(server: Server, session: Session, body: Body, accepted: AcceptedTypes,
                   new_session: bool, close_connection: Callable[[], None] | None = None,
                   caller: Principal | None = None) -> Response:
     """Handle a POST of caller's on an existing (or just created) session."""
     headers = {SESSION_HEADER: session.id} if new_session else {}
-    rejected = dispatcher.batch_error(session, body)
+    rejected = server.batch_error(session, body)
     if rejected is not None:
         return json_response(rejected, HTTPStatus.BAD_REQUEST, headers)
     if body.is_batch or not accepted.sse:
         # Messages sent before the result go to the standalone stream, so nothing is lost.
-        running, errors = dispatcher.accept(session, body, lambda m: dispatcher.store.publish(session.id, m),
+        running, errors = server.accept(session, body, lambda m: server.publish(session.id, m),
                                             caller=caller)
-        return answer_as_json(dispatcher, body, running, errors, headers)
-    replay = SessionReplay(dispatcher, session)
+        return answer_as_json(server, body, running, errors, headers)
+    replay = SessionReplay(server, session)
     # Bounded like every stream: a client that does not read is cut off (close_connection fails the blocked write),
     # and what it missed stays in the replay for it to resume with Last-Event-ID.
-    stream = RequestStream(f"session {session.id[:8]}", dispatcher.settings.queue_max,
-                           dispatcher.settings.queue_max_bytes,
+    stream = RequestStream(f"session {session.id[:8]}", server.settings.queue_max,
+                           server.settings.queue_max_bytes,
                            close_connection, replay)
-    running, errors = dispatcher.accept(session, body, stream, caller=caller)
+    running, errors = server.accept(session, body, stream, caller=caller)
     if not running:
-        return answer_as_json(dispatcher, body, running, errors, headers)
+        return answer_as_json(server, body, running, errors, headers)
     greenlet = running[0]
     first = stream.first_item(greenlet)
     if first is DONE and is_store_unavailable(greenlet.value):
@@ -199,7 +199,7 @@ def post_messages(dispatcher: Dispatcher, session: Session, body: Body, accepted
     return stream.response(first, greenlet, None, headers, priming)
 
 
-def answer_as_json(dispatcher: Dispatcher, body: Body, running: list, errors: list,
+def answer_as_json(server: Server, body: Body, running: list, errors: list,
                    headers: dict[str, str]) -> Response:
     """Wait for the requests and answer with their responses as one JSON body."""
     if not running and not errors:
@@ -226,13 +226,13 @@ def store_unavailable_response(answer: dict[str, Any], headers: dict[str, str]) 
     return json_response(answer, HTTPStatus.SERVICE_UNAVAILABLE, {**headers, "Retry-After": str(STORE_RETRY_AFTER_S)})
 
 
-def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], session: Session) -> Response:
+def open_stream(server: Server, environ: Mapping[str, Any], session: Session) -> Response:
     """Open the session's standalone stream; a second one at the same time gets 409 unless it resumes."""
     # A client resuming with Last-Event-ID has lost its stream, though the server learns that only at its next
     # write to it (up to two keepalives later): the resuming stream replaces the old one instead of a 409.
     try:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
-        subscription = dispatcher.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
+        subscription = server.subscribe(session.id, last_event_id, exclusive=last_event_id is None)
     except StreamConflict:
         raise HttpProblem(
             HTTPStatus.CONFLICT,
@@ -241,12 +241,12 @@ def open_stream(dispatcher: Dispatcher, environ: Mapping[str, Any], session: Ses
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
     subscription.on_cut_off = connection_closer(environ)
-    return Response(stream_events(subscription, dispatcher.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
+    return Response(stream_events(subscription, server.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
                     mimetype=EVENT_STREAM, headers=SSE_HEADERS)
 
 
-def close_session(dispatcher: Dispatcher, session: Session) -> Response:
+def close_session(server: Server, session: Session) -> Response:
     """End the session; later use of its id gets 404."""
-    dispatcher.store.close_session(session.id)
+    server.close_session(session.id)
     log.info("closed session %s at the client's request", session.id[:8])
     return empty_response(HTTPStatus.NO_CONTENT)

@@ -15,7 +15,7 @@ from pathlib import Path
 from flask import Blueprint, Flask, Response, request, send_from_directory
 
 from flask_mcp_gevent.stateless.metadata import supported_versions
-from flask_mcp_gevent.web.mcp_app import current_dispatcher
+from flask_mcp_gevent.web.mcp_app import current_server
 from flask_mcp_gevent.web.pipeline import check_host
 
 __all__ = ["CONSOLE_CSP", "console_blueprint", "init_app"]
@@ -35,13 +35,13 @@ CONSOLE_CSP = (
 
 def screen_console_request() -> None:
     """Refuse a Host that does not name this server (DNS rebinding), as the MCP routes do."""
-    check_host(request.environ, current_dispatcher().settings)
+    check_host(request.environ, current_server().settings)
 
 
 def index(console_path: str, endpoint: str, metrics_path: str) -> Response:
     """The console page, naming the protocol versions this server speaks and where its endpoints are."""
     html = (STATIC_DIR / INDEX).read_text(encoding="utf-8")
-    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_dispatcher().settings.session_era)))
+    html = html.replace(VERSIONS_PLACEHOLDER, " ".join(supported_versions(current_server().settings.session_era)))
     html = html.replace(CONSOLE_PLACEHOLDER, console_path).replace(ENDPOINT_PLACEHOLDER, endpoint)
     return Response(html.replace(METRICS_PLACEHOLDER, metrics_path), content_type="text/html; charset=utf-8")
 

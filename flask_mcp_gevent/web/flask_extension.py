@@ -1,4 +1,4 @@
-"""One app's MCP server: `McpExtension` wires the dispatcher, the pipeline, the routes and the error pages.
+"""One app's MCP server: `McpExtension` wires the server, the pipeline, the routes and the error pages.
 
 The public face is flask_mcp_gevent.extension.MCP, which builds one of these per app it is given and keeps it in
 `app.extensions["mcp"]`, the only key MCP sets. The template's app is all MCP (whole_app): the console at `/`, the
@@ -18,7 +18,7 @@ from werkzeug.routing import Rule
 
 from flask_mcp_gevent.auth import Authenticator
 from flask_mcp_gevent.config import ConfigError, Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.web import console, flask_hooks, health, routes, security
 from flask_mcp_gevent.web.app_context import app_runner
@@ -41,7 +41,7 @@ CSRF_EXTENSION = "csrf"
 
 
 class McpExtension:
-    """Owns one Dispatcher and one Pipeline per app and answers every MCP error as JSON, never as HTML."""
+    """Owns one Server and one Pipeline per app and answers every MCP error as JSON, never as HTML."""
 
     def __init__(self, settings: Settings, registry: Registry | None = None, path: str = "/mcp",
                  whole_app: bool = True, forward_headers: Iterable[str] = ()) -> None:
@@ -51,7 +51,7 @@ class McpExtension:
         self.whole_app = whole_app
         self.forwarded = credential_keys(forward_headers)
         self.app: Flask | None = None
-        self.dispatcher: Dispatcher | None = None
+        self.server: Server | None = None
         self.pipeline: Pipeline | None = None
         self.authenticator: Authenticator | None = None
         # The MCP_RATE_LIMIT limiter, when one is set (web/rate_limit.py).
@@ -63,7 +63,7 @@ class McpExtension:
         self.started = False
 
     def init_app(self, app: Flask) -> None:
-        """Build the dispatcher and the pipeline from the settings; register routes and handlers."""
+        """Build the server and the pipeline from the settings; register routes and handlers."""
         if MCP_EXTENSION in app.extensions:
             raise ConfigError(f"MCP is already on app {app.name!r} (app.extensions['mcp']): give each app one MCP "
                               "object, and declare every tool, resource and prompt on it")
@@ -72,7 +72,7 @@ class McpExtension:
         self.authenticator = Authenticator.from_settings(settings)
         self.pipeline = Pipeline(settings, self.authenticator)
         self.pipeline.forwarded = self.forwarded
-        self.dispatcher = Dispatcher(settings, registry=self.registry, run_in_app=app_runner(app))
+        self.server = Server(settings, registry=self.registry, run_in_app=app_runner(app))
         app.extensions[MCP_EXTENSION] = self
         if self.whole_app:
             app.register_blueprint(routes.mcp_blueprint(self.path))
@@ -87,7 +87,7 @@ class McpExtension:
         scope = None if self.whole_app else HOST_BLUEPRINTS
         # Before security.init_app, so the screen runs before the rate limiter counts the request.
         flask_hooks.install(app, scope)
-        security.init_app(app, self.dispatcher, scope)
+        security.init_app(app, self.server, scope)
         self.paths = guard_paths(app)
         if self.whole_app:
             app.wsgi_app = HotPath(app, self.pipeline, app.wsgi_app, self.start)  # type: ignore[method-assign]
@@ -113,13 +113,13 @@ class McpExtension:
 
     def shutdown(self) -> None:
         """Close every stream promptly (called from gunicorn on SIGTERM)."""
-        if self.dispatcher is not None:
-            self.dispatcher.shutdown()
+        if self.server is not None:
+            self.server.shutdown()
 
     def drain(self) -> None:
         """Give calls in flight a bounded time to finish (called from gunicorn as the worker exits)."""
-        if self.dispatcher is not None:
-            self.dispatcher.drain()
+        if self.server is not None:
+            self.server.drain()
 
 
 def blueprint_of(endpoint: str) -> str:

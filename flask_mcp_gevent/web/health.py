@@ -15,7 +15,7 @@ from flask_mcp_gevent import metrics
 from flask_mcp_gevent.config import install_hint
 from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.transports.http_io import json_response
-from flask_mcp_gevent.web.mcp_app import current_dispatcher
+from flask_mcp_gevent.web.mcp_app import current_server
 from flask_mcp_gevent.web.pipeline import check_host, check_origin
 
 __all__ = ["ops_blueprint"]
@@ -23,7 +23,7 @@ __all__ = ["ops_blueprint"]
 
 def refuse_foreign_pages() -> None:
     """Refuse a foreign Origin (403) and a Host that does not name this server (421), before any endpoint runs."""
-    settings = current_dispatcher().settings
+    settings = current_server().settings
     check_origin(request.headers.get("Origin"), settings)
     check_host(request.environ, settings)
 
@@ -34,11 +34,11 @@ def healthz() -> Response:
 
 
 def readyz() -> Response:
-    """Ready: the hub's backing store answers."""
-    dispatcher = current_dispatcher()
+    """Ready: the store's backing service answers."""
+    server = current_server()
     try:
-        if dispatcher.store.ready():
-            return json_response({"status": "ready", "sessions": dispatcher.store.session_count()})
+        if server.ready():
+            return json_response({"status": "ready", "sessions": server.session_count()})
     except StoreUnavailable:
         pass  # Redis went away between the two calls
     return json_response({"status": "not ready", "reason": "session store unreachable"}, HTTPStatus.SERVICE_UNAVAILABLE)
@@ -49,9 +49,9 @@ def prometheus_metrics() -> Response:
     if not metrics.available():
         reason = f"the metrics extra (prometheus-client) is not installed: {install_hint('metrics')}"
         return json_response({"status": "no metrics", "reason": reason}, HTTPStatus.NOT_FOUND)
-    dispatcher = current_dispatcher()
+    server = current_server()
     try:
-        session_count = dispatcher.store.session_count()
+        session_count = server.session_count()
     except StoreUnavailable:
         session_count = None
     body, content_type = metrics.render(request.headers.get("Accept"), session_count)

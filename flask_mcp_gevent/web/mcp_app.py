@@ -1,4 +1,4 @@
-"""What every web module finds on an MCP app: the dispatcher its extension owns, and the MCP routes' blueprint name."""
+"""What every web module finds on an MCP app: the server its extension owns, and the MCP routes' blueprint name."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 from flask import Flask, current_app
 from werkzeug.exceptions import HTTPException
 
-from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.server import Server
 
-__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "current_dispatcher", "dispatcher_of", "handle_error_in"]
+__all__ = ["MCP_BLUEPRINT", "MCP_EXTENSION", "current_server", "server_of", "handle_error_in"]
 
 # The McpExtension's key in app.extensions.
 MCP_EXTENSION = "mcp"
@@ -18,14 +18,14 @@ MCP_EXTENSION = "mcp"
 MCP_BLUEPRINT = "mcp"
 
 
-def dispatcher_of(app: Flask) -> Dispatcher:
-    """The Dispatcher of an app that has the MCP extension."""
-    return app.extensions[MCP_EXTENSION].dispatcher
+def server_of(app: Flask) -> Server:
+    """The Server of an app that has the MCP extension."""
+    return app.extensions[MCP_EXTENSION].server
 
 
-def current_dispatcher() -> Dispatcher:
-    """The Dispatcher of the app handling this request."""
-    return dispatcher_of(current_app)
+def current_server() -> Server:
+    """The Server of the app handling this request."""
+    return server_of(current_app)
 
 
 def handle_error_in(app: Flask, blueprint: str, failure: type[Exception], handler: Callable[..., Any]) -> None:

@@ -11,7 +11,7 @@ from flask_mcp_gevent.auth import metadata_document, metadata_url
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.transports.http_io import HttpProblem, json_response
-from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.web.mcp_app import server_of
 
 __all__ = ["challenge", "metadata_blueprint"]
 
@@ -22,7 +22,7 @@ metadata_blueprint = Blueprint("oauth_metadata", __name__)
 @metadata_blueprint.route("/.well-known/oauth-protected-resource/<path:resource_path>", methods=["GET"])
 def protected_resource_metadata(resource_path: str = "") -> Response:
     """Name this resource's authorization servers, so clients know where to get a token."""
-    settings = dispatcher_of(current_app).settings
+    settings = server_of(current_app).settings
     if resource_path and "/" + resource_path.strip("/") != urlsplit(settings.oauth_audience).path.rstrip("/"):
         raise HttpProblem(HTTPStatus.NOT_FOUND, INVALID_REQUEST,
                           f"No such resource; this server's is {settings.oauth_audience}")

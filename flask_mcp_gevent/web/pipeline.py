@@ -45,7 +45,7 @@ from flask_mcp_gevent.transports.legacy_sse import legacy_post
 from flask_mcp_gevent.transports.streamable_http import streamable_post
 from flask_mcp_gevent.web.callers import authenticate, credential_keys, identify
 from flask_mcp_gevent.web.failures import render_failure
-from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.web.mcp_app import server_of
 from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE, origin_allowed
 from flask_mcp_gevent.without_gevent import (
     LEGACY_NEEDS_GEVENT,
@@ -56,7 +56,7 @@ from flask_mcp_gevent.without_gevent import (
 )
 
 if TYPE_CHECKING:
-    from flask_mcp_gevent.dispatcher import Dispatcher
+    from flask_mcp_gevent.server import Server
 
 __all__ = ["HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
            "check_foreign_page",
@@ -128,7 +128,7 @@ def check_foreign_page(environ: Mapping[str, Any], settings: Settings) -> None:
 
 
 # a POST's wire
-def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Principal | None,
+def handle_post(server: Server, environ: Mapping[str, Any], caller: Principal | None,
                 legacy_only: bool | None = None) -> Response:
     """Answer a POST: read the body, then serve it on its era's wire.
 
@@ -138,10 +138,10 @@ def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Prin
     a version that is not a handshake one) goes to the stateless wire, and the rest is Streamable HTTP.
     """
     # The body first, so that every refusal after it (session, version header) carries the request's id.
-    body = read_messages(dispatcher, environ)
+    body = read_messages(server, environ)
     # A ?session_id= names a legacy session's stream: the answer goes there, as on /messages, even for a
     # server/discover an auto-mode client sends first (its error on the stream is what makes the client fall back).
-    session_id = session_id_from(environ, header=False) if dispatcher.settings.session_era else None
+    session_id = session_id_from(environ, header=False) if server.settings.session_era else None
     if legacy_only is None:
         legacy_only = environ.get("PATH_INFO") in LEGACY_ONLY_PATHS
     legacy_message = legacy_only or session_id is not None
@@ -150,14 +150,14 @@ def handle_post(dispatcher: Dispatcher, environ: Mapping[str, Any], caller: Prin
     if not legacy_message and era.stateless:
         if SERVED.without_gevent and not body.is_batch and body.messages[0].method == "subscriptions/listen":
             raise needs_gevent(HTTPStatus.NOT_IMPLEMENTED, body.request_id)
-        return stateless_post(dispatcher, environ, caller, body)
-    if not dispatcher.settings.session_era:
+        return stateless_post(server, environ, caller, body)
+    if not server.settings.session_era:
         return legacy_refused(environ, body)
     if legacy_message:
         if SERVED.without_gevent:
             raise needs_gevent(HTTPStatus.NOT_IMPLEMENTED, body.request_id, message=LEGACY_NEEDS_GEVENT)
-        return legacy_post(dispatcher, session_id, caller, body)
-    return streamable_post(dispatcher, environ, caller, body)
+        return legacy_post(server, session_id, caller, body)
+    return streamable_post(server, environ, caller, body)
 
 
 # the pipeline
@@ -219,8 +219,8 @@ class HotPath:
         # The extension's once-only start (flask_hooks.start_extension), which Flask runs for the requests it serves.
         self.start = start
         self.started = False
-        self.dispatcher = dispatcher_of(app)
-        settings = self.dispatcher.settings
+        self.server = server_of(app)
+        settings = self.server.settings
         # flask-limiter and the CORS headers are Flask hooks: with either configured, Flask serves every request.
         self.enabled = not settings.rate_limit and not settings.cors_origins
 
@@ -239,7 +239,7 @@ class HotPath:
         """The response to one POST; refusals and failures become their JSON-RPC error bodies."""
         try:
             caller = self.pipeline.screen(environ)
-            return handle_post(self.dispatcher, environ, caller)
+            return handle_post(self.server, environ, caller)
         except Exception as exc:
             return self.pipeline.render_failure(exc, environ)
 

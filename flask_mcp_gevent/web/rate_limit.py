@@ -29,7 +29,7 @@ from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.logs import loggable
 from flask_mcp_gevent.transports.http_io import HttpProblem, problem_response
-from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION, dispatcher_of, handle_error_in
+from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION, handle_error_in, server_of
 
 __all__ = ["init_rate_limit", "rate_limit_key"]
 
@@ -73,7 +73,7 @@ def init_rate_limit(app: Flask, settings: Settings, scope: tuple[str, ...] | Non
         # MCP's pages only, so that a host's own Limiter keeps its own 429 page on the host's routes.
         for blueprint in scope:
             handle_error_in(app, blueprint, RateLimitExceeded, render_rate_limited)
-    dispatcher_of(app).charge_batch = charge_batch
+    server_of(app).charge_batch = charge_batch
     return limiter
 
 
@@ -139,7 +139,7 @@ def seconds_to_retry(reset_at: float, window_s: int) -> int:
 
 def rate_limited(retry_after: int, over: str = "the limit is") -> HttpProblem:
     """The 429 with Retry-After and a JSON-RPC error body; over says what went over the limit."""
-    rate = dispatcher_of(current_app).settings.rate_limit
+    rate = server_of(current_app).settings.rate_limit
     return HttpProblem(HTTPStatus.TOO_MANY_REQUESTS, INVALID_REQUEST,
                        f"Too many requests: {over} {rate} (MCP_RATE_LIMIT); retry in {retry_after} s",
                        data={"retryAfter": retry_after}, headers={"Retry-After": str(retry_after)})

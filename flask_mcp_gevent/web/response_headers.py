@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from flask import Response, current_app, request
 
-from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.web.mcp_app import server_of
 
 __all__ = ["SECURITY_HEADERS", "SECURITY_HEADERS_WITH_CACHE", "add_cors_headers", "origin_allowed"]
 
@@ -43,7 +43,7 @@ def origin_allowed(origin: str, patterns: Iterable[str]) -> bool:
 
 def add_cors_headers(response: Response) -> Response:
     """Let the browser origins in MCP_CORS_ORIGINS, and only those, read responses."""
-    settings = dispatcher_of(current_app).settings
+    settings = server_of(current_app).settings
     if not settings.cors_origins:
         return response
     response.vary.add("Origin")

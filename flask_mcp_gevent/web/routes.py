@@ -4,7 +4,7 @@ How a request is told apart (see the endpoint table in docs/wires.md):
 GET without Mcp-Session-Id is a legacy stream; POST with `?session_id=` is a
 legacy message, whatever its body; a POST saying 2026-07-28 is the stateless
 wire; everything else on /mcp is Streamable HTTP. Each route only
-picks the transport function and hands it the dispatcher, the environ and the
+picks the transport function and hands it the server, the environ and the
 principal; a POST's choice (`pipeline.handle_post`) is one of the steps the WSGI hot path shares.
 """
 
@@ -24,7 +24,7 @@ from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.transports.http_io import needs_gevent
 from flask_mcp_gevent.transports.legacy_sse import legacy_get
 from flask_mcp_gevent.transports.streamable_http import streamable_delete, streamable_get
-from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, current_dispatcher
+from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, current_server
 from flask_mcp_gevent.web.pipeline import handle_post
 from flask_mcp_gevent.without_gevent import SERVED
 
@@ -50,34 +50,34 @@ def refuse_stream_without_gevent(allow: str) -> None:
 
 def mcp_endpoint() -> Response:
     """Serve the MCP endpoint (/mcp) for both transports."""
-    if request.method in ("GET", "DELETE") and (not current_dispatcher().settings.session_era
+    if request.method in ("GET", "DELETE") and (not current_server().settings.session_era
                                                 or names_stateless_wire(request.environ)):
         return method_not_allowed(request.environ)
     if request.method == "GET":
         refuse_stream_without_gevent(ALLOW_WITHOUT_STREAM)
         if SESSION_HEADER_KEY in request.environ:
-            return streamable_get(current_dispatcher(), request.environ, g.mcp_caller)
+            return streamable_get(current_server(), request.environ, g.mcp_caller)
         # A legacy client posts its messages back to the path it opened the stream on.
-        return legacy_get(current_dispatcher(), request.environ, g.mcp_caller, request.path)
+        return legacy_get(current_server(), request.environ, g.mcp_caller, request.path)
     if request.method == "POST":
-        return handle_post(current_dispatcher(), request.environ, g.mcp_caller, legacy_only=False)
+        return handle_post(current_server(), request.environ, g.mcp_caller, legacy_only=False)
     if request.method == "DELETE":
-        return streamable_delete(current_dispatcher(), request.environ, g.mcp_caller)
+        return streamable_delete(current_server(), request.environ, g.mcp_caller)
     # Flask adds HEAD to every GET route: HEAD must never end a session (nor open a stream nobody reads).
     raise MethodNotAllowed(valid_methods=["GET", "POST", "DELETE"])
 
 
 def sse_alias(messages_path: str) -> Response:
     """The official SDKs' default legacy stream path; its messages go to messages_path."""
-    if not current_dispatcher().settings.session_era:
+    if not current_server().settings.session_era:
         return method_not_allowed(request.environ)
     refuse_stream_without_gevent("")
-    return legacy_get(current_dispatcher(), request.environ, g.mcp_caller, messages_path)
+    return legacy_get(current_server(), request.environ, g.mcp_caller, messages_path)
 
 
 def messages_alias() -> Response:
     """The official SDKs' default legacy message path."""
-    return handle_post(current_dispatcher(), request.environ, g.mcp_caller, legacy_only=True)
+    return handle_post(current_server(), request.environ, g.mcp_caller, legacy_only=True)
 
 
 def mcp_blueprint(path: str = "/mcp", aliases_under: str = "") -> Blueprint:

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from flask import Flask
 
-from flask_mcp_gevent.dispatcher import Dispatcher
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.web.oauth_metadata import metadata_blueprint
 from flask_mcp_gevent.web.response_headers import add_cors_headers
 
 __all__ = ["init_app"]
 
 
-def init_app(app: Flask, dispatcher: Dispatcher, scope: tuple[str, ...] | None = None) -> None:
+def init_app(app: Flask, server: Server, scope: tuple[str, ...] | None = None) -> None:
     """Install the OAuth metadata, the rate limit, CORS and the security headers on app (the order matters).
 
     scope names the blueprints whose answers get CORS headers and rate-limit errors (None: the whole app).
     """
-    settings = dispatcher.settings
+    settings = server.settings
     if settings.oauth_jwks_url:
         app.register_blueprint(metadata_blueprint)
     if settings.rate_limit:

@@ -5,7 +5,7 @@ this app, no request context (the MCP POST's request is not theirs), and a `g` o
 of each call (neither the previous call's mark nor the host's before_request mark on the MCP request's `g`). The
 host's teardown_appcontext records the mark of the `g` it tears down, so each call's context is seen to end once,
 after the call. Checked on Streamable HTTP, on 2026-07-28 (answered in place, and with a progressToken in a
-greenlet of its own), in a task and in an input round's retry; and a Dispatcher without an app still runs tools.
+greenlet of its own), in a task and in an input round's retry; and a Server without an app still runs tools.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from flask.testing import FlaskClient
 
 from flask_mcp_gevent import MCP
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from flask_mcp_gevent.toolkit.context import Context
 from flask_mcp_gevent.toolkit.registry import Registry
@@ -265,7 +265,7 @@ def test_a_dispatcher_without_an_app_runs_tools_outside_any_app_context():
 
     registry = Registry()
     registry.declare(spec_of(outside))
-    dispatcher = Dispatcher(Settings.from_environ({}), registry=registry)
+    dispatcher = Server(Settings.from_environ({}), registry=registry)
     try:
         meta = {"io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
                 "io.modelcontextprotocol/clientCapabilities": {}}

@@ -1,6 +1,6 @@
 """Protocol-layer fixtures: JSON text in, the JSON messages the dispatcher answers with out, no HTTP.
 
-`rpc(text)` plays a transport: it parses the body, hands it to `Dispatcher.accept`, waits
+`rpc(text)` plays a transport: it parses the body, hands it to `Server.accept`, waits
 for every request's greenlet and returns the responses (immediate errors first, then
 each request's answer in order). Whatever the dispatcher sent through `send` (notifications,
 server-to-client requests) is kept in `rpc.sent`.
@@ -17,9 +17,9 @@ import pytest
 from flask_mcp_gevent.auth.permissions import Grants
 from flask_mcp_gevent.auth.principal import API_KEY, Principal
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import ParseFailure, parse_body
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import Session
 from mcp_tools import Registry
 
@@ -30,7 +30,7 @@ JOIN_TIMEOUT_S = 10.0
 class Rpc:
     """Send JSON text to one session of a dispatcher and collect what comes back."""
 
-    def __init__(self, dispatcher: Dispatcher, session: Session, caller: Principal | None = None) -> None:
+    def __init__(self, dispatcher: Server, session: Session, caller: Principal | None = None) -> None:
         self.dispatcher = dispatcher
         self.session = session
         # Who sends every body (None: nobody is checked, as with authentication off).
@@ -91,10 +91,10 @@ def registry() -> Registry | None:
 @pytest.fixture
 def make_dispatcher():
     """Build dispatchers from an environ mapping (optionally a registry); shut them all down after."""
-    dispatchers: list[Dispatcher] = []
+    dispatchers: list[Server] = []
 
-    def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> Dispatcher:
-        instance = Dispatcher(Settings.from_environ(environ or {}), registry=registry)
+    def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> Server:
+        instance = Server(Settings.from_environ(environ or {}), registry=registry)
         dispatchers.append(instance)
         return instance
 
@@ -105,7 +105,7 @@ def make_dispatcher():
 
 
 @pytest.fixture
-def dispatcher(make_dispatcher, registry) -> Dispatcher:
+def dispatcher(make_dispatcher, registry) -> Server:
     """A dispatcher on the in-memory hub with default settings."""
     return make_dispatcher(registry=registry)
 
@@ -120,7 +120,7 @@ def rpc(dispatcher) -> Rpc:
 def make_rpc(dispatcher):
     """Open sessions: make_rpc(version) returns one initialized at version (None: uninitialized)."""
 
-    def make(version: str | None = None, on: Dispatcher | None = None) -> Rpc:
+    def make(version: str | None = None, on: Server | None = None) -> Rpc:
         target = on if on is not None else dispatcher
         client = Rpc(target, target.open_session("sse"))
         if version is not None:

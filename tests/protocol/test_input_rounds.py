@@ -12,10 +12,10 @@ from typing import Any
 import gevent
 import pytest
 
-from flask_mcp_gevent.dispatcher import jsonrpc_dispatch
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.protocol.request_context import STATELESS_ERA, RequestContext
+from flask_mcp_gevent.server import jsonrpc_dispatch
 from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
 from mcp_tools import InputRequest, Registry, resource, tool

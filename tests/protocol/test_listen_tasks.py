@@ -1,6 +1,6 @@
 """subscriptions/listen through the dispatcher: which taskIds a stream keeps, and the request's byte bound.
 
-A listen runs as the stateless wire runs it (`Dispatcher.handle_request` with an ephemeral session of its
+A listen runs as the stateless wire runs it (`Server.handle_request` with an ephemeral session of its
 principal) in a greenlet of its own; what it sends is collected, its acknowledgment first.
 """
 

@@ -180,7 +180,7 @@ def test_a_failing_prompt_is_internal_error_without_detail(make_rpc, mcp_log):
 
 def test_prompt_list_changes_reach_initialized_sessions(dispatcher, make_rpc):
     rpc = make_rpc("2025-06-18")
-    stream = dispatcher.store.subscribe(rpc.session.id)
+    stream = dispatcher.store.events.subscribe(rpc.session.id)
     dispatcher.registry.remove("prompt", "exploding_prompt")
     event = stream.get(timeout=0)
     assert event is not None and b'"notifications/prompts/list_changed"' in event[1]

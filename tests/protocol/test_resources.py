@@ -202,8 +202,8 @@ def test_resource_updated_reaches_only_subscribed_sessions(dispatcher, make_rpc)
     watcher, bystander = make_rpc("2025-06-18"), make_rpc("2025-06-18")
     watcher.request("resources/subscribe", {"uri": "test://watched-resource"})
     bystander.request("resources/subscribe", {"uri": "test://static-text"})
-    watching = dispatcher.store.subscribe(watcher.session.id)
-    bystanding = dispatcher.store.subscribe(bystander.session.id)
+    watching = dispatcher.store.events.subscribe(watcher.session.id)
+    bystanding = dispatcher.store.events.subscribe(bystander.session.id)
     notifications.resource_updated(dispatcher.store, "test://watched-resource")
     assert drain(watching) == [{"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                 "params": {"uri": "test://watched-resource"}}]
@@ -214,15 +214,15 @@ def test_no_update_arrives_after_unsubscribe(dispatcher, make_rpc):
     rpc = make_rpc("2025-06-18")
     rpc.request("resources/subscribe", {"uri": "test://watched-resource"})
     rpc.request("resources/unsubscribe", {"uri": "test://watched-resource"})
-    stream = dispatcher.store.subscribe(rpc.session.id)
+    stream = dispatcher.store.events.subscribe(rpc.session.id)
     notifications.resource_updated(dispatcher.store, "test://watched-resource")
     assert drain(stream) == []
 
 
 def test_resource_list_changes_reach_every_initialized_session_but_not_uninitialized_ones(dispatcher, make_rpc):
     ready, fresh = make_rpc("2025-06-18"), make_rpc()
-    ready_stream = dispatcher.store.subscribe(ready.session.id)
-    fresh_stream = dispatcher.store.subscribe(fresh.session.id)
+    ready_stream = dispatcher.store.events.subscribe(ready.session.id)
+    fresh_stream = dispatcher.store.events.subscribe(fresh.session.id)
 
     @resource("test://later")
     def later() -> str:

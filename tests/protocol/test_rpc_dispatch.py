@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from jsonrpcserver import Success
 
-from flask_mcp_gevent.dispatcher import jsonrpc_dispatch
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.protocol.request_context import guarded
+from flask_mcp_gevent.server import jsonrpc_dispatch
 
 SEEN: list[dict] = []
 

@@ -177,7 +177,7 @@ def test_a_client_that_never_answers_times_out_with_an_error_result_and_a_cancel
                             "params": {"requestId": question["id"], "reason": "timed out"}}
     # A late answer finds nobody waiting and is dropped without a reply.
     assert rpc(dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"roots": []}})) == []
-    assert not dispatcher.store.resolve(rpc.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": {}})
+    assert not dispatcher.resolve(rpc.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": {}})
 
 
 def test_cancelling_a_tool_that_waits_on_the_client_forgets_the_request(client):

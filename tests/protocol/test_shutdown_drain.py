@@ -5,9 +5,9 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from flask_mcp_gevent.dispatcher import CALL_STOPPED_MESSAGE
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
+from flask_mcp_gevent.server import CALL_STOPPED_MESSAGE
 from flask_mcp_gevent.store import StreamClosed
 from flask_mcp_gevent.store.redis import session_keys
 from tests.protocol.blocking_call import RELEASE, blocking_rpc, start_call
@@ -61,7 +61,7 @@ def test_draining_twice_at_once_answers_each_stopped_call_once(rpc):
 
 
 def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
-    rpc.dispatcher.store.publish(rpc.session.id, {"jsonrpc": "2.0", "method": "notifications/message",
+    rpc.dispatcher.store.events.publish(rpc.session.id, {"jsonrpc": "2.0", "method": "notifications/message",
                                           "params": {"level": "info", "data": "kept"}})
     rpc.dispatcher.shutdown()
     stream = rpc.dispatcher.subscribe(rpc.session.id, last_event_id="0")
@@ -78,14 +78,14 @@ def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_
                                           "MCP_REDIS_TIMEOUT_S": "0.3"})
         dispatcher = client.dispatcher
         # As the legacy transport does: the call's greenlet stores the answer, retrying while Redis is paused.
-        start_call(client, 10, lambda answer: dispatcher.store.deliver(client.session.id, answer))
+        start_call(client, 10, lambda answer: dispatcher.store.events.deliver(client.session.id, answer))
         server.pause()
         try:
             dispatcher.shutdown()
             gevent.spawn_later(0.05, RELEASE.set)
             gevent.spawn_later(0.6, server.resume)
             assert dispatcher.drain() == 0
-            assert dispatcher.store.inflight.answers_storing == 0, "the drain returned before the answer was stored"
+            assert dispatcher.calls.answers_storing == 0, "the drain returned before the answer was stored"
         finally:
             server.resume()
         replay = server.client().xrange(session_keys(client.session.id).replay)

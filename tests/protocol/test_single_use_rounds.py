@@ -194,5 +194,5 @@ def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_c
     replay = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
                    requestState=state)
     assert used(replay), replay
-    assert len(dispatcher.store.tasks.tasks) == 1
+    assert len(dispatcher.tasks.store.tasks) == 1
     assert shipped == ["box"]

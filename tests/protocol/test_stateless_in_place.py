@@ -76,7 +76,7 @@ def test_a_request_with_nothing_to_stream_runs_in_the_posts_own_greenlet(dispatc
     RELEASE.set()
     body = json_body(post.get(timeout=WAIT_S))
     assert body["result"]["content"][0]["text"] == "released"
-    assert len(dispatcher.store.inflight) == 0
+    assert len(dispatcher.calls) == 0
 
 
 def test_a_request_that_asked_for_progress_gets_its_own_greenlet_and_a_stream(dispatcher):

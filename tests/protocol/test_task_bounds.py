@@ -59,7 +59,7 @@ def registry() -> Registry:
 
 def stored_request(dispatcher, task_id: str) -> dict:
     """The request JSON the memory hub keeps for alice's task."""
-    return loads(dispatcher.store.tasks.tasks[("alice", task_id)].request)
+    return loads(dispatcher.tasks.store.tasks[("alice", task_id)].request)
 
 
 def test_a_task_keeps_the_names_of_its_requests_capabilities_not_their_contents(dispatcher):
@@ -68,7 +68,7 @@ def test_a_task_keeps_the_names_of_its_requests_capabilities_not_their_contents(
     task_id = Client(dispatcher, "alice", capabilities).call("sized", size=1)["taskId"]
     assert stored_request(dispatcher, task_id)["capabilities"] == {
         "elicitation": {"form": {}, "url": {}}, "extensions": {TASKS_EXTENSION: {}}, "experimental": {"blob": {}}}
-    assert len(dispatcher.store.tasks.tasks[("alice", task_id)].request) < 1024
+    assert len(dispatcher.tasks.store.tasks[("alice", task_id)].request) < 1024
 
 
 def test_a_call_whose_task_would_keep_more_than_the_request_bound_is_32602_and_makes_no_task(make_dispatcher, registry):
@@ -78,7 +78,7 @@ def test_a_call_whose_task_would_keep_more_than_the_request_bound_is_32602_and_m
     refused = alice("tools/call", name="sized", arguments={"note": "n" * 2500})
     assert code_of(refused) == -32602
     assert "MCP_TASK_MAX_REQUEST_BYTES" in refused["error"]["message"]
-    assert len(dispatcher.store.tasks.tasks) == 1
+    assert len(dispatcher.tasks.store.tasks) == 1
 
 
 def test_a_failed_task_keeps_a_long_error_only_within_the_result_bound(make_dispatcher, registry):
@@ -111,7 +111,7 @@ def test_answers_given_before_the_task_count_against_the_answers_bound(make_disp
                     requestState=asked["requestState"])
     assert code_of(refused) == -32602
     assert "MCP_TASK_MAX_RESULT_BYTES" in refused["error"]["message"]
-    assert dispatcher.store.tasks.tasks == {}
+    assert dispatcher.tasks.store.tasks == {}
 
 
 def test_a_listen_stream_hears_a_large_results_status_and_tasks_get_has_the_result(make_dispatcher, registry):
@@ -139,4 +139,4 @@ def test_a_task_past_the_bytes_every_task_may_take_together_is_32004_and_says_wh
     assert code_of(refused) == -32004
     assert "MCP_TASKS_MAX_BYTES" in refused["error"]["message"]
     assert "MCP_TASK_MAX_PER_PRINCIPAL" not in refused["error"]["message"]
-    assert len(dispatcher.store.tasks.tasks) == 2
+    assert len(dispatcher.tasks.store.tasks) == 2

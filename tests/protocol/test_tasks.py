@@ -1,6 +1,6 @@
 """The tasks extension through the dispatcher, as the 2026-07-28 wire sends it: each method, each error, each bound.
 
-Requests go through `Dispatcher.handle_request` with an ephemeral session built from their _meta, exactly as
+Requests go through `Server.handle_request` with an ephemeral session built from their _meta, exactly as
 stateless/http.py does, so results come back decorated (resultType) as the wire answers them.
 """
 
@@ -268,7 +268,7 @@ def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, 
     task_id = client.call("sleepy", seconds=30)["taskId"]
     [greenlet] = dispatcher.tasks.running.values()
     # Another worker took the tasks/cancel: only the store knows.
-    tasks = dispatcher.store.tasks
+    tasks = dispatcher.tasks.store
     assert tasks.cancel("alice", task_id, "Cancelled by the client", tasks.now()) is True
     dispatcher.tasks.renew_once()
     wait_until(lambda: greenlet.dead, timeout=WAIT_S)
@@ -291,7 +291,7 @@ def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_
 def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, dispatcher):
     refused = client("tools/call", name="sleepy", arguments=[1])
     assert code_of(refused) == -32602
-    assert dispatcher.store.tasks.tasks == {}
+    assert dispatcher.tasks.store.tasks == {}
 
 
 def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_dispatcher, registry):

@@ -1,6 +1,7 @@
-"""Test-side views of a hub that the server's contract does not offer: which streams are attached, and the hub itself.
+"""Test-side views of a store that the server's contract does not offer: which streams are attached, and the store
+itself.
 
-Tools reach the server only through their `ctx`, which has no hub. Test plugins that must look
+Tools reach the server only through their `ctx`, which has no store. Test plugins that must look
 behind it (is this session's stream attached here? what does its replay log keep?) use this seam,
 so the production contract stays as small as production needs.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import gc
 
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.store import Store
 
 __all__ = ["server_hub", "streaming_session_ids"]
@@ -17,18 +19,18 @@ _found: list[Store] = []
 
 
 def server_hub() -> Store:
-    """The hub of this process's server (a gunicorn worker has one), found once among live objects."""
+    """The store of this process's server (a gunicorn worker has one), found once among live objects."""
     if not _found:
-        hubs = [candidate for candidate in gc.get_objects() if isinstance(candidate, Store)]
-        if len(hubs) != 1:
-            raise RuntimeError(f"expected the one hub of this server process, found {len(hubs)}")
-        _found.append(hubs[0])
+        servers = [candidate for candidate in gc.get_objects() if isinstance(candidate, Server)]
+        if len(servers) != 1:
+            raise RuntimeError(f"expected the one server of this process, found {len(servers)}")
+        _found.append(servers[0].store)
     return _found[0]
 
 
 def streaming_session_ids(hub: Store) -> list[str]:
     """Sessions whose own stream is attached in this worker, read from either backend's bookkeeping."""
-    slots = getattr(hub, "slots", None)
+    slots = getattr(hub.sessions, "slots", None)
     if slots is not None:
         return [session_id for session_id, slot in slots.items() if None in slot.streams]
     return [session_id for session_id, stream in hub.claims.local if stream is None]  # type: ignore[attr-defined]

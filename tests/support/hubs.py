@@ -12,9 +12,9 @@ from typing import Any
 import gevent
 import pytest
 
-from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.protocol.request_context import RequestContext, RequestServices
+from flask_mcp_gevent.protocol.request_context import RequestContext
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.store import Store
 from flask_mcp_gevent.store.memory import MemoryStore
@@ -76,7 +76,7 @@ class Hubs:
     def close(self) -> None:
         """Stop every hub's greenlets and connections."""
         for hub in self.made:
-            hub.shutdown()
+            hub.events.shutdown()
             if isinstance(hub, RedisStore):
                 hub.stop()
 
@@ -116,7 +116,7 @@ def payloads(events: list[tuple[str, bytes]]) -> list[bytes]:
 def new_session(hub: Store, **fields: Any) -> Session:
     """Create and store a session."""
     session = Session(**fields)
-    hub.create_session(session)
+    hub.sessions.create_session(session)
     return session
 
 
@@ -193,10 +193,12 @@ def redis_hubs(redis_server) -> Iterator[Hubs]:  # noqa: F811
     hubs.close()
 
 
-def ask(hub: Store, session: Session, method: str, params: dict[str, Any], timeout: float,
+def ask(server: Server, session: Session, method: str, params: dict[str, Any], timeout: float,
         send: Any = None) -> dict[str, Any]:
-    """Ask the session's client a question as a tool's context does, over hub; return the client's answer."""
-    services = RequestServices(
-        registry=Registry(), settings=hub.settings, update_session=hub.update_session,
-        pending=hub.pending, publish=hub.publish, resource_updated=lambda uri: notifications.resource_updated(hub, uri))
-    return RequestContext(services, session, send).ask(method, params, timeout)
+    """Ask the session's client a question as a tool's context does, from server; return the client's answer."""
+    return RequestContext(server.services, session, send).ask(method, params, timeout)
+
+
+def serve(hub: Store, registry: Registry | None = None) -> Server:
+    """A server over hub (a worker's, for the fleet tests), with an empty registry unless one is given."""
+    return Server(hub.settings, registry=registry if registry is not None else Registry(), store=hub)  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""A 2026-07-28 client of a Dispatcher for the tasks tests: requests dispatched as the stateless wire does it."""
+"""A 2026-07-28 client of a Server for the tasks tests: requests dispatched as the stateless wire does it."""
 
 from __future__ import annotations
 

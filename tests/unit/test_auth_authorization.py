@@ -10,10 +10,10 @@ import pytest
 from flask_mcp_gevent.auth.permissions import Grants
 from flask_mcp_gevent.auth.principal import API_KEY, Principal
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import PERMISSION_DENIED
 from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import STREAMABLE
 from mcp_tools import Registry, tool
 
@@ -22,7 +22,7 @@ ROOT = Principal("root", Grants(tools=("*",)), API_KEY)
 NOBODY = Principal("stranger", Grants(), API_KEY)
 
 
-def call(dispatcher: Dispatcher, session, method: str, params: dict[str, Any] | None = None,
+def call(dispatcher: Server, session, method: str, params: dict[str, Any] | None = None,
          caller: Principal | None = None) -> dict[str, Any]:
     """Send one request through the dispatcher as caller and return its response."""
     body = parse_body(dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}))
@@ -35,12 +35,12 @@ def call(dispatcher: Dispatcher, session, method: str, params: dict[str, Any] | 
 @pytest.fixture
 def dispatcher():
     """A dispatcher serving the template's tools."""
-    dispatcher = Dispatcher(Settings.from_environ({}))
+    dispatcher = Server(Settings.from_environ({}))
     yield dispatcher
     dispatcher.shutdown()
 
 
-def open_initialized(dispatcher: Dispatcher, caller: Principal | None):
+def open_initialized(dispatcher: Server, caller: Principal | None):
     """A session of caller's principal that has answered initialize."""
     session = dispatcher.open_session(STREAMABLE, caller.name if caller else None)
     result = call(dispatcher, session, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -95,7 +95,7 @@ def test_the_same_principal_s_requests_each_use_their_own_credential_s_grants():
 
     registry = Registry()
     registry.add_function(slow_check)
-    dispatcher = Dispatcher(Settings.from_environ({}), registry=registry)
+    dispatcher = Server(Settings.from_environ({}), registry=registry)
     read_only = Principal("alice", Grants(tools=("slow_check",)), API_KEY)
     full_power = Principal("alice", Grants(tools=("*",)), API_KEY)
     try:

@@ -9,7 +9,7 @@ import pytest
 from app import create_app
 from flask_mcp_gevent.auth.api_keys import hash_key, new_key
 from flask_mcp_gevent.store import StoreUnavailable
-from flask_mcp_gevent.web.mcp_app import dispatcher_of
+from flask_mcp_gevent.web.mcp_app import server_of
 from flask_mcp_gevent.web.pipeline import HotPath
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer
 
@@ -146,7 +146,7 @@ def test_with_the_store_down_both_ways_answer_the_same_503_with_retry_after(monk
         def store_down(*args, **kwargs):
             raise StoreUnavailable("connection refused")
 
-        monkeypatch.setattr(dispatcher_of(app).store, "get_session", store_down)
+        monkeypatch.setattr(server_of(app).store, "get_session", store_down)
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         answers.append(seen_answer(client.post("/mcp", json=ping, headers={**JSON, "Mcp-Session-Id": session})))
         answers.append(seen_answer(client.post("/mcp?session_id=" + session, json=ping, headers=JSON)))

@@ -46,7 +46,7 @@ def make_hub(request) -> Iterator[Any]:
 
     yield build
     for hub in made:
-        hub.shutdown()
+        hub.events.shutdown()
         if isinstance(hub, RedisStore):
             hub.stop()
 
@@ -58,7 +58,7 @@ def big_message(n: int, size: int) -> dict[str, Any]:
 
 def replayed(hub: Store, session_id: str) -> list[tuple[str, bytes]]:
     """Everything a new stream of the session gets from the replay log."""
-    subscription = hub.subscribe(session_id, "0")
+    subscription = hub.events.subscribe(session_id, "0")
     events = []
     try:
         for _ in range(1000):
@@ -79,9 +79,9 @@ def numbers(events: list[tuple[str, bytes]]) -> list[int]:
 def test_replay_keeps_the_newest_events_within_replay_max_bytes(make_hub):
     hub = make_hub(MCP_REPLAY_MAX_BYTES=50 * KIB)
     session = Session()
-    hub.create_session(session)
+    hub.sessions.create_session(session)
     for n in range(40):
-        hub.publish(session.id, big_message(n, 10 * KIB))
+        hub.events.publish(session.id, big_message(n, 10 * KIB))
     events = replayed(hub, session.id)
     kept = sum(len(data) for _, data in events)
     assert kept <= 50 * KIB
@@ -93,10 +93,10 @@ def test_replay_keeps_the_newest_events_within_replay_max_bytes(make_hub):
 def test_a_message_larger_than_the_replay_bound_is_still_kept_alone(make_hub):
     hub = make_hub(MCP_REPLAY_MAX_BYTES=4 * KIB)
     session = Session()
-    hub.create_session(session)
+    hub.sessions.create_session(session)
     for n in range(5):
-        hub.publish(session.id, big_message(n, KIB))
-    hub.publish(session.id, big_message(5, 20 * KIB))
+        hub.events.publish(session.id, big_message(n, KIB))
+    hub.events.publish(session.id, big_message(5, 20 * KIB))
     assert numbers(replayed(hub, session.id)) == [5]
     if isinstance(hub, RedisStore):  # the log's byte counter holds that one entry
         assert int(hub.link.client.get(session_keys(session.id).replay_bytes)) == len(dumps(big_message(5, 20 * KIB)))
@@ -105,19 +105,19 @@ def test_a_message_larger_than_the_replay_bound_is_still_kept_alone(make_hub):
 def test_replay_count_and_byte_bounds_both_hold(make_hub):
     hub = make_hub(MCP_REPLAY_MAX=3, MCP_REPLAY_MAX_BYTES=1024 * KIB)
     session = Session()
-    hub.create_session(session)
+    hub.sessions.create_session(session)
     for n in range(50):
-        hub.publish(session.id, big_message(n, 100))
+        hub.events.publish(session.id, big_message(n, 100))
     assert numbers(replayed(hub, session.id)) == [47, 48, 49]
 
 
 def test_live_stream_past_queue_max_bytes_is_cut_off_as_a_slow_consumer(make_hub):
     hub = make_hub(MCP_QUEUE_MAX_BYTES=30 * KIB)
     session = Session()
-    hub.create_session(session)
-    subscription = hub.subscribe(session.id)
+    hub.sessions.create_session(session)
+    subscription = hub.events.subscribe(session.id)
     for n in range(10):
-        hub.publish(session.id, big_message(n, 10 * KIB))
+        hub.events.publish(session.id, big_message(n, 10 * KIB))
     gevent.sleep(0.3)  # let live delivery reach the stream's queue
     received = 0
     with pytest.raises(StreamClosed) as closed:
@@ -132,11 +132,11 @@ def test_live_stream_past_queue_max_bytes_is_cut_off_as_a_slow_consumer(make_hub
 def test_an_empty_queue_takes_one_message_larger_than_its_byte_bound(make_hub):
     hub = make_hub(MCP_QUEUE_MAX_BYTES=4 * KIB)
     session = Session()
-    hub.create_session(session)
-    subscription = hub.subscribe(session.id)
+    hub.sessions.create_session(session)
+    subscription = hub.events.subscribe(session.id)
     try:
         for n in range(3):
-            hub.publish(session.id, big_message(n, 20 * KIB))
+            hub.events.publish(session.id, big_message(n, 20 * KIB))
             item = subscription.get(5.0)
             assert item is not None and json.loads(item[1])["params"]["n"] == n
     finally:
@@ -149,9 +149,9 @@ def test_redis_replay_stream_stays_under_its_byte_bound_in_redis(redis_server): 
     hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 256 * KIB}))
     try:
         session = Session()
-        hub.create_session(session)
+        hub.sessions.create_session(session)
         for n in range(60):
-            hub.publish(session.id, big_message(n, 64 * KIB))
+            hub.events.publish(session.id, big_message(n, 64 * KIB))
         keys = session_keys(session.id)
         client = redis_server.client()
         assert client.xlen(keys.replay) == 3
@@ -167,14 +167,14 @@ def test_redis_replay_byte_counter_is_rebuilt_from_the_log_when_it_vanished(redi
     hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url, "MCP_REPLAY_MAX_BYTES": 40 * KIB}))
     try:
         session = Session()
-        hub.create_session(session)
+        hub.sessions.create_session(session)
         for n in range(3):
-            hub.publish(session.id, big_message(n, 10 * KIB))
+            hub.events.publish(session.id, big_message(n, 10 * KIB))
         keys = session_keys(session.id)
         client = redis_server.client()
         client.delete(keys.replay_bytes)  # as if it had expired before the log
         for n in range(3, 20):
-            hub.publish(session.id, big_message(n, 10 * KIB))
+            hub.events.publish(session.id, big_message(n, 10 * KIB))
         events = replayed(hub, session.id)
         assert numbers(events) == [17, 18, 19]
         assert int(client.get(keys.replay_bytes)) == sum(len(data) for _, data in events)
@@ -185,11 +185,11 @@ def test_redis_replay_byte_counter_is_rebuilt_from_the_log_when_it_vanished(redi
 def test_memory_replay_byte_count_matches_what_it_holds():
     hub = MemoryStore(Settings.from_mapping({"MCP_REPLAY_MAX": 7, "MCP_REPLAY_MAX_BYTES": 30 * KIB}))
     session = Session()
-    hub.create_session(session)
+    hub.sessions.create_session(session)
     deadline = time.monotonic() + 5
     for n in range(200):
-        hub.publish(session.id, big_message(n, (n % 9) * KIB))
-        slot = hub.slots[session.id]
+        hub.events.publish(session.id, big_message(n, (n % 9) * KIB))
+        slot = hub.sessions.slots[session.id]
         assert slot.replay_bytes == sum(len(data) for _, data, _ in slot.replay)
         assert slot.replay_bytes <= 30 * KIB or len(slot.replay) == 1
         assert time.monotonic() < deadline

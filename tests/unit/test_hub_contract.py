@@ -20,7 +20,7 @@ from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import SessionChange
 from flask_mcp_gevent.store import CapacityError, StreamClosed, StreamConflict
-from flask_mcp_gevent.store.base import join_event_id
+from flask_mcp_gevent.store.event_ids import join_event_id
 from flask_mcp_gevent.store.memory import MemoryStore
 from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
@@ -30,35 +30,35 @@ from tests.support.waiting import wait_until
 # sessions
 def test_created_session_loads_with_its_fields(hub):
     session = new_session(hub, principal="alice", protocol_version="2025-06-18")
-    loaded = hub.get_session(session.id)
+    loaded = hub.sessions.get_session(session.id)
     assert loaded is not None
     assert (loaded.id, loaded.principal, loaded.protocol_version) == (session.id, "alice", "2025-06-18")
 
 
 def test_unknown_session_is_none(hub):
-    assert hub.get_session("0" * 32) is None
+    assert hub.sessions.get_session("0" * 32) is None
 
 
 def test_changes_are_seen_by_the_next_load(hub):
     session = new_session(hub)
-    hub.update_session(session.id, SessionChange(assign={"log_level": "warning", "initialized": True},
+    hub.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning", "initialized": True},
                                                  subscribe="file:///a"))
-    loaded = hub.get_session(session.id)
+    loaded = hub.sessions.get_session(session.id)
     assert (loaded.log_level, loaded.subscriptions, loaded.initialized) == ("warning", ["file:///a"], True)
 
 
 def test_closed_session_is_gone_and_closing_again_says_so(hub):
     session = new_session(hub)
-    assert hub.close_session(session.id) is True
-    assert hub.get_session(session.id) is None
-    assert hub.close_session(session.id) is False
+    assert hub.sessions.close_session(session.id) is True
+    assert hub.sessions.get_session(session.id) is None
+    assert hub.sessions.close_session(session.id) is False
 
 
 def test_changing_a_closed_session_does_not_bring_it_back(hub):
     session = new_session(hub)
-    hub.close_session(session.id)
-    assert hub.update_session(session.id, SessionChange(assign={"log_level": "warning"})).session is None
-    assert hub.get_session(session.id) is None
+    hub.sessions.close_session(session.id)
+    assert hub.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning"})).session is None
+    assert hub.sessions.get_session(session.id) is None
 
 
 def test_creating_past_max_sessions_raises_capacity_error(make_hub):
@@ -72,9 +72,9 @@ def test_creating_past_max_sessions_raises_capacity_error(make_hub):
 def test_session_count_counts_open_sessions(hub):
     first = new_session(hub)
     new_session(hub)
-    assert hub.session_count() == 2
-    hub.close_session(first.id)
-    assert hub.session_count() == 1
+    assert hub.sessions.session_count() == 2
+    hub.sessions.close_session(first.id)
+    assert hub.sessions.session_count() == 1
 
 
 # Expiry: make_hub.elapse steps the memory hubs' clock and really waits for Redis, whose margins are
@@ -85,8 +85,8 @@ def test_idle_session_expires_after_ttl(make_hub):
     make_hub.elapse(0.6)
     # Polling get_session would keep it alive, so wait on the count, which touches nothing: the memory hub's
     # reaper or Redis's own expiry removes the session.
-    assert wait_until(lambda: hub.session_count() == 0, timeout=3.0)
-    assert hub.get_session(session.id) is None
+    assert wait_until(lambda: hub.sessions.session_count() == 0, timeout=3.0)
+    assert hub.sessions.get_session(session.id) is None
 
 
 def test_get_session_refreshes_the_idle_timer(make_hub):
@@ -96,126 +96,126 @@ def test_get_session_refreshes_the_idle_timer(make_hub):
     # The margin (a second and a half) absorbs sleeps that overrun on a loaded machine.
     for _ in range(6):
         make_hub.elapse(0.5)
-        assert hub.get_session(session.id) is not None
+        assert hub.sessions.get_session(session.id) is not None
 
 
 def test_session_with_a_stream_open_does_not_expire(make_hub):
     hub = make_hub(MCP_SESSION_TTL_S=1.0)
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     make_hub.elapse(2.0)
     if isinstance(hub, MemoryStore):
-        hub.reap()
+        hub.sessions.reap()
     else:
         hub.claims.refresh()
-    assert hub.get_session(session.id) is not None
+    assert hub.sessions.get_session(session.id) is not None
     subscription.close()
 
 
 def test_detached_session_expires_after_the_resume_window(make_hub):
     hub = make_hub(MCP_RESUME_WINDOW_S=0.3)
     session = new_session(hub)
-    hub.subscribe(session.id).close()
+    hub.events.subscribe(session.id).close()
     make_hub.elapse(0.6)
     # peek_session watches without counting as client activity, which would end the window.
-    assert wait_until(lambda: hub.peek_session(session.id) is None, timeout=3.0)
-    assert hub.get_session(session.id) is None
+    assert wait_until(lambda: hub.sessions.peek_session(session.id) is None, timeout=3.0)
+    assert hub.sessions.get_session(session.id) is None
 
 
 def test_a_client_request_during_the_resume_window_keeps_the_session(make_hub):
     """Streamable HTTP clients need no stream: one that keeps posting after its stream closed stays."""
     hub = make_hub(MCP_RESUME_WINDOW_S=1.5)
     session = new_session(hub)
-    hub.subscribe(session.id).close()
+    hub.events.subscribe(session.id).close()
     for _ in range(6):
         make_hub.elapse(0.3)
-        assert hub.get_session(session.id) is not None
+        assert hub.sessions.get_session(session.id) is not None
     make_hub.elapse(2.0)
-    assert hub.peek_session(session.id) is not None
+    assert hub.sessions.peek_session(session.id) is not None
 
 
 def test_reattaching_within_the_resume_window_keeps_the_session(make_hub):
     # The window is wide because Redis keeps real time: the re-attach must land inside it on a loaded machine.
     hub = make_hub(MCP_RESUME_WINDOW_S=1.5)
     session = new_session(hub)
-    hub.subscribe(session.id).close()
-    subscription = hub.subscribe(session.id)
+    hub.events.subscribe(session.id).close()
+    subscription = hub.events.subscribe(session.id)
     make_hub.elapse(2.0)
-    assert hub.get_session(session.id) is not None
+    assert hub.sessions.get_session(session.id) is not None
     subscription.close()
 
 
 # delivery and replay
 def test_publish_to_unknown_session_returns_none(hub):
-    assert hub.publish("0" * 32, message(1)) is None
+    assert hub.events.publish("0" * 32, message(1)) is None
 
 
 def test_publish_returns_distinct_string_event_ids(hub):
     session = new_session(hub)
-    ids = [hub.publish(session.id, message(n)) for n in range(5)]
+    ids = [hub.events.publish(session.id, message(n)) for n in range(5)]
     assert all(isinstance(i, str) and i for i in ids)
     assert len(set(ids)) == 5
 
 
 def test_subscribe_to_unknown_session_raises_key_error(hub):
     with pytest.raises(KeyError):
-        hub.subscribe("0" * 32)
+        hub.events.subscribe("0" * 32)
 
 
 def test_stream_gets_missed_events_then_live_ones_in_order(hub):
     session = new_session(hub)
     for n in range(3):
-        hub.publish(session.id, message(n))
-    subscription = hub.subscribe(session.id)
+        hub.events.publish(session.id, message(n))
+    subscription = hub.events.subscribe(session.id)
     for n in range(3, 6):
-        hub.publish(session.id, message(n))
+        hub.events.publish(session.id, message(n))
     assert numbers(drain(subscription)) == [0, 1, 2, 3, 4, 5]
     subscription.close()
 
 
 def test_event_ids_on_the_stream_are_those_publish_returned(hub):
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
-    ids = [hub.publish(session.id, message(n)) for n in range(3)]
+    subscription = hub.events.subscribe(session.id)
+    ids = [hub.events.publish(session.id, message(n)) for n in range(3)]
     assert [event_id for event_id, _ in drain(subscription)] == ids
     subscription.close()
 
 
 def test_last_event_id_resumes_right_after_that_event(hub):
     session = new_session(hub)
-    ids = [hub.publish(session.id, message(n)) for n in range(5)]
-    subscription = hub.subscribe(session.id, last_event_id=ids[1])
+    ids = [hub.events.publish(session.id, message(n)) for n in range(5)]
+    subscription = hub.events.subscribe(session.id, last_event_id=ids[1])
     assert numbers(drain(subscription)) == [2, 3, 4]
     subscription.close()
 
 
 def test_unreadable_last_event_id_replays_nothing_but_streams_live_events(hub):
     session = new_session(hub)
-    hub.publish(session.id, message(0))
-    subscription = hub.subscribe(session.id, last_event_id="not-an-id")
-    hub.publish(session.id, message(1))
+    hub.events.publish(session.id, message(0))
+    subscription = hub.events.subscribe(session.id, last_event_id="not-an-id")
+    hub.events.publish(session.id, message(1))
     assert numbers(drain(subscription)) == [1]
     subscription.close()
 
 
 def test_reconnect_without_last_event_id_gets_only_what_was_never_delivered(hub):
     session = new_session(hub)
-    first = hub.subscribe(session.id)
-    hub.publish(session.id, message(0))
-    hub.publish(session.id, message(1))
+    first = hub.events.subscribe(session.id)
+    hub.events.publish(session.id, message(0))
+    hub.events.publish(session.id, message(1))
     assert numbers(drain(first)) == [0, 1]
     first.close()
-    hub.publish(session.id, message(2))
-    second = hub.subscribe(session.id)
+    hub.events.publish(session.id, message(2))
+    second = hub.events.subscribe(session.id)
     assert numbers(drain(second)) == [2]
     second.close()
 
 
 def test_message_published_with_no_stream_attached_is_kept_for_replay(hub):
     session = new_session(hub)
-    hub.subscribe(session.id).close()
-    event_id = hub.publish(session.id, message(7))
-    subscription = hub.subscribe(session.id)
+    hub.events.subscribe(session.id).close()
+    event_id = hub.events.publish(session.id, message(7))
+    subscription = hub.events.subscribe(session.id)
     assert drain(subscription) == [(event_id, dumps(message(7)))]
     subscription.close()
 
@@ -224,8 +224,8 @@ def test_replay_keeps_only_the_newest_replay_max_events(make_hub):
     hub = make_hub(MCP_REPLAY_MAX=5)
     session = new_session(hub)
     for n in range(400):
-        hub.publish(session.id, message(n))
-    subscription = hub.subscribe(session.id)
+        hub.events.publish(session.id, message(n))
+    subscription = hub.events.subscribe(session.id)
     got = numbers(drain(subscription, limit=1000))
     # Redis trims approximately (whole stream nodes), so allow some slack, but never unbounded.
     assert got[-1] == 399 and 5 <= len(got) <= 200
@@ -242,14 +242,14 @@ def six_events_in_a_log_of_three(make_hub):
     """A hub keeping three events per session, and a session that published six (the first three dropped)."""
     hub = make_hub(MCP_REPLAY_MAX=3)
     session = new_session(hub)
-    return hub, session, [hub.publish(session.id, message(n)) for n in range(6)]
+    return hub, session, [hub.events.publish(session.id, message(n)) for n in range(6)]
 
 
 def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_hub, caplog):
     hub, session, ids = six_events_in_a_log_of_three(make_hub)
     before = replay_gaps()
     with caplog.at_level(logging.WARNING, logger="mcp.store"):
-        subscription = hub.subscribe(session.id, last_event_id=ids[1])
+        subscription = hub.events.subscribe(session.id, last_event_id=ids[1])
     # Event 2 was dropped: the stream gets what the log kept, and the hole is said aloud.
     assert numbers(drain(subscription)) == [3, 4, 5]
     assert replay_gaps() == before + 1
@@ -261,10 +261,10 @@ def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
     hub, session, ids = six_events_in_a_log_of_three(make_hub)
     before = replay_gaps()
     with caplog.at_level(logging.WARNING, logger="mcp.store"):
-        subscription = hub.subscribe(session.id, last_event_id=ids[3])
+        subscription = hub.events.subscribe(session.id, last_event_id=ids[3])
         assert numbers(drain(subscription)) == [4, 5]
         subscription.close()
-        subscription = hub.subscribe(session.id, last_event_id=ids[4])
+        subscription = hub.events.subscribe(session.id, last_event_id=ids[4])
         assert numbers(drain(subscription)) == [5]
     assert replay_gaps() == before
     assert "has dropped" not in caplog.text
@@ -274,23 +274,23 @@ def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
 # request streams (a Streamable HTTP POST's own event stream, resumable with Last-Event-ID)
 def test_request_stream_events_stay_off_the_sessions_own_stream(hub):
     session = new_session(hub)
-    own = hub.subscribe(session.id)
-    hub.publish(session.id, message(1), stream="req1")
-    hub.publish(session.id, message(2))
+    own = hub.events.subscribe(session.id)
+    hub.events.publish(session.id, message(1), stream="req1")
+    hub.events.publish(session.id, message(2))
     assert numbers(drain(own)) == [2]
     own.close()
-    assert numbers(drain(hub.subscribe(session.id, last_event_id=None), first_timeout=0.5)) == []
+    assert numbers(drain(hub.events.subscribe(session.id, last_event_id=None), first_timeout=0.5)) == []
 
 
 def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(hub):
     session = new_session(hub)
-    ids = [hub.publish(session.id, message(n), stream="req1") for n in range(3)]
-    hub.publish(session.id, message(99), stream="req2")
-    hub.publish(session.id, message(98))
+    ids = [hub.events.publish(session.id, message(n), stream="req1") for n in range(3)]
+    hub.events.publish(session.id, message(99), stream="req2")
+    hub.events.publish(session.id, message(98))
     assert all(event_id.endswith("/req1") for event_id in ids)
-    resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    resumed = hub.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
     assert resumed.stream == "req1"
-    hub.publish(session.id, message(3), stream="req1")
+    hub.events.publish(session.id, message(3), stream="req1")
     # Waited for: the live one crosses the cluster's bus, which a loaded machine may hold past drain's pause.
     events = take(resumed, 4)
     assert numbers(events) == [0, 1, 2, 3]
@@ -301,19 +301,19 @@ def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(hub
 
 def test_request_stream_resumes_right_after_the_last_event_id(hub):
     session = new_session(hub)
-    ids = [hub.publish(session.id, message(n), stream="req1") for n in range(4)]
-    resumed = hub.subscribe(session.id, last_event_id=ids[1])
+    ids = [hub.events.publish(session.id, message(n), stream="req1") for n in range(4)]
+    resumed = hub.events.subscribe(session.id, last_event_id=ids[1])
     assert numbers(drain(resumed)) == [2, 3]
     resumed.close()
 
 
 def test_resumed_request_stream_is_not_the_sessions_stream(hub):
     session = new_session(hub)
-    own = hub.subscribe(session.id, exclusive=True)
-    resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    own = hub.events.subscribe(session.id, exclusive=True)
+    resumed = hub.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
     assert streaming_session_ids(hub) == [session.id]
-    hub.publish(session.id, message(1), stream="req1")
-    hub.publish(session.id, message(2))
+    hub.events.publish(session.id, message(1), stream="req1")
+    hub.events.publish(session.id, message(2))
     assert numbers(drain(resumed)) == [1]
     assert numbers(drain(own)) == [2]
     resumed.close()
@@ -323,8 +323,8 @@ def test_resumed_request_stream_is_not_the_sessions_stream(hub):
 
 def test_closing_a_session_ends_its_request_streams(hub):
     session = new_session(hub)
-    resumed = hub.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
-    hub.close_session(session.id)
+    resumed = hub.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    hub.sessions.close_session(session.id)
     with pytest.raises(StreamClosed):
         for _ in range(5):
             resumed.get(1.0)
@@ -333,31 +333,31 @@ def test_closing_a_session_ends_its_request_streams(hub):
 # one stream per session
 def test_exclusive_subscribe_conflicts_with_an_attached_stream(hub):
     session = new_session(hub)
-    first = hub.subscribe(session.id, exclusive=True)
+    first = hub.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        hub.subscribe(session.id, exclusive=True)
+        hub.events.subscribe(session.id, exclusive=True)
     first.close()
-    hub.subscribe(session.id, exclusive=True).close()
+    hub.events.subscribe(session.id, exclusive=True).close()
 
 
 def test_failed_exclusive_subscribe_leaves_the_first_stream_working(hub):
     session = new_session(hub)
-    first = hub.subscribe(session.id, exclusive=True)
+    first = hub.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        hub.subscribe(session.id, exclusive=True)
-    hub.publish(session.id, message(1))
+        hub.events.subscribe(session.id, exclusive=True)
+    hub.events.publish(session.id, message(1))
     assert numbers(drain(first)) == [1]
     first.close()
 
 
 def test_non_exclusive_subscribe_replaces_the_attached_stream(hub):
     session = new_session(hub)
-    first = hub.subscribe(session.id)
-    second = hub.subscribe(session.id)
+    first = hub.events.subscribe(session.id)
+    second = hub.events.subscribe(session.id)
     with pytest.raises(StreamClosed) as closed:
         first.get(1.0)
     assert "replaced" in closed.value.reason
-    hub.publish(session.id, message(1))
+    hub.events.publish(session.id, message(1))
     assert numbers(drain(second)) == [1]
     first.close()
     second.close()
@@ -365,8 +365,8 @@ def test_non_exclusive_subscribe_replaces_the_attached_stream(hub):
 
 def test_closing_a_session_ends_its_stream(hub):
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
-    hub.close_session(session.id)
+    subscription = hub.events.subscribe(session.id)
+    hub.sessions.close_session(session.id)
     with pytest.raises(StreamClosed) as closed:
         subscription.get(2.0)
     assert closed.value.reason == "session closed"
@@ -375,7 +375,7 @@ def test_closing_a_session_ends_its_stream(hub):
 def test_streaming_session_ids_lists_attached_streams_only(hub):
     streaming = new_session(hub)
     idle = new_session(hub)
-    subscription = hub.subscribe(streaming.id)
+    subscription = hub.events.subscribe(streaming.id)
     assert streaming_session_ids(hub) == [streaming.id]
     subscription.close()
     assert idle.id not in streaming_session_ids(hub)
@@ -385,9 +385,9 @@ def test_streaming_session_ids_lists_attached_streams_only(hub):
 def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_hub, hub_log):
     hub = make_hub(MCP_QUEUE_MAX=3)
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     for n in range(10):
-        hub.publish(session.id, message(n))
+        hub.events.publish(session.id, message(n))
     # Live delivery fills the stream's queue past its bound (at once here, through pub/sub on Redis).
     assert wait_until(lambda: subscription.reason == "slow consumer", timeout=5.0)
     received = 0
@@ -403,8 +403,8 @@ def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_hub, hub_log):
 
 
 def test_shutdown_ends_every_stream(hub):
-    subscriptions = [hub.subscribe(new_session(hub).id) for _ in range(3)]
-    hub.shutdown()
+    subscriptions = [hub.events.subscribe(new_session(hub).id) for _ in range(3)]
+    hub.events.shutdown()
     for subscription in subscriptions:
         with pytest.raises(StreamClosed) as closed:
             subscription.get(2.0)
@@ -415,7 +415,7 @@ def test_shutdown_ends_every_stream(hub):
 # server-to-client requests, cancellation, broadcast
 def test_resolve_wakes_the_tool_waiting_for_the_answer(hub):
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     waiter = gevent.spawn(ask, hub, session, "roots/list", {}, 5.0)
     event = subscription.get(2.0)
     assert event is not None
@@ -428,7 +428,7 @@ def test_resolve_wakes_the_tool_waiting_for_the_answer(hub):
 
 def test_request_without_an_answer_times_out_and_tells_the_client(hub):
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     with pytest.raises(RpcError) as failed:
         ask(hub, session, "roots/list", {}, 0.2)
     assert failed.value.code == REQUEST_TIMEOUT
@@ -449,12 +449,12 @@ def test_cancel_kills_the_running_request(hub):
 
 def test_broadcast_reaches_this_workers_session_once(hub):
     listener = new_session(hub, initialized=True)
-    stream = hub.subscribe(listener.id)
-    assert wait_until(hub.ready)
+    stream = hub.events.subscribe(listener.id)
+    assert wait_until(hub.fleet.ready)
     notifications.announce_list_changed(hub, "tool")
     # A second copy would come down this worker's one subscriber connection ahead of the marker's event,
     # so once the marker is here every copy is too.
-    hub.publish(listener.id, message(1))
+    hub.events.publish(listener.id, message(1))
     events = [json.loads(data) for data in payloads(take(stream, 2))]
     assert events == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, message(1)]
     assert drain(stream, first_timeout=0.5) == []
@@ -462,11 +462,11 @@ def test_broadcast_reaches_this_workers_session_once(hub):
 
 
 def test_ready_is_true_when_the_backing_store_answers(hub):
-    assert hub.ready() is True
+    assert hub.fleet.ready() is True
 
 
 def test_broadcast_session_ids_include_sessions_without_a_stream(hub):
     streaming, quiet = new_session(hub), new_session(hub)
-    subscription = hub.subscribe(streaming.id)
-    assert {streaming.id, quiet.id} <= set(hub.broadcast_session_ids())
+    subscription = hub.events.subscribe(streaming.id)
+    assert {streaming.id, quiet.id} <= set(hub.events.broadcast_session_ids())
     subscription.close()

@@ -47,8 +47,8 @@ def given_up_line(session_id: str) -> str:
 
 def test_a_delivered_answer_reaches_the_stream_once(hub):  # noqa: F811
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
-    event_id = hub.deliver(session.id, ANSWER)
+    subscription = hub.events.subscribe(session.id)
+    event_id = hub.events.deliver(session.id, ANSWER)
     assert event_id is not None
     assert take(subscription, 2, timeout=1.0) == [(event_id, b'{"jsonrpc":"2.0","id":7,"result":{}}')]
     subscription.close()
@@ -59,13 +59,13 @@ def test_an_answer_delivered_through_a_stall_is_stored_exactly_once():
     with stalling_hub(retry_s=20) as (server, stalling):
         session = new_session(stalling)
         # Redis knows the script now, so an attempt that times out still runs when Redis resumes.
-        assert stalling.deliver(session.id, EARLIER) is not None
+        assert stalling.events.deliver(session.id, EARLIER) is not None
         server.pause()
         # The first attempt reaches the frozen Redis and times out; it runs once Redis resumes, and so
         # does the retry that follows: only one of them may append the answer.
         gevent.spawn_later(1.5, server.resume)
         started = time.monotonic()
-        assert stalling.deliver(session.id, ANSWER) is not None
+        assert stalling.events.deliver(session.id, ANSWER) is not None
         assert time.monotonic() - started > 1.0, "the store was paused: the answer cannot have been stored"
         assert replayed(server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                 b'{"jsonrpc":"2.0","id":7,"result":{}}']
@@ -76,7 +76,7 @@ def test_an_answer_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noq
     with stalling_hub(retry_s=0.5) as (server, stalling):
         session = new_session(stalling)
         server.pause()
-        assert stalling.deliver(session.id, ANSWER) is None
+        assert stalling.events.deliver(session.id, ANSWER) is None
     assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
 
 
@@ -102,9 +102,9 @@ def test_an_answer_delivered_to_a_redis_that_forgot_the_script_is_stored_once(re
     hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
         session = new_session(hub)
-        assert hub.deliver(session.id, EARLIER) is not None
+        assert hub.events.deliver(session.id, EARLIER) is not None
         redis_server.client().script_flush()  # a restarted Redis: the EVALSHA gets NOSCRIPT
-        assert hub.deliver(session.id, ANSWER) is not None
+        assert hub.events.deliver(session.id, ANSWER) is not None
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
     finally:
@@ -117,18 +117,18 @@ def test_a_delivered_answer_is_one_deliver_script_run_that_remembers_its_token(r
     hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
         session = new_session(hub)
-        assert hub.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded
+        assert hub.events.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded
         tokens: list[str] = []
         delivery_token = hub.delivery_token
         hub.delivery_token = lambda: tokens.append(delivery_token()) or tokens[-1]
         with queued_commands(hub) as sent:
-            assert hub.deliver(session.id, ANSWER, stream) is not None
+            assert hub.events.deliver(session.id, ANSWER, stream) is not None
         del hub.delivery_token
-        keys, args = hub.deliveries.publish_arguments(session.id, ANSWER, stream)
+        keys, args = hub.events.publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
         assert sent == [(redis_multiplex.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,
                                           delivery_key(session.id, tokens[0]), *args,
-                                          hub.deliveries.remember_ms_arg)), 1)]
+                                          hub.events.remember_ms_arg)), 1)]
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
         assert redis_server.client().exists(delivery_key(session.id, tokens[0]))  # remembered for its retries

@@ -15,14 +15,14 @@ OWNER = "address:192.0.2.1"
 def test_an_owner_holds_at_most_its_limit_and_an_ended_session_frees_its_place(make_hub):  # noqa: F811
     hub = make_hub()
     first = Session()
-    hub.create_session(first, OWNER, 2)
-    hub.create_session(Session(), OWNER, 2)
+    hub.sessions.create_session(first, OWNER, 2)
+    hub.sessions.create_session(Session(), OWNER, 2)
     with pytest.raises(QuotaFull):
-        hub.create_session(Session(), OWNER, 2)
-    hub.create_session(Session(), "address:192.0.2.2", 2)  # another owner has its own count
-    hub.create_session(Session())  # no owner: only the total applies
-    hub.close_session(first.id)
-    hub.create_session(Session(), OWNER, 2)
+        hub.sessions.create_session(Session(), OWNER, 2)
+    hub.sessions.create_session(Session(), "address:192.0.2.2", 2)  # another owner has its own count
+    hub.sessions.create_session(Session())  # no owner: only the total applies
+    hub.sessions.close_session(first.id)
+    hub.sessions.create_session(Session(), OWNER, 2)
 
 
 @pytest.mark.redis
@@ -41,21 +41,21 @@ def test_workers_sharing_redis_share_one_count_per_owner(redis_hubs):  # noqa: F
 def test_a_session_nobody_came_back_to_expires_after_the_pending_ttl(make_hub):  # noqa: F811
     hub = make_hub(MCP_PENDING_SESSION_TTL_S=0.3, MCP_SESSION_TTL_S=60)
     pending, used = Session(), Session()
-    hub.create_session(pending)
-    hub.create_session(used)
-    assert hub.get_session(used.id) is not None  # a follow-up request gives it the full TTL
+    hub.sessions.create_session(pending)
+    hub.sessions.create_session(used)
+    assert hub.sessions.get_session(used.id) is not None  # a follow-up request gives it the full TTL
     make_hub.elapse(0.7)
-    assert hub.peek_session(pending.id) is None
-    assert hub.peek_session(used.id) is not None
+    assert hub.sessions.peek_session(pending.id) is None
+    assert hub.sessions.peek_session(used.id) is not None
 
 
 def test_a_session_s_call_slots_are_limited_and_given_back(make_hub):  # noqa: F811
     hub = make_hub()
-    first, second, third = (hub.take_call_slot("s1", 2) for _ in range(3))
+    first, second, third = (hub.sessions.take_call_slot("s1", 2) for _ in range(3))
     assert first and second and third is None
-    assert hub.take_call_slot("s2", 2)  # another session has its own slots
-    hub.give_back_call_slot("s1", first)
-    assert hub.take_call_slot("s1", 2)
+    assert hub.sessions.take_call_slot("s2", 2)  # another session has its own slots
+    hub.sessions.give_back_call_slot("s1", first)
+    assert hub.sessions.take_call_slot("s1", 2)
 
 
 @pytest.mark.redis
@@ -64,10 +64,10 @@ def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_end
     alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
     assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
     # Connected now: a first connection made after the renewals could outlast the renewed lease on a busy machine.
-    assert other.peek_session("nobody") is None
+    assert other.sessions.peek_session("nobody") is None
     dead.call_slots.call_leases.clear()  # a killed worker renews nothing
     for _ in range(6):  # 1.5 s: past the abandoned lease, renewed every quarter of the renewed one
         gevent.sleep(0.25)
         alive.call_slots.renew_call_leases()
-    assert other.take_call_slot("renewed", 1) is None
-    assert other.take_call_slot("abandoned", 1)
+    assert other.sessions.take_call_slot("renewed", 1) is None
+    assert other.sessions.take_call_slot("abandoned", 1)

@@ -18,69 +18,71 @@ CONCURRENT = 100
 def test_concurrent_subscribes_are_all_kept(hub):  # noqa: F811
     session = new_session(hub)
     uris = [f"test://item/{n}" for n in range(CONCURRENT)]
-    changes = [gevent.spawn(hub.update_session, session.id, SessionChange(subscribe=uri)) for uri in uris]
+    changes = [gevent.spawn(hub.sessions.update_session, session.id, SessionChange(subscribe=uri)) for uri in uris]
     gevent.joinall(changes, timeout=10, raise_error=True)
     assert all(change.value.applied for change in changes)
-    assert sorted(hub.peek_session(session.id).subscriptions) == sorted(uris)
+    assert sorted(hub.sessions.peek_session(session.id).subscriptions) == sorted(uris)
 
 
 def test_concurrent_changes_of_different_fields_keep_each_other(hub):  # noqa: F811
     session = new_session(hub)
     changes = [SessionChange(subscribe="test://a"), SessionChange(assign={"log_level": "error"}),
                SessionChange(assign={"initialized": True}), SessionChange(subscribe="test://b")]
-    gevent.joinall([gevent.spawn(hub.update_session, session.id, c) for c in changes], timeout=10, raise_error=True)
-    stored = hub.peek_session(session.id)
+    gevent.joinall([gevent.spawn(hub.sessions.update_session, session.id, c) for c in changes], timeout=10,
+                   raise_error=True)
+    stored = hub.sessions.peek_session(session.id)
     assert (sorted(stored.subscriptions), stored.log_level, stored.initialized) == (["test://a", "test://b"],
                                                                                    "error", True)
 
 
 def test_the_subscription_limit_holds_under_concurrency(hub):  # noqa: F811
     session = new_session(hub)
-    changes = [gevent.spawn(hub.update_session, session.id, SessionChange(subscribe=f"test://{n}",
+    changes = [gevent.spawn(hub.sessions.update_session, session.id, SessionChange(subscribe=f"test://{n}",
                                                                          subscription_limit=5))
                for n in range(20)]
     gevent.joinall(changes, timeout=10, raise_error=True)
     assert sum(change.value.applied for change in changes) == 5
-    assert len(hub.peek_session(session.id).subscriptions) == 5
+    assert len(hub.sessions.peek_session(session.id).subscriptions) == 5
     # Subscribing again to a URI already held is no new subscription, so the limit does not refuse it.
-    held = hub.peek_session(session.id).subscriptions[0]
-    assert hub.update_session(session.id, SessionChange(subscribe=held, subscription_limit=5)).applied
+    held = hub.sessions.peek_session(session.id).subscriptions[0]
+    assert hub.sessions.update_session(session.id, SessionChange(subscribe=held, subscription_limit=5)).applied
 
 
 def test_unsubscribe_removes_one_uri_and_an_empty_list_stays_a_list(hub):  # noqa: F811
     session = new_session(hub)
-    hub.update_session(session.id, SessionChange(subscribe="test://a"))
-    update = hub.update_session(session.id, SessionChange(unsubscribe="test://a"))
+    hub.sessions.update_session(session.id, SessionChange(subscribe="test://a"))
+    update = hub.sessions.update_session(session.id, SessionChange(unsubscribe="test://a"))
     assert update.applied and update.session.subscriptions == []
-    assert hub.peek_session(session.id).subscriptions == []
-    assert hub.update_session(session.id, SessionChange(unsubscribe="test://never")).applied
+    assert hub.sessions.peek_session(session.id).subscriptions == []
+    assert hub.sessions.update_session(session.id, SessionChange(unsubscribe="test://never")).applied
 
 
 def test_only_one_of_two_racing_initializes_wins(hub):  # noqa: F811
     session = new_session(hub)
-    changes = [gevent.spawn(hub.update_session, session.id, SessionChange(
+    changes = [gevent.spawn(hub.sessions.update_session, session.id, SessionChange(
         assign={"protocol_version": version}, unless_negotiated=True)) for version in ("2025-06-18", "2025-03-26")]
     gevent.joinall(changes, timeout=10, raise_error=True)
     winners = [change.value for change in changes if change.value.applied]
     assert len(winners) == 1
-    assert hub.peek_session(session.id).protocol_version == winners[0].session.protocol_version
+    assert hub.sessions.peek_session(session.id).protocol_version == winners[0].session.protocol_version
 
 
 def test_client_chosen_fields_survive_a_change_exactly(hub):  # noqa: F811
     session = new_session(hub)
     info = {"name": "c", "icons": [], "big": 12345678901234567, "ratio": 0.1234567890123}
     capabilities = {"roots": {"listChanged": True}, "experimental": {"list": [], "object": {}}}
-    hub.update_session(session.id, SessionChange(assign={"client_info": info, "client_capabilities": capabilities}))
-    hub.update_session(session.id, SessionChange(subscribe="test://a"))
-    stored = hub.peek_session(session.id)
+    change = SessionChange(assign={"client_info": info, "client_capabilities": capabilities})
+    hub.sessions.update_session(session.id, change)
+    hub.sessions.update_session(session.id, SessionChange(subscribe="test://a"))
+    stored = hub.sessions.peek_session(session.id)
     assert (stored.client_info, stored.client_capabilities) == (info, capabilities)
 
 
 def test_a_change_to_a_closed_session_is_not_applied(hub):  # noqa: F811
     session = new_session(hub)
-    hub.close_session(session.id)
-    assert hub.update_session(session.id, SessionChange(subscribe="test://a")) == (False, None)
-    assert hub.peek_session(session.id) is None
+    hub.sessions.close_session(session.id)
+    assert hub.sessions.update_session(session.id, SessionChange(subscribe="test://a")) == (False, None)
+    assert hub.sessions.peek_session(session.id) is None
 
 
 def test_a_change_keeps_the_idle_ttl(make_hub):  # noqa: F811
@@ -88,8 +90,8 @@ def test_a_change_keeps_the_idle_ttl(make_hub):  # noqa: F811
     session = new_session(short_lived)
     for n in range(8):
         make_hub.elapse(0.1)
-        short_lived.update_session(session.id, SessionChange(subscribe=f"test://{n}"))
-    assert short_lived.peek_session(session.id) is None
+        short_lived.sessions.update_session(session.id, SessionChange(subscribe=f"test://{n}"))
+    assert short_lived.sessions.peek_session(session.id) is None
 
 
 # looking a session up for someone else
@@ -102,9 +104,9 @@ def test_a_refused_lookup_does_not_refresh_the_idle_ttl(make_hub):  # noqa: F811
 
     # Probing all along: every probe is refused, and the session still expires after its TTL.
     for _ in range(16):
-        assert short_lived.get_session(session.id, accept=someone_else) is None
+        assert short_lived.sessions.get_session(session.id, accept=someone_else) is None
         make_hub.elapse(0.05)
-    assert short_lived.peek_session(session.id) is None
+    assert short_lived.sessions.peek_session(session.id) is None
 
 
 def test_an_accepted_lookup_refreshes_the_idle_ttl(make_hub):  # noqa: F811
@@ -113,5 +115,5 @@ def test_an_accepted_lookup_refreshes_the_idle_ttl(make_hub):  # noqa: F811
     # Two TTLs in all; the second between lookups is margin for sleeps that overrun on a loaded machine.
     for _ in range(6):
         make_hub.elapse(0.5)
-        assert short_lived.get_session(session.id, accept=lambda s: s.principal == "alice") is not None
+        assert short_lived.sessions.get_session(session.id, accept=lambda s: s.principal == "alice") is not None
 

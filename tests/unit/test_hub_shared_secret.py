@@ -8,15 +8,15 @@ from flask_mcp_gevent.stateless.request_state import RequestStateCodec, SharedCo
 
 def test_a_secret_is_the_same_on_every_call_and_differs_by_name(make_hub):
     hub = make_hub()
-    first = hub.shared_secret("request-state")
+    first = hub.fleet.shared_secret("request-state")
     assert len(first) == 32
-    assert hub.shared_secret("request-state") == first
-    assert hub.shared_secret("other") != first
+    assert hub.fleet.shared_secret("request-state") == first
+    assert hub.fleet.shared_secret("other") != first
 
 
 def test_redis_workers_share_one_secret_without_operator_work(redis_hubs):
     one, two = redis_hubs(), redis_hubs()
-    assert one.shared_secret("request-state") == two.shared_secret("request-state")
+    assert one.shared_secret("request-state") == two.fleet.shared_secret("request-state")
 
 
 def test_a_state_minted_on_one_redis_worker_opens_on_another(redis_hubs):

@@ -25,22 +25,22 @@ def new_id() -> bytes:
 
 def test_an_id_is_used_once_and_then_known_as_used(hub):
     rounds_id = new_id()
-    assert hub.is_used(rounds_id) is False
-    assert hub.use_once(rounds_id, 60) is True
-    assert hub.use_once(rounds_id, 60) is False
-    assert hub.is_used(rounds_id) is True
-    assert hub.is_used(new_id()) is False
+    assert hub.fleet.is_used(rounds_id) is False
+    assert hub.fleet.use_once(rounds_id, 60) is True
+    assert hub.fleet.use_once(rounds_id, 60) is False
+    assert hub.fleet.is_used(rounds_id) is True
+    assert hub.fleet.is_used(new_id()) is False
 
 
 def test_every_worker_sees_an_id_another_used(make_hub):
     first, second = make_hub(), make_hub()
     rounds_id = new_id()
-    assert first.use_once(rounds_id, 60) is True
+    assert first.fleet.use_once(rounds_id, 60) is True
     if isinstance(first, MemoryStore):
-        assert second.use_once(rounds_id, 60) is True  # the memory hub's record is its own process's
+        assert second.fleet.use_once(rounds_id, 60) is True  # the memory hub's record is its own process's
     else:
-        assert second.use_once(rounds_id, 60) is False
-        assert second.is_used(rounds_id) is True
+        assert second.fleet.use_once(rounds_id, 60) is False
+        assert second.fleet.is_used(rounds_id) is True
 
 
 def test_of_many_greenlets_using_one_id_at_once_one_wins(make_hub):
@@ -55,17 +55,17 @@ def test_of_many_greenlets_using_one_id_at_once_one_wins(make_hub):
 def test_an_id_is_forgotten_when_its_time_is_over(make_hub):
     hub = make_hub()
     rounds_id = new_id()
-    hub.use_once(rounds_id, 0.3)
+    hub.fleet.use_once(rounds_id, 0.3)
     make_hub.elapse(0.6)
-    assert hub.is_used(rounds_id) is False
-    assert hub.use_once(rounds_id, 60) is True
+    assert hub.fleet.is_used(rounds_id) is False
+    assert hub.fleet.use_once(rounds_id, 60) is True
 
 
 @pytest.mark.redis
 def test_redis_keeps_one_key_per_id_that_expires_with_the_state(redis_hubs):
     hub = redis_hubs(MCP_REQUEST_STATE_TTL_S=600)
     rounds_id = new_id()
-    hub.use_once(rounds_id, 600)
+    hub.fleet.use_once(rounds_id, 600)
     client = redis_hubs.server.client()
     assert 599_000 < client.pttl(used_rounds_key(rounds_id)) <= 600_000
     assert client.memory_usage(used_rounds_key(rounds_id)) < 200

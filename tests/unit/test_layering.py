@@ -24,7 +24,7 @@ LAYERS = (
     # The 2026-07-28 wire is one package across three layers: its HTTP transport, its methods beside the protocol, and
     # what a request says about itself (metadata, validation, results, the requestState codec) with the leaves.
     ("transports", ("flask_mcp_gevent.transports", "flask_mcp_gevent.stateless.http")),
-    ("dispatcher", ("flask_mcp_gevent.dispatcher", "flask_mcp_gevent.notifications", "flask_mcp_gevent.eras")),
+    ("dispatcher", ("flask_mcp_gevent.server", "flask_mcp_gevent.notifications", "flask_mcp_gevent.eras")),
     # The tasks extension is one package across two layers: what runs and answers tasks beside the protocol,
     # what keeps them (a record and its stores) beside the hub.
     ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks", "flask_mcp_gevent.stateless.methods",
@@ -143,7 +143,7 @@ def test_protocol_and_transports_never_import_flask_request_objects_or_the_web_l
     assert wrong == []
 
 
-@pytest.mark.parametrize("above", ["flask_mcp_gevent.protocol", "flask_mcp_gevent.dispatcher",
+@pytest.mark.parametrize("above", ["flask_mcp_gevent.protocol", "flask_mcp_gevent.server",
                                    "flask_mcp_gevent.transports", "flask_mcp_gevent.web"])
 def test_the_hub_never_imports_what_sits_above_it(above):
     wrong = [f"{where(name, line)} imports {module}"
@@ -310,7 +310,7 @@ def test_only_the_call_slots_use_the_hubs_call_slot_methods():
 
 
 def test_the_dispatcher_does_not_ask_which_transport_it_serves():
-    source = MODULES["flask_mcp_gevent.dispatcher"].read_text()
-    named = [member for _, module, member in imports_of("flask_mcp_gevent.dispatcher")
+    source = MODULES["flask_mcp_gevent.server"].read_text()
+    named = [member for _, module, member in imports_of("flask_mcp_gevent.server")
              if module == "flask_mcp_gevent.session" and member in ("SSE", "STREAMABLE", "STDIO", "STATELESS")]
     assert named == [] and "session.transport" not in source

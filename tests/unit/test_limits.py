@@ -7,11 +7,11 @@ import pytest
 from gevent.event import Event
 
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
 from flask_mcp_gevent.limits import CallSlots, SessionQuota, SessionQuotaExceeded
 from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import STREAMABLE, Session
 from flask_mcp_gevent.store.memory import MemoryStore
 from mcp_tools import Registry, tool
@@ -30,7 +30,7 @@ def test_call_slots_are_counted_per_session_and_given_back():
     assert third
     for token in (second, third):
         slots.release("a", token)
-    assert "a" not in hub.calls_running  # released sessions leave nothing behind
+    assert "a" not in hub.sessions.calls_running  # released sessions leave nothing behind
 
 
 GATE = Event()
@@ -46,7 +46,7 @@ def wait_for_gate() -> str:
 def test_the_dispatcher_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
     registry = Registry.discover()
     registry.add_function(wait_for_gate)
-    dispatcher = Dispatcher(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
+    dispatcher = Server(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
     GATE.clear()
     try:
         session = dispatcher.open_session(STREAMABLE)
@@ -86,9 +86,9 @@ def test_sessions_per_principal_are_capped_and_freed_by_closing():
         quota.create(Session(principal="alice"))
     quota.create(Session(principal="bob"))  # another principal has its own count
     quota.create(Session())  # without a principal or an address, only the hub's total applies
-    hub.close_session(opened[0])
+    hub.sessions.close_session(opened[0])
     quota.create(Session(principal="alice"))
-    hub.shutdown()
+    hub.events.shutdown()
 
 
 def test_sessions_per_address_are_capped_for_clients_without_a_principal():
@@ -106,16 +106,16 @@ def test_sessions_per_address_are_capped_for_clients_without_a_principal():
     with pytest.raises(SessionQuotaExceeded):
         quota.create(Session(), "2001:db8::3")
     quota.create(Session(), "2001:db8:0:1::1")
-    hub.shutdown()
+    hub.events.shutdown()
 
 
 def test_the_dispatcher_applies_the_session_quota():
-    dispatcher = Dispatcher(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
+    dispatcher = Server(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
     try:
         first = dispatcher.open_session(STREAMABLE, "alice")
         with pytest.raises(SessionQuotaExceeded):
             dispatcher.open_session(STREAMABLE, "alice")
-        dispatcher.store.close_session(first.id)
+        dispatcher.store.sessions.close_session(first.id)
         dispatcher.open_session(STREAMABLE, "alice")
     finally:
         dispatcher.shutdown()

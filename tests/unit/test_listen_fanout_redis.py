@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gevent
 
-from flask_mcp_gevent.notifications import announce_list_changed, resource_updated
-from flask_mcp_gevent.stateless.listen import ListenRegistry, listen_messages
+from flask_mcp_gevent.stateless.listen import listen_messages
+from tests.support.hubs import serve
 from tests.support.waiting import wait_until
 
 TAG = "io.modelcontextprotocol/subscriptionId"
@@ -29,17 +29,14 @@ def received(stream, quiet_s: float = 0.5) -> list[dict]:
 
 
 def test_one_change_reaches_each_listen_stream_on_three_workers_once(redis_hubs):
-    workers = [redis_hubs() for _ in range(3)]
-    registries = []
-    for hub in workers:
-        registry = ListenRegistry(100, 1 << 20, 100)
-        hub.worker_listener = registry.deliver
-        registries.append(registry)
-        assert wait_until(hub.ready, timeout=10)
+    workers = [serve(redis_hubs()) for _ in range(3)]
+    registries = [server.listeners for server in workers]
+    for server in workers:
+        assert wait_until(server.ready, timeout=10)
     streams = [registries[n % 3].open(n, None, {"toolsListChanged": True, "resourceSubscriptions": ["file:///x"]},
                                       everyone) for n in range(7)]
-    announce_list_changed(workers[1], "tool")
-    resource_updated(workers[2], "file:///x")
+    workers[1].announce_list_changed("tool")
+    workers[2].resource_updated("file:///x")
     readers = [gevent.spawn(received, stream) for stream in streams]
     gevent.joinall(readers, timeout=10)
     for n, reader in enumerate(readers):

@@ -7,7 +7,6 @@ import pytest
 
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.errors import INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError
-from flask_mcp_gevent.notifications import announce_list_changed, resource_updated
 from flask_mcp_gevent.stateless.listen import (
     ACKNOWLEDGED,
     SHUTTING_DOWN,
@@ -16,6 +15,7 @@ from flask_mcp_gevent.stateless.listen import (
     listen_messages,
 )
 from flask_mcp_gevent.store.memory import MemoryStore
+from tests.support.hubs import serve
 
 TAG = "io.modelcontextprotocol/subscriptionId"
 
@@ -127,13 +127,12 @@ def test_shutdown_ends_every_stream_with_its_result():
         registry.open("late", None, {}, everyone)
 
 
-def test_memory_hub_hands_list_changes_and_updates_to_its_listen_streams():
-    hub = MemoryStore(Settings.from_mapping({}))
-    registry = ListenRegistry(10, 10_000, 5)
-    hub.worker_listener = registry.deliver
+def test_a_server_on_the_memory_store_hands_list_changes_and_updates_to_its_listen_streams():
+    server = serve(MemoryStore(Settings.from_mapping({})))
+    registry = server.listeners
     stream = registry.open(9, None, {"toolsListChanged": True, "resourceSubscriptions": ["file:///x"]}, everyone)
-    announce_list_changed(hub, "tool")
-    resource_updated(hub, "file:///x")
+    server.announce_list_changed("tool")
+    server.resource_updated("file:///x")
     assert [m["method"] for m in drain(stream, 2)] == ["notifications/tools/list_changed",
                                                        "notifications/resources/updated"]
 

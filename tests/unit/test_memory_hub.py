@@ -31,7 +31,7 @@ def make_hub():
 
     yield make
     for hub in hubs:
-        hub.shutdown()
+        hub.events.shutdown()
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def hub(make_hub) -> MemoryStore:
 def session(hub) -> Session:
     """A session stored in hub."""
     stored = Session()
-    hub.create_session(stored)
+    hub.sessions.create_session(stored)
     return stored
 
 
@@ -62,56 +62,56 @@ def message(n: int) -> dict:
 
 # sessions
 def test_a_created_session_can_be_loaded_changed_and_counted(hub, session):
-    assert hub.get_session(session.id) is session
-    assert hub.session_count() == 1
-    hub.update_session(session.id, SessionChange(assign={"protocol_version": "2025-06-18"}))
-    assert hub.get_session(session.id).protocol_version == "2025-06-18"
+    assert hub.sessions.get_session(session.id) is session
+    assert hub.sessions.session_count() == 1
+    hub.sessions.update_session(session.id, SessionChange(assign={"protocol_version": "2025-06-18"}))
+    assert hub.sessions.get_session(session.id).protocol_version == "2025-06-18"
 
 
 def test_an_unknown_session_is_none(hub):
-    assert hub.get_session("nope") is None
-    assert hub.close_session("nope") is False
-    assert hub.publish("nope", message(1)) is None
+    assert hub.sessions.get_session("nope") is None
+    assert hub.sessions.close_session("nope") is False
+    assert hub.events.publish("nope", message(1)) is None
 
 
 def test_sessions_are_capped(make_hub):
     hub = make_hub(max_sessions=1)
-    hub.create_session(Session())
+    hub.sessions.create_session(Session())
     with pytest.raises(CapacityError):
-        hub.create_session(Session())
+        hub.sessions.create_session(Session())
 
 
 def test_an_owner_at_its_limit_is_refused_until_a_session_closes_or_expires(make_hub):
     hub = make_hub(session_ttl_s=60.0)
     first, second = Session(), Session()
-    hub.create_session(first, "address:192.0.2.1", 2)
-    hub.create_session(second, "address:192.0.2.1", 2)
+    hub.sessions.create_session(first, "address:192.0.2.1", 2)
+    hub.sessions.create_session(second, "address:192.0.2.1", 2)
     with pytest.raises(QuotaFull):
-        hub.create_session(Session(), "address:192.0.2.1", 2)
-    hub.close_session(first.id)
-    hub.create_session(Session(), "address:192.0.2.1", 2)
-    hub.slots[second.id].last_seen -= 61.0  # expired: the next create reaps it
-    hub.create_session(Session(), "address:192.0.2.1", 2)
+        hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
+    hub.sessions.close_session(first.id)
+    hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
+    hub.sessions.slots[second.id].last_seen -= 61.0  # expired: the next create reaps it
+    hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
     with pytest.raises(QuotaFull):
-        hub.create_session(Session(), "address:192.0.2.1", 2)
+        hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
 
 
 def test_the_count_per_owner_keeps_only_owners_of_live_sessions(make_hub):
     hub = make_hub(session_ttl_s=60.0)
     for n in range(50):
         for _ in range(3):
-            hub.create_session(Session(), f"address:192.0.2.{n}", 5)
-    assert len(hub.sessions_per_owner) == 50
-    for slot in hub.slots.values():
+            hub.sessions.create_session(Session(), f"address:192.0.2.{n}", 5)
+    assert len(hub.sessions.sessions_per_owner) == 50
+    for slot in hub.sessions.slots.values():
         slot.last_seen -= 61.0
-    assert hub.reap() == 150
-    assert hub.sessions_per_owner == {}
+    assert hub.sessions.reap() == 150
+    assert hub.sessions.sessions_per_owner == {}
 
 
 # publish / subscribe
 def test_published_messages_reach_the_subscriber_in_order_with_increasing_ids(hub, session):
-    subscription = hub.subscribe(session.id)
-    ids = [hub.publish(session.id, message(n)) for n in range(3)]
+    subscription = hub.events.subscribe(session.id)
+    ids = [hub.events.publish(session.id, message(n)) for n in range(3)]
     received = [receive(subscription) for _ in range(3)]
     assert [event_id for event_id, _ in received] == ids
     assert [int(i) for i in ids] == sorted(int(i) for i in ids)
@@ -119,53 +119,53 @@ def test_published_messages_reach_the_subscriber_in_order_with_increasing_ids(hu
 
 
 def test_messages_published_before_the_stream_attaches_are_delivered(hub, session):
-    hub.publish(session.id, message(1))
-    assert receive(hub.subscribe(session.id))[1] == message(1)
+    hub.events.publish(session.id, message(1))
+    assert receive(hub.events.subscribe(session.id))[1] == message(1)
 
 
 def test_get_returns_none_when_nothing_arrives(hub, session):
-    assert hub.subscribe(session.id).get(0.01) is None
+    assert hub.events.subscribe(session.id).get(0.01) is None
 
 
 def test_a_subscription_only_sees_its_own_session(hub):
     first, second = Session(), Session()
-    hub.create_session(first)
-    hub.create_session(second)
-    sub_first, sub_second = hub.subscribe(first.id), hub.subscribe(second.id)
-    hub.publish(second.id, message(2))
+    hub.sessions.create_session(first)
+    hub.sessions.create_session(second)
+    sub_first, sub_second = hub.events.subscribe(first.id), hub.events.subscribe(second.id)
+    hub.events.publish(second.id, message(2))
     assert sub_first.get(0.01) is None
     assert receive(sub_second)[1] == message(2)
 
 
 def test_subscribing_to_an_unknown_session_raises_key_error(hub):
     with pytest.raises(KeyError):
-        hub.subscribe("nope")
+        hub.events.subscribe("nope")
 
 
 def test_a_waiting_subscriber_wakes_when_a_message_is_published(hub, session):
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     waiter = gevent.spawn(subscription.get, WAIT_S)
     gevent.sleep(0)
-    hub.publish(session.id, message(9))
+    hub.events.publish(session.id, message(9))
     event = waiter.get(timeout=WAIT_S)
     assert loads(event[1]) == message(9)
 
 
 # replay
 def test_resuming_after_last_event_id_replays_only_what_came_later(hub, session):
-    ids = [hub.publish(session.id, message(n)) for n in range(4)]
-    subscription = hub.subscribe(session.id, last_event_id=ids[1])
+    ids = [hub.events.publish(session.id, message(n)) for n in range(4)]
+    subscription = hub.events.subscribe(session.id, last_event_id=ids[1])
     assert [receive(subscription)[0] for _ in range(2)] == ids[2:]
     assert subscription.get(0.01) is None
 
 
 def test_reconnecting_without_last_event_id_gets_only_undelivered_messages(hub, session):
-    first = hub.subscribe(session.id)
-    hub.publish(session.id, message(1))
+    first = hub.events.subscribe(session.id)
+    hub.events.publish(session.id, message(1))
     receive(first)
     first.close()
-    hub.publish(session.id, message(2))
-    second = hub.subscribe(session.id)
+    hub.events.publish(session.id, message(2))
+    second = hub.events.subscribe(session.id)
     assert receive(second)[1] == message(2)
     assert second.get(0.01) is None
 
@@ -173,26 +173,26 @@ def test_reconnecting_without_last_event_id_gets_only_undelivered_messages(hub, 
 def test_replay_is_bounded(make_hub):
     hub = make_hub(replay_max=2)
     session = Session()
-    hub.create_session(session)
-    ids = [hub.publish(session.id, message(n)) for n in range(5)]
-    subscription = hub.subscribe(session.id, last_event_id="0")
+    hub.sessions.create_session(session)
+    ids = [hub.events.publish(session.id, message(n)) for n in range(5)]
+    subscription = hub.events.subscribe(session.id, last_event_id="0")
     assert [receive(subscription)[0] for _ in range(2)] == ids[-2:]
     assert subscription.get(0.01) is None
 
 
 def test_an_unreadable_last_event_id_replays_nothing(hub, session):
-    hub.publish(session.id, message(1))
-    assert hub.subscribe(session.id, last_event_id="garbage").get(0.01) is None
+    hub.events.publish(session.id, message(1))
+    assert hub.events.subscribe(session.id, last_event_id="garbage").get(0.01) is None
 
 
 # bounds and endings
 def test_a_slow_consumer_is_cut_off_when_its_queue_is_full(make_hub):
     hub = make_hub(queue_max=2)
     session = Session()
-    hub.create_session(session)
-    subscription = hub.subscribe(session.id)
+    hub.sessions.create_session(session)
+    subscription = hub.events.subscribe(session.id)
     for n in range(3):
-        hub.publish(session.id, message(n))
+        hub.events.publish(session.id, message(n))
     receive(subscription)
     receive(subscription)
     with pytest.raises(StreamClosed) as closed:
@@ -201,41 +201,41 @@ def test_a_slow_consumer_is_cut_off_when_its_queue_is_full(make_hub):
 
 
 def test_closing_the_session_ends_its_stream(hub, session):
-    subscription = hub.subscribe(session.id)
-    assert hub.close_session(session.id) is True
+    subscription = hub.events.subscribe(session.id)
+    assert hub.sessions.close_session(session.id) is True
     with pytest.raises(StreamClosed) as closed:
         subscription.get(WAIT_S)
     assert closed.value.reason == "session closed"
-    assert hub.get_session(session.id) is None
+    assert hub.sessions.get_session(session.id) is None
 
 
 def test_shutdown_ends_every_stream(hub, session):
-    subscription = hub.subscribe(session.id)
-    hub.shutdown()
+    subscription = hub.events.subscribe(session.id)
+    hub.events.shutdown()
     with pytest.raises(StreamClosed):
         subscription.get(WAIT_S)
 
 
 def test_an_exclusive_subscribe_refuses_a_second_stream(hub, session):
-    first = hub.subscribe(session.id, exclusive=True)
+    first = hub.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        hub.subscribe(session.id, exclusive=True)
-    hub.publish(session.id, message(1))
+        hub.events.subscribe(session.id, exclusive=True)
+    hub.events.publish(session.id, message(1))
     assert receive(first)[1] == message(1)
 
 
 def test_a_plain_subscribe_replaces_the_old_stream(hub, session):
-    old = hub.subscribe(session.id)
-    new = hub.subscribe(session.id)
+    old = hub.events.subscribe(session.id)
+    new = hub.events.subscribe(session.id)
     with pytest.raises(StreamClosed):
         old.get(WAIT_S)
-    hub.publish(session.id, message(1))
+    hub.events.publish(session.id, message(1))
     assert receive(new)[1] == message(1)
 
 
 def test_streaming_session_ids_lists_attached_streams_only(hub, session):
     assert streaming_session_ids(hub) == []
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     assert streaming_session_ids(hub) == [session.id]
     subscription.close()
     assert streaming_session_ids(hub) == []
@@ -245,44 +245,44 @@ def test_streaming_session_ids_lists_attached_streams_only(hub, session):
 def test_reap_expires_sessions_idle_past_the_ttl(make_hub):
     hub = make_hub(session_ttl_s=60.0)
     idle, fresh = Session(), Session()
-    hub.create_session(idle)
-    hub.create_session(fresh)
-    hub.slots[idle.id].last_seen -= 61.0
-    assert hub.get_session(idle.id) is None
-    assert hub.reap() == 1
-    assert hub.session_count() == 1
-    assert hub.get_session(fresh.id) is fresh
+    hub.sessions.create_session(idle)
+    hub.sessions.create_session(fresh)
+    hub.sessions.slots[idle.id].last_seen -= 61.0
+    assert hub.sessions.get_session(idle.id) is None
+    assert hub.sessions.reap() == 1
+    assert hub.sessions.session_count() == 1
+    assert hub.sessions.get_session(fresh.id) is fresh
 
 
 def test_a_session_with_an_open_stream_never_expires(make_hub):
     hub = make_hub(session_ttl_s=60.0)
     session = Session()
-    hub.create_session(session)
-    hub.subscribe(session.id)
-    hub.slots[session.id].last_seen -= 3600.0
-    assert hub.reap() == 0
+    hub.sessions.create_session(session)
+    hub.events.subscribe(session.id)
+    hub.sessions.slots[session.id].last_seen -= 3600.0
+    assert hub.sessions.reap() == 0
 
 
 def test_a_detached_session_expires_after_the_resume_window(make_hub):
     hub = make_hub(session_ttl_s=3600.0, resume_window_s=30.0)
     session = Session()
-    hub.create_session(session)
-    hub.subscribe(session.id).close()
-    assert hub.reap() == 0
-    hub.slots[session.id].detached_at -= 31.0
-    assert hub.reap() == 1
-    assert hub.get_session(session.id) is None
+    hub.sessions.create_session(session)
+    hub.events.subscribe(session.id).close()
+    assert hub.sessions.reap() == 0
+    hub.sessions.slots[session.id].detached_at -= 31.0
+    assert hub.sessions.reap() == 1
+    assert hub.sessions.get_session(session.id) is None
 
 
 # broadcast and cancellation
 def test_broadcast_reaches_the_sessions_that_want_it(hub):
     ready, fresh = Session(initialized=True), Session()
-    hub.create_session(ready)
-    hub.create_session(fresh)
-    listening, waiting = hub.subscribe(ready.id), hub.subscribe(fresh.id)
+    hub.sessions.create_session(ready)
+    hub.sessions.create_session(fresh)
+    listening, waiting = hub.events.subscribe(ready.id), hub.events.subscribe(fresh.id)
     notifications.announce_list_changed(hub, "prompt")
     assert receive(listening)[1] == {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}
-    hub.publish(fresh.id, message(1))
+    hub.events.publish(fresh.id, message(1))
     assert receive(waiting)[1] == message(1)
 
 

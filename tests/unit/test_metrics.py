@@ -60,9 +60,9 @@ def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_clo
     metrics = instruments()
     hub = MemoryStore(settings)
     session = Session()
-    hub.create_session(session)
+    hub.sessions.create_session(session)
     before = value(metrics, "mcp_open_streams", kind="legacy")
-    frames = stream_events(hub.subscribe(session.id), 5.0, (b": hello\n\n",))
+    frames = stream_events(hub.events.subscribe(session.id), 5.0, (b": hello\n\n",))
     assert value(metrics, "mcp_open_streams", kind="legacy") == before  # not started: nothing sent yet
     assert next(frames) == b": hello\n\n"
     assert value(metrics, "mcp_open_streams", kind="legacy") == before + 1
@@ -74,17 +74,17 @@ def test_slow_consumer_cut_off_counts_a_queue_drop():
     metrics = instruments()
     hub = MemoryStore(Settings.from_mapping({"MCP_QUEUE_MAX": "2"}))
     session = Session()
-    hub.create_session(session)
-    hub.subscribe(session.id)
+    hub.sessions.create_session(session)
+    hub.events.subscribe(session.id)
     before = value(metrics, "mcp_stream_queue_drops_total")
     for index in range(3):
-        hub.publish(session.id, {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": index}})
+        hub.events.publish(session.id, {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": index}})
     assert value(metrics, "mcp_stream_queue_drops_total") == before + 1
 
 
 def test_opening_a_session_counts_it_by_transport(app):
     metrics = instruments()
-    dispatcher = app.extensions["mcp"].dispatcher
+    dispatcher = app.extensions["mcp"].server
     before = value(metrics, "mcp_sessions_opened_total", transport="streamable")
     dispatcher.open_session("streamable")
     assert value(metrics, "mcp_sessions_opened_total", transport="streamable") == before + 1
@@ -107,15 +107,15 @@ def test_metrics_route_speaks_openmetrics_when_asked(client):
 
 
 def test_metrics_route_reports_the_sessions_the_hub_holds(app, client):
-    dispatcher = app.extensions["mcp"].dispatcher
+    dispatcher = app.extensions["mcp"].server
     for _ in range(3):
         dispatcher.open_session("streamable")
     text = client.get("/metrics").get_data(as_text=True)
-    assert f"mcp_sessions {float(dispatcher.store.session_count())}" in text
+    assert f"mcp_sessions {float(dispatcher.store.sessions.session_count())}" in text
 
 
 def test_a_request_through_the_dispatcher_is_counted_once(app):
-    dispatcher = app.extensions["mcp"].dispatcher
+    dispatcher = app.extensions["mcp"].server
     metrics = instruments()
     session = dispatcher.open_session("streamable")
     before = value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="")

@@ -11,11 +11,11 @@ import pytest
 
 from flask_mcp_gevent import metrics
 from flask_mcp_gevent.config import Settings
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.messages import Message, parse_body
 from flask_mcp_gevent.protocol import methods
 from flask_mcp_gevent.protocol.request_context import RequestContext
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import STATELESS, Session
 from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
 from flask_mcp_gevent.store import Store
@@ -39,7 +39,7 @@ def test_no_handler_or_tool_reaches_the_dispatcher_through_ctx(path):
 def test_the_request_context_holds_no_dispatcher():
     fields = {field.name: field.type for field in dataclasses.fields(RequestContext)}
     assert "dispatcher" not in fields
-    assert not any("Dispatcher" in str(kind) for kind in fields.values())
+    assert not any("Server" in str(kind) for kind in fields.values())
 
 
 def test_the_context_tools_see_is_what_the_request_context_offers():
@@ -61,7 +61,7 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
     assert jsonrpcserver.methods.global_methods == {}
     assert set(methods.SESSION_METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
                                     "prompts/get", "completion/complete", "notifications/initialized"}
-    dispatcher = Dispatcher(Settings.from_environ({}))
+    dispatcher = Server(Settings.from_environ({}))
     try:
         # Each era finds only its own table's methods: ping is legacy-only, subscriptions/listen stateless-only.
         legacy = Session(transport="streamable", protocol_version="2025-11-25", initialized=True)
@@ -73,7 +73,7 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
         discovered = dispatcher.handle_request(stateless, request("server/discover"), None)
         assert discovered["result"]["resultType"] == "complete"
     finally:
-        dispatcher.store.shutdown()
+        dispatcher.store.events.shutdown()
 
 
 def request(method: str) -> Message:
@@ -82,7 +82,7 @@ def request(method: str) -> Message:
 
 
 def test_metrics_label_exactly_the_methods_of_the_table():
-    dispatcher = Dispatcher(Settings.from_environ({}))
+    dispatcher = Server(Settings.from_environ({}))
     try:
         known = frozenset(methods.SESSION_METHODS) | frozenset(STATELESS_METHODS)
         assert metrics.instruments().known_methods == known
@@ -95,7 +95,7 @@ def test_capabilities_and_server_info_live_beside_initialize():
         "name": "x", "version": methods.SERVER_VERSION}
     assert "completions" in methods.server_capabilities("2025-06-18")
     assert "completions" not in methods.server_capabilities("2024-11-05")
-    assert not hasattr(Dispatcher, "capabilities") and not hasattr(Dispatcher, "server_info")
+    assert not hasattr(Server, "capabilities") and not hasattr(Server, "server_info")
 
 
 def test_the_flask_extension_keeps_its_authenticator_on_its_pipeline():
@@ -107,4 +107,4 @@ def test_the_flask_extension_keeps_its_authenticator_on_its_pipeline():
         assert extension.authenticator is not None and extension.pipeline.authenticator is extension.authenticator
         assert not [key for key in app.extensions if key.startswith("mcp") and key != "mcp"]
     finally:
-        app.extensions["mcp"].dispatcher.shutdown()
+        app.extensions["mcp"].server.shutdown()

@@ -25,7 +25,7 @@ def test_without_a_rate_limit_nothing_charges_batches():
     from app import create_app
 
     app = create_app({})
-    assert app.extensions["mcp"].dispatcher.charge_batch is None
+    assert app.extensions["mcp"].server.charge_batch is None
     client = app.test_client()
     assert all(client.post("/mcp", json=[PING] * 50).status_code != 429 for _ in range(5))
 

@@ -23,13 +23,14 @@ def test_leases_that_ran_out_free_their_slots_once_the_set_looks_full(redis_hubs
     calls = call_slots_key(session.id)
     client.zadd(calls, {"dead|1": 1, "dead|2": 2})  # a killed worker's leases, run out long ago
     client.pexpire(calls, 60_000)
-    assert hub.take_call_slot(session.id, 3)  # room left: the dead leases are not even looked at
+    assert hub.sessions.take_call_slot(session.id, 3)  # room left: the dead leases are not even looked at
     assert b"dead|1" in slots(redis_server, session.id)
-    assert hub.take_call_slot(session.id, 3)  # full to the count, but two ran out: they go, and this one is taken
+    # Full to the count, but two ran out: they go, and this one is taken.
+    assert hub.sessions.take_call_slot(session.id, 3)
     assert not any(token.startswith(b"dead|") for token in slots(redis_server, session.id))
     assert len(slots(redis_server, session.id)) == 2
-    assert hub.take_call_slot(session.id, 3)
-    assert hub.take_call_slot(session.id, 3) is None  # three live leases: full
+    assert hub.sessions.take_call_slot(session.id, 3)
+    assert hub.sessions.take_call_slot(session.id, 3) is None  # three live leases: full
 
 
 @pytest.mark.redis
@@ -38,14 +39,14 @@ def test_a_held_slot_is_renewed_past_its_lease_and_given_back_is_renewed_no_more
     monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 1000)
     hub = redis_hubs()
     session = new_session(hub)
-    held = hub.take_call_slot(session.id, 1)
+    held = hub.sessions.take_call_slot(session.id, 1)
     assert held
     for _ in range(6):
         gevent.sleep(0.25)
-        hub.call_slots.renew_call_leases()
+        hub.sessions.renew_call_leases()
     # The lease was 1 s, 1.5 s ago: renewed, the slot is still taken.
-    assert hub.take_call_slot(session.id, 1) is None
+    assert hub.sessions.take_call_slot(session.id, 1) is None
     assert slots(redis_server, session.id) == [held.encode()]
-    hub.give_back_call_slot(session.id, held)
+    hub.sessions.give_back_call_slot(session.id, held)
     assert slots(redis_server, session.id) == []
-    assert held not in hub.call_slots.call_leases
+    assert held not in hub.sessions.call_leases

@@ -88,34 +88,34 @@ def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_w
     held = hub.link.client.connection_pool.get_connection()
     try:
         # The per-call commands share the multiplexed connection: an exhausted pool does not stop them.
-        assert hub.peek_session(session.id) is not None
-        assert hub.take_call_slot(session.id, 1) is not None
-        hub.update_session(session.id, SessionChange(assign={"log_level": "warning"}))
+        assert hub.sessions.peek_session(session.id) is not None
+        assert hub.sessions.take_call_slot(session.id, 1) is not None
+        hub.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning"}))
         # redis-py's own path (the refresher's batch of lease renewals) waits for a pooled connection, and gives up
         # in time.
         started = time.monotonic()
         with pytest.raises(StoreUnavailable):
-            hub.call_slots.renew_call_leases()
+            hub.sessions.renew_call_leases()
         assert time.monotonic() - started < 2
     finally:
         hub.link.client.connection_pool.release(held)
-    hub.call_slots.renew_call_leases()
+    hub.sessions.renew_call_leases()
 
 
 @pytest.mark.redis
 def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
     worker, other = redis_hubs(), redis_hubs()
     session = new_session(worker)
-    stream = other.subscribe(session.id)
+    stream = other.events.subscribe(session.id)
     calls = call_slots_key(session.id)
     seen_running: list[int] = []
 
     def call(n: int) -> None:
-        token = worker.take_call_slot(session.id, 1)
+        token = worker.sessions.take_call_slot(session.id, 1)
         assert token is not None
-        worker.give_back_call_slot(session.id, token)
+        worker.sessions.give_back_call_slot(session.id, token)
         assert worker.link.client.zcard(calls) == 0  # free before the answer is stored
-        worker.deliver(session.id, message(n))
+        worker.events.deliver(session.id, message(n))
 
     for n in range(20):
         gevent.spawn(call, n).join()
@@ -125,7 +125,7 @@ def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
     # Every answer arrived after its slot was free, so a limit of 1 took all 20 calls one after another.
     assert seen_running == [0] * 20
     stream.close()
-    assert numbers(drain(worker.subscribe(session.id, "0"))) == list(range(20))  # each stored exactly once
+    assert numbers(drain(worker.events.subscribe(session.id, "0"))) == list(range(20))  # each stored exactly once
 
 
 @pytest.mark.redis
@@ -135,11 +135,11 @@ def test_the_lean_path_reports_redis_gone_as_unavailable_and_recovers(redis_hubs
     redis_server.stop()
     try:
         with pytest.raises(StoreUnavailable):
-            hub.peek_session(session.id)
+            hub.sessions.peek_session(session.id)
         with pytest.raises(StoreUnavailable):
-            hub.publish(session.id, message(0))
+            hub.events.publish(session.id, message(0))
     finally:
         redis_server.start()
     # Pooled connections Redis closed are reconnected before use: the first command after the restart succeeds.
-    assert hub.peek_session(session.id) is None  # the restarted Redis kept nothing
-    assert hub.publish(session.id, message(0)) is None  # a session it does not know takes no event
+    assert hub.sessions.peek_session(session.id) is None  # the restarted Redis kept nothing
+    assert hub.events.publish(session.id, message(0)) is None  # a session it does not know takes no event

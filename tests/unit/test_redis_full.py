@@ -47,7 +47,7 @@ def test_through_the_hub_a_full_redis_is_unavailable_and_serves_again_when_it_ha
                 new_session(hub)
         finally:
             admin.config_set("maxmemory", 0)
-        assert hub.peek_session(session.id).id == session.id
+        assert hub.sessions.peek_session(session.id).id == session.id
         assert new_session(hub).id != session.id
     finally:
         hubs.close()

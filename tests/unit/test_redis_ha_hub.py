@@ -62,23 +62,23 @@ def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_h
     monkeypatch.setattr(RedisLink, "run_each", lambda link, name, each:
                         runs.extend((name, keys) for keys, _ in each) or run_each(link, name, each))
     worker = cluster_hubs(MCP_MAX_SESSIONS=100)
-    assert wait_until(worker.ready)
+    assert wait_until(worker.fleet.ready)
     session = new_session(worker)
-    worker.create_session(type(session)(), owner="principal:{alice}", owner_limit=5)
-    assert worker.get_session(session.id) is not None
-    worker.update_session(session.id, SessionChange(assign={"log_level": "debug"}))
-    subscription = worker.subscribe(session.id)
-    worker.publish(session.id, message(1))
-    worker.publish_once(session.id, message(2), None, "token-1")
+    worker.sessions.create_session(type(session)(), owner="principal:{alice}", owner_limit=5)
+    assert worker.sessions.get_session(session.id) is not None
+    worker.sessions.update_session(session.id, SessionChange(assign={"log_level": "debug"}))
+    subscription = worker.events.subscribe(session.id)
+    worker.events.publish(session.id, message(1))
+    worker.events.publish_once(session.id, message(2), None, "token-1")
     assert numbers(take(subscription, 2)) == [1, 2]
     worker.claims.refresh()
-    token = worker.take_call_slot(session.id, 2)
-    worker.call_slots.renew_call_leases()
-    worker.give_back_call_slot(session.id, token)
+    token = worker.sessions.take_call_slot(session.id, 2)
+    worker.sessions.renew_call_leases()
+    worker.sessions.give_back_call_slot(session.id, token)
     worker.registry_sync.replicate({"kind": "tool", "key": "echo", "action": "remove"})
     subscription.close()
-    assert worker.session_count() == 2
-    assert worker.close_session(session.id)
+    assert worker.sessions.session_count() == 2
+    assert worker.sessions.close_session(session.id)
 
     assert {name for name, _ in runs} == set(SCRIPTS)
     for name, keys in runs:
@@ -88,33 +88,33 @@ def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_h
 def test_events_reach_workers_subscribed_to_every_master(cluster_hubs, masters_in_turn):
     workers = [cluster_hubs() for _ in range(3)]
     for worker in workers:
-        assert wait_until(worker.ready)
+        assert wait_until(worker.fleet.ready)
     assert len(set(masters_in_turn)) == 3
     publisher = cluster_hubs()
     for n in range(6):  # sessions on each master, streams on each worker
         session = new_session(publisher)
         holder = workers[n % 3]
-        subscription = holder.subscribe(session.id)
+        subscription = holder.events.subscribe(session.id)
         for event in range(5):
-            publisher.publish(session.id, message(event))
+            publisher.events.publish(session.id, message(event))
         assert numbers(take(subscription, 5)) == list(range(5))
         subscription.close()
 
 
 def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(cluster_hubs, masters_in_turn):
     holder, other = cluster_hubs(), cluster_hubs()
-    assert wait_until(holder.ready) and wait_until(other.ready)
+    assert wait_until(holder.fleet.ready) and wait_until(other.fleet.ready)
     client = holder.link.client
     listening_on = masters_in_turn[0]
     for _ in range(50):  # a session whose keys live on another master than the holder's subscriber connection
         session = new_session(holder)
         if client.get_node_from_key("mcp:session:{" + session.id + "}").name != listening_on:
             break
-    first = holder.subscribe(session.id, exclusive=True)
+    first = holder.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        other.subscribe(session.id, exclusive=True)
+        other.events.subscribe(session.id, exclusive=True)
     first.close()
-    other.subscribe(session.id, exclusive=True).close()
+    other.events.subscribe(session.id, exclusive=True).close()
 
 
 def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_turn):
@@ -122,7 +122,7 @@ def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_tu
     heard: list[list[Any]] = [[] for _ in workers]
     for worker, log in zip(workers, heard, strict=True):
         worker.worker_listener = log.append
-        assert wait_until(worker.ready)
+        assert wait_until(worker.fleet.ready)
     first, second = {"method": "notifications/tools/list_changed"}, {"method": "notifications/prompts/list_changed"}
     workers[0].tell_every_worker(first)
     workers[1].tell_every_worker(second)
@@ -136,10 +136,10 @@ def test_a_cluster_that_cannot_be_reached_is_an_outage_not_a_crash():
     try:
         worker = hubs(MCP_REDIS_TIMEOUT_S="0.5")
         with pytest.raises(StoreUnavailable):
-            worker.get_session("0" * 32)
+            worker.sessions.get_session("0" * 32)
         with pytest.raises(StoreUnavailable):  # its token is made before any command: connecting fails there
-            worker.take_call_slot("0" * 32, 1)
-        assert not worker.ready()
+            worker.sessions.take_call_slot("0" * 32, 1)
+        assert not worker.fleet.ready()
     finally:
         hubs.close()
 
@@ -152,7 +152,7 @@ def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash(
             worker = hubs()
             with pytest.raises(StoreUnavailable):
                 new_session(worker)
-            assert worker.get_session("0" * 32) is None  # reads still work
+            assert worker.sessions.get_session("0" * 32) is None  # reads still work
         finally:
             hubs.close()
 
@@ -160,7 +160,7 @@ def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash(
 def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(redis_hubs, monkeypatch):
     # The load went to one server and the run to another (the master moved between them): 503, not a crash.
     worker = redis_hubs()
-    assert wait_until(worker.ready)
+    assert wait_until(worker.fleet.ready)
     session = new_session(worker)
 
     def moved(*args, **kwargs):
@@ -168,7 +168,7 @@ def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(
 
     monkeypatch.setattr(worker.link.multiplexer, "run", moved)  # under the link's outage guard
     with pytest.raises(StoreUnavailable):
-        worker.publish(session.id, message(1))
+        worker.events.publish(session.id, message(1))
 
 
 def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_master_within_seconds():
@@ -178,9 +178,9 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
         hubs = Hubs("sentinel", sentinels)
         try:
             holder, publisher = hubs(MCP_REDIS_TIMEOUT_S=1), hubs(MCP_REDIS_TIMEOUT_S=1)
-            assert wait_until(holder.ready) and wait_until(publisher.ready)
+            assert wait_until(holder.fleet.ready) and wait_until(publisher.fleet.ready)
             session = new_session(publisher)
-            subscription = holder.subscribe(session.id)
+            subscription = holder.events.subscribe(session.id)
             sentinels.sentinels[0].client().execute_command("SENTINEL", "FAILOVER", MASTER_NAME)
             sentinels.wait_for_failover()
             new_master = sentinels.replica.client()
@@ -189,7 +189,7 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
 
             def landed_on_the_new_master() -> bool:
                 try:
-                    publisher.publish(session.id, message(next(published)))
+                    publisher.events.publish(session.id, message(next(published)))
                 except StoreUnavailable:
                     return False  # the moment the master moves (the 503 a client would get); try again
                 return new_master.xlen(replay) > 0
@@ -198,7 +198,7 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
             # From here on every event is on the new master, and the holder hears it there.
             after = [next(published) for _ in range(5)]
             for n in after:
-                publisher.publish(session.id, message(n))
+                publisher.events.publish(session.id, message(n))
             heard = numbers(take(subscription, 1000, timeout=3))
             assert heard[-5:] == after
             assert [json.loads(fields[b"d"])["params"]["n"] for _, fields in new_master.xrange(replay)][-5:] == after
@@ -209,9 +209,9 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
 def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream_open(redis_hubs, monkeypatch):
     # Slower attaches (a cluster asks every node who holds the claim first) let the refresher run mid-attach.
     worker = redis_hubs()
-    assert wait_until(worker.ready)
+    assert wait_until(worker.fleet.ready)
     session = new_session(worker)
-    first = worker.subscribe(session.id)
+    first = worker.events.subscribe(session.id)
     run = RedisLink.run
 
     def refresh_first(link, name, keys, args):
@@ -220,8 +220,8 @@ def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream
         return run(link, name, keys, args)
 
     monkeypatch.setattr(RedisLink, "run", refresh_first)
-    second = worker.subscribe(session.id)
+    second = worker.events.subscribe(session.id)
     monkeypatch.setattr(RedisLink, "run", run)
-    worker.publish(session.id, message(1))
+    worker.events.publish(session.id, message(1))
     assert numbers(take(second, 1)) == [1]
     assert first.reason == "replaced by a newer stream" and second.reason is None

@@ -29,28 +29,28 @@ pytestmark = pytest.mark.redis
 def test_slow_consumer_queue_is_dropped_at_once(redis_hubs):
     hub = redis_hubs(MCP_QUEUE_MAX=3)
     session = new_session(hub)
-    subscription = hub.subscribe(session.id)
+    subscription = hub.events.subscribe(session.id)
     for n in range(10):
-        hub.publish(session.id, message(n))
+        hub.events.publish(session.id, message(n))
     # The stalled client never reads again, so nothing may wait for it to.
     assert wait_until(lambda: subscription.reason == "slow consumer")
     assert session.id not in streaming_session_ids(hub)
     assert subscription.queue.qsize() <= 1  # only the close marker is left
     # What it missed stays in the replay log for when it reconnects.
     subscription.close()
-    assert numbers(drain(hub.subscribe(session.id))) == list(range(10))
+    assert numbers(drain(hub.events.subscribe(session.id))) == list(range(10))
 
 
 def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    subscription = worker_a.subscribe(session.id)
-    assert wait_until(lambda: worker_b.get_session(session.id))
+    subscription = worker_a.events.subscribe(session.id)
+    assert wait_until(lambda: worker_b.sessions.get_session(session.id))
     for n in range(20):
-        worker_b.publish(session.id, message(n))
+        worker_b.events.publish(session.id, message(n))
     assert numbers(take(subscription, 20)) == list(range(20))
     # Nothing repeated: an event published behind them is the next (and last) one to arrive.
-    worker_b.publish(session.id, message(20))
+    worker_b.events.publish(session.id, message(20))
     assert numbers(drain(subscription)) == [20]
     subscription.close()
 
@@ -58,11 +58,11 @@ def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_hub
 def test_request_stream_resumed_on_another_worker_gets_events_published_here(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    first = worker_a.publish(session.id, message(0), stream="req1")
-    resumed = worker_b.subscribe(session.id, last_event_id=first)
-    assert wait_until(worker_b.ready)
+    first = worker_a.events.publish(session.id, message(0), stream="req1")
+    resumed = worker_b.events.subscribe(session.id, last_event_id=first)
+    assert wait_until(worker_b.fleet.ready)
     for n in range(1, 4):
-        worker_a.publish(session.id, message(n), stream="req1")
+        worker_a.events.publish(session.id, message(n), stream="req1")
     assert numbers(take(resumed, 3)) == [1, 2, 3]
     resumed.close()
 
@@ -70,12 +70,12 @@ def test_request_stream_resumed_on_another_worker_gets_events_published_here(red
 def test_exclusive_stream_conflicts_across_workers(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    first = worker_a.subscribe(session.id, exclusive=True)
-    assert wait_until(worker_a.ready)
+    first = worker_a.events.subscribe(session.id, exclusive=True)
+    assert wait_until(worker_a.fleet.ready)
     with pytest.raises(StreamConflict):
-        worker_b.subscribe(session.id, exclusive=True)
+        worker_b.events.subscribe(session.id, exclusive=True)
     first.close()
-    worker_b.subscribe(session.id, exclusive=True).close()
+    worker_b.events.subscribe(session.id, exclusive=True).close()
 
 
 def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, redis_server):  # noqa: F811
@@ -83,8 +83,8 @@ def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, re
     session = new_session(worker)
     # A claim left by a worker that was killed: nobody listens on its channel any more.
     redis_server.client().set(session_keys(session.id).claim, "deadbeefdeadbeef|0123", px=20000)
-    subscription = worker.subscribe(session.id, exclusive=True)
-    worker.publish(session.id, message(1))
+    subscription = worker.events.subscribe(session.id, exclusive=True)
+    worker.events.publish(session.id, message(1))
     assert numbers(drain(subscription)) == [1]
     subscription.close()
 
@@ -92,13 +92,13 @@ def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, re
 def test_stream_on_another_worker_is_replaced_and_told_why(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    first = worker_a.subscribe(session.id)
-    assert wait_until(worker_a.ready)
-    second = worker_b.subscribe(session.id)
+    first = worker_a.events.subscribe(session.id)
+    assert wait_until(worker_a.fleet.ready)
+    second = worker_b.events.subscribe(session.id)
     with pytest.raises(StreamClosed) as closed:
         first.get(3.0)
     assert "replaced" in closed.value.reason
-    worker_a.publish(session.id, message(1))
+    worker_a.events.publish(session.id, message(1))
     assert numbers(drain(second)) == [1]
     assert streaming_session_ids(worker_a) == []
     first.close()
@@ -108,9 +108,9 @@ def test_stream_on_another_worker_is_replaced_and_told_why(redis_hubs):
 def test_closing_a_session_on_one_worker_ends_its_stream_on_another(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    subscription = worker_a.subscribe(session.id)
-    assert wait_until(worker_a.ready)
-    assert worker_b.close_session(session.id) is True
+    subscription = worker_a.events.subscribe(session.id)
+    assert wait_until(worker_a.fleet.ready)
+    assert worker_b.sessions.close_session(session.id) is True
     with pytest.raises(StreamClosed) as closed:
         subscription.get(3.0)
     assert closed.value.reason == "session closed"
@@ -119,8 +119,8 @@ def test_closing_a_session_on_one_worker_ends_its_stream_on_another(redis_hubs):
 def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    subscription = worker_a.subscribe(session.id)
-    assert wait_until(lambda: worker_a.ready() and worker_b.ready())
+    subscription = worker_a.events.subscribe(session.id)
+    assert wait_until(lambda: worker_a.fleet.ready() and worker_b.fleet.ready())
     waiter = gevent.spawn(ask, worker_a, session, "sampling/createMessage", {}, 10.0)
     request = json.loads(subscription.get(3.0)[1])
     answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"role": "assistant"}}
@@ -132,7 +132,7 @@ def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
 def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    assert wait_until(lambda: worker_a.ready() and worker_b.ready())
+    assert wait_until(lambda: worker_a.fleet.ready() and worker_b.fleet.ready())
     running = gevent.spawn(gevent.sleep, 30)
     worker_a.inflight.add(session.id, "req-1", running)
     worker_b.cancel(session.id, "req-1")
@@ -143,18 +143,18 @@ def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
 def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
     """From any worker, a broadcast lands once on each session: streaming on any worker, or waiting in its replay."""
     workers = [redis_hubs() for _ in range(3)]
-    assert wait_until(lambda: all(worker.ready() for worker in workers))
+    assert wait_until(lambda: all(worker.fleet.ready() for worker in workers))
     streaming = [new_session(worker) for worker in workers]
-    subscriptions = [worker.subscribe(session.id) for worker, session in zip(workers, streaming, strict=True)]
+    subscriptions = [worker.events.subscribe(session.id) for worker, session in zip(workers, streaming, strict=True)]
     quiet = new_session(workers[0], initialized=True)
     for worker, session in zip(workers, streaming, strict=True):
-        worker.update_session(session.id, SessionChange(assign={"initialized": True}))
+        worker.sessions.update_session(session.id, SessionChange(assign={"initialized": True}))
     note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
     notifications.announce_list_changed(workers[1], "tool")
     for subscription in subscriptions:
         assert [loads(data) for _, data in drain(subscription)] == [note]
         subscription.close()
-    later = workers[2].subscribe(quiet.id)
+    later = workers[2].events.subscribe(quiet.id)
     assert [loads(data) for _, data in drain(later)] == [note]
     later.close()
 
@@ -162,7 +162,7 @@ def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
 def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_hubs, redis_server):  # noqa: F811
     worker = redis_hubs(MCP_SESSION_TTL_S=0.5)
     session = new_session(worker)
-    worker.publish(session.id, message(1))
+    worker.events.publish(session.id, message(1))
     keys = session_keys(session.id)
     client = redis_server.client()
     assert client.exists(keys.session, keys.replay) == 2
@@ -186,19 +186,19 @@ def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_se
     worker = redis_hubs(MCP_SESSION_TTL_S=30)
     session = new_session(worker)
     client = redis_server.client()
-    worker.publish(session.id, message(1))  # a new log takes the session's TTL
+    worker.events.publish(session.id, message(1))  # a new log takes the session's TTL
     ttls = replay_ttls_ms(client, session.id)
     assert all(0 < ttl <= ttls["session"] + 50 for ttl in ttls.values()), ttls
     for key in session_keys(session.id):  # shorter, so a refresh visibly moves them
         client.pexpire(key, 2_000)
     worker.sessions.ttl_refreshed.clear()
-    assert worker.get_session(session.id) is not None  # refreshes the TTL (the get script)
-    worker.publish(session.id, message(2))  # a publish to an existing log leaves its TTL alone
+    assert worker.sessions.get_session(session.id) is not None  # refreshes the TTL (the get script)
+    worker.events.publish(session.id, message(2))  # a publish to an existing log leaves its TTL alone
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     # A counter that vanished on its own is rebuilt, and takes the session's TTL again.
     client.delete(session_keys(session.id).replay_bytes)
-    worker.publish(session.id, message(3))
+    worker.events.publish(session.id, message(3))
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     assert replay_bytes(client, session.id) == (3 * len(dumps(message(1))),) * 2
@@ -209,10 +209,10 @@ def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the
     worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5)
     session = new_session(worker)
     client = redis_server.client()
-    worker.publish(session.id, message(1))
+    worker.events.publish(session.id, message(1))
     for key in session_keys(session.id):
         client.pexpire(key, 2_000)
-    subscription = worker.subscribe(session.id)  # attach: the full idle TTL again
+    subscription = worker.events.subscribe(session.id)  # attach: the full idle TTL again
     ttls = replay_ttls_ms(client, session.id)
     assert all(25_000 < ttl <= 30_000 for ttl in ttls.values()), ttls
     for key in session_keys(session.id):
@@ -228,10 +228,10 @@ def test_closing_a_session_leaves_none_of_its_keys_in_redis(redis_hubs, redis_se
     worker = redis_hubs()
     session = new_session(worker)
     client = redis_server.client()
-    worker.publish(session.id, message(1))
-    worker.subscribe(session.id, "0").close()
+    worker.events.publish(session.id, message(1))
+    worker.events.subscribe(session.id, "0").close()
     assert client.exists(session_keys(session.id).replay_bytes) == 1
-    assert worker.close_session(session.id) is True
+    assert worker.sessions.close_session(session.id) is True
     assert client.keys(session_keys(session.id).session + "*") == []
 
 
@@ -240,9 +240,9 @@ def test_a_log_keeps_the_newest_replay_max_and_counts_their_bytes(redis_hubs, re
     session = new_session(worker)
     client = redis_server.client()
     for n in range(12):
-        worker.publish(session.id, message(n))
+        worker.events.publish(session.id, message(n))
     assert client.xlen(session_keys(session.id).replay) == 5
-    subscription = worker.subscribe(session.id, "0")
+    subscription = worker.events.subscribe(session.id, "0")
     kept = drain(subscription)
     subscription.close()
     assert numbers(kept) == [7, 8, 9, 10, 11]
@@ -265,31 +265,31 @@ def test_a_lost_byte_counter_is_summed_again_from_the_log_and_the_byte_bound_hol
     client = redis_server.client()
     keys = session_keys(session.id)
     for n in range(3):
-        worker.publish(session.id, message(n))
+        worker.events.publish(session.id, message(n))
     client.delete(keys.replay_bytes)  # evicted alone (maxmemory), or expired before the log
-    worker.publish(session.id, padded(3, size + 40))  # 4 entries, 4 * size + 40 bytes: one too many bytes
+    worker.events.publish(session.id, padded(3, size + 40))  # 4 entries, 4 * size + 40 bytes: one too many bytes
     assert replay_bytes(client, session.id) == (3 * size + 40,) * 2
-    subscription = worker.subscribe(session.id, "0")
+    subscription = worker.events.subscribe(session.id, "0")
     assert numbers(drain(subscription)) == [1, 2, 3]
     subscription.close()
     # A log lost apart from its counter starts again from its one new entry, not from the stale sum.
     client.delete(keys.replay)
-    worker.publish(session.id, message(4))
+    worker.events.publish(session.id, message(4))
     assert replay_bytes(client, session.id) == (size,) * 2
 
 
 def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, redis_server):  # noqa: F811
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    subscription = worker_a.subscribe(session.id)
-    assert wait_until(worker_a.ready)
+    subscription = worker_a.events.subscribe(session.id)
+    assert wait_until(worker_a.fleet.ready)
     client = redis_server.client()
     client.client_kill_filter(_type="pubsub", skipme=True)
     for n in range(5):
-        worker_b.publish(session.id, message(n))
+        worker_b.events.publish(session.id, message(n))
     assert numbers(take(subscription, 5)) == [0, 1, 2, 3, 4]
     # Nothing repeated by the catch-up: an event published behind them is the next (and last) one to arrive.
-    worker_b.publish(session.id, message(5))
+    worker_b.events.publish(session.id, message(5))
     assert numbers(drain(subscription)) == [5]
     subscription.close()
 
@@ -297,14 +297,14 @@ def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, red
 def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, redis_server):  # noqa: F811
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
-    subscription = worker_a.subscribe(session.id)
-    assert wait_until(worker_a.ready)
+    subscription = worker_a.events.subscribe(session.id)
+    assert wait_until(worker_a.fleet.ready)
     claim = session_keys(session.id).claim
     redis_server.client().delete(claim)  # as after a Redis restart, or an outage longer than the claim
-    worker_b.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
+    worker_b.events.publish(session.id, message(1))  # goes to the replay log only: nobody claims the stream
     worker_a.claims.refresh()
     assert redis_server.client().get(claim).decode() == subscription.owner
-    worker_b.publish(session.id, message(2))
+    worker_b.events.publish(session.id, message(2))
     assert numbers(take(subscription, 2)) == [1, 2]
     subscription.close()
     assert redis_server.client().exists(claim) == 0
@@ -316,19 +316,19 @@ def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
         hub = RedisStore(settings)
         try:
             session = new_session(hub)
-            assert hub.ready()
+            assert hub.fleet.ready()
             server.stop()
             started = time.monotonic()
-            for call in (lambda: hub.get_session(session.id), lambda: new_session(hub),
-                         lambda: hub.publish(session.id, message(1))):
+            for call in (lambda: hub.sessions.get_session(session.id), lambda: new_session(hub),
+                         lambda: hub.events.publish(session.id, message(1))):
                 with pytest.raises(StoreUnavailable):
                     call()
             assert time.monotonic() - started < 3.0
-            assert wait_until(lambda: not hub.ready(), timeout=5.0)
+            assert wait_until(lambda: not hub.fleet.ready(), timeout=5.0)
             server.start()
-            assert wait_until(hub.ready, timeout=10.0)
+            assert wait_until(hub.fleet.ready, timeout=10.0)
             fresh = new_session(hub)  # the data went with the old process (no persistence)
-            assert hub.get_session(fresh.id) is not None
+            assert hub.sessions.get_session(fresh.id) is not None
         finally:
             hub.stop()
 
@@ -342,10 +342,11 @@ def test_hub_calls_are_bounded_when_redis_hangs():
             server.pause()
             started = time.monotonic()
             with pytest.raises(StoreUnavailable):
-                hub.get_session(session.id)
+                hub.sessions.get_session(session.id)
             assert time.monotonic() - started < 2.0
             server.resume()
-            assert wait_until(lambda: hub.ready() and hub.get_session(session.id) is not None, timeout=10.0)
+            assert wait_until(lambda: hub.fleet.ready() and hub.sessions.get_session(session.id) is not None,
+                              timeout=10.0)
         finally:
             server.resume()
             hub.stop()

@@ -117,11 +117,11 @@ def test_through_the_hub_redis_loading_is_unavailable_for_reads_and_writes(debug
         reloading = start_loading(debug_redis)
         try:
             with pytest.raises(StoreUnavailable):
-                hub.peek_session(session.id)
+                hub.sessions.peek_session(session.id)
             with pytest.raises(StoreUnavailable):  # not a session Redis never stored
                 new_session(hub)
         finally:
             finish_loading(debug_redis, reloading)
-        assert hub.peek_session(session.id).id == session.id
+        assert hub.sessions.peek_session(session.id).id == session.id
     finally:
         hubs.close()

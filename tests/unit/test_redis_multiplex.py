@@ -94,15 +94,15 @@ def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, 
     hub = redis_hubs()
     session = new_session(hub)
     assert isinstance(hub.link.multiplexer, Multiplexer)
-    assert hub.peek_session(session.id) is not None
+    assert hub.sessions.peek_session(session.id) is not None
     name = "mcp-" + hub.link.worker_id
     before = connections_named(redis_server, name)
 
     def call(n: int) -> None:
-        assert hub.peek_session(session.id).id == session.id
-        token = hub.take_call_slot(session.id, 1000)
+        assert hub.sessions.peek_session(session.id).id == session.id
+        token = hub.sessions.take_call_slot(session.id, 1000)
         assert token is not None
-        hub.give_back_call_slot(session.id, token)
+        hub.sessions.give_back_call_slot(session.id, token)
 
     greenlets = [gevent.spawn(call, n) for n in range(100)]
     gevent.joinall(greenlets, raise_error=True, timeout=30)
@@ -205,7 +205,7 @@ def test_a_connection_redis_kills_fails_what_waits_and_the_next_command_reconnec
 def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command_works(redis_hubs, redis_server):
     hub = redis_hubs(MCP_REDIS_TIMEOUT_S=5)
     session = new_session(hub)
-    assert hub.peek_session(session.id) is not None
+    assert hub.sessions.peek_session(session.id) is not None
     port = hub.link.multiplexer._sock.getsockname()[1]
 
     def waiting() -> None:
@@ -219,7 +219,7 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     admin.client_kill_filter(_id=mux_id)
     greenlet.join(3)
     assert type(greenlet.exception) is StoreUnavailable
-    assert hub.peek_session(session.id).id == session.id
+    assert hub.sessions.peek_session(session.id).id == session.id
 
 
 def connection_blocked_in(admin: redis.Redis, command: str) -> str | None:
@@ -329,7 +329,7 @@ def test_a_stalled_redis_fails_waiting_commands_with_timeout_and_the_next_one_su
 def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(redis_hubs, redis_server):
     hub = redis_hubs(MCP_REDIS_TIMEOUT_S=3)
     session = new_session(hub)
-    assert hub.peek_session(session.id) is not None
+    assert hub.sessions.peek_session(session.id) is not None
 
     def blocked() -> None:
         with hub.link.guard:
@@ -337,7 +337,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
 
     def peek() -> str:
         try:
-            hub.peek_session(session.id)
+            hub.sessions.peek_session(session.id)
         except StoreUnavailable:
             return "unavailable"
         return "answered"
@@ -355,7 +355,7 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
         assert time.monotonic() - started < 1.5  # refused, not waited out (the timeout is 3 s)
     finally:
         redis_server.start()
-    assert hub.peek_session(session.id) is None  # the restarted Redis kept nothing
+    assert hub.sessions.peek_session(session.id) is None  # the restarted Redis kept nothing
     counted = [gevent.spawn(hub.link.execute, "INCR", "back") for _ in range(10)]
     gevent.joinall(counted, raise_error=True, timeout=10)
     assert sorted(greenlet.value for greenlet in counted) == list(range(1, 11))
@@ -456,8 +456,8 @@ def raw_reply(server, *command: str) -> bytes:
 def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(redis_hubs, redis_server):
     hub = redis_hubs()
     session = new_session(hub)
-    token = hub.take_call_slot(session.id, 1)
-    assert token and hub.take_call_slot(session.id, 1) is None
-    hub.give_back_call_slot(session.id, token)
+    token = hub.sessions.take_call_slot(session.id, 1)
+    assert token and hub.sessions.take_call_slot(session.id, 1) is None
+    hub.sessions.give_back_call_slot(session.id, token)
     # Without a yield in between, as when the HTTP answer is written right after: Redis has the release already.
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"

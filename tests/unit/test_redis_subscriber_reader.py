@@ -132,7 +132,7 @@ def test_subscribe_gives_up_when_redis_does_not_confirm_within_the_socket_timeou
 def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_hubs, redis_server, monkeypatch):
     worker = redis_hubs()
     session = new_session(worker)
-    assert wait_until(worker.ready)
+    assert wait_until(worker.fleet.ready)
     running = gevent.spawn(gevent.sleep, 30)
     worker.inflight.add(session.id, "req-1", running)
     admin = redis_server.client()
@@ -163,7 +163,7 @@ def test_a_quiet_subscriber_connection_pings_and_is_kept(redis_hubs, redis_serve
     monkeypatch.setattr(redis_listener, "LISTEN_PING_S", 0.1)
     monkeypatch.setattr(redis_listener, "LISTEN_DEAD_S", 0.5)
     worker = redis_hubs()
-    assert wait_until(worker.ready)
+    assert wait_until(worker.fleet.ready)
     name = "mcp-" + worker.link.worker_id
 
     def subscriber() -> dict:

@@ -162,8 +162,8 @@ def workers(redis_server) -> Iterator[Any]:  # noqa: F811
     def start() -> tuple[RedisStore, Registry]:
         hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
         registry = Registry()
-        hub.share_registry(registry)
-        hub.prepare()
+        hub.fleet.share_registry(registry)
+        hub.fleet.prepare()
         made.append(hub)
         return hub, registry
 

@@ -23,7 +23,7 @@ def unreachable(*_):
 @pytest.mark.parametrize("stalled", ["create_session", "update_session"])
 def test_initialize_caught_by_the_outage_gets_503_with_its_id(config, accept, stalled, monkeypatch):
     app = create_app(config)
-    hub = app.extensions["mcp"].dispatcher.store
+    hub = app.extensions["mcp"].server.store
     monkeypatch.setattr(hub, stalled, unreachable)
     answer = app.test_client().post("/mcp", json=INIT, headers={"Accept": accept})
     assert answer.status_code == 503
@@ -32,4 +32,4 @@ def test_initialize_caught_by_the_outage_gets_503_with_its_id(config, accept, st
     assert answer.get_json() == {"jsonrpc": "2.0", "id": 41,
                                  "error": {"code": SERVER_UNAVAILABLE, "message": STORE_UNAVAILABLE_MESSAGE}}
     assert "Mcp-Session-Id" not in answer.headers
-    assert hub.session_count() == 0
+    assert hub.sessions.session_count() == 0

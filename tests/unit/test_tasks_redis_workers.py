@@ -9,8 +9,8 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from flask_mcp_gevent.dispatcher import Dispatcher
 from flask_mcp_gevent.encoding import loads
+from flask_mcp_gevent.server import Server
 from mcp_tools import Registry, tool
 from tests.support.tasks_client import WAIT_S, Client
 from tests.support.waiting import wait_until
@@ -40,8 +40,8 @@ def workers(redis_hubs):
     dispatchers = []
     for _ in range(2):
         hub = redis_hubs()
-        dispatchers.append(Dispatcher(hub.settings, registry=registry, store=hub))
-        assert wait_until(hub.ready, timeout=WAIT_S)
+        dispatchers.append(Server(hub.settings, registry=registry, store=hub))
+        assert wait_until(hub.fleet.ready, timeout=WAIT_S)
     yield dispatchers
     for dispatcher in dispatchers:
         dispatcher.shutdown()
@@ -74,5 +74,5 @@ def test_the_worker_that_takes_the_last_answer_runs_the_task_on(workers):
     assert (list(first.tasks.running), list(second.tasks.running)) == ([], [("alice", task_id)])
     done = Client(first, "alice").until(task_id)
     assert (done["status"], done["result"]["content"][0]["text"]) == ("completed", "Hello, Ada")
-    record, _ = second.store.tasks.get("alice", task_id, second.store.tasks.now(), ("", ""))
+    record, _ = second.tasks.store.get("alice", task_id, second.tasks.store.now(), ("", ""))
     assert record.answers == {"name": '{"action":"accept","content":{"name":"Ada"}}'}

@@ -50,7 +50,7 @@ def used_rounds_fill(count: int) -> dict:
     recorded = 0
     for _ in range(count):
         try:
-            hub.use_once(secrets.token_bytes(16), hub.settings.request_state_ttl_s)
+            hub.fleet.use_once(secrets.token_bytes(16), hub.settings.request_state_ttl_s)
         except CapacityError:
             continue
         recorded += 1

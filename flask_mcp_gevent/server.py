@@ -1,11 +1,13 @@
-"""Dispatcher: one dispatcher that every transport (legacy SSE, Streamable HTTP, stdio) shares.
+"""Server: one app's MCP server, built once; every transport hands it messages through a narrow interface.
 
-A transport parses bytes into `messages.Body`, then asks the dispatcher to accept it:
-notifications and client responses are handled at once, each request runs in its
-own greenlet (so a slow tool never blocks the session, and cancellation can kill
-it), and the transport decides where the answers go. A request reaches its handler
-in the method tables through jsonrpcserver's steps after parsing (`jsonrpc_dispatch`):
-its own entry point would parse, validate and batch-split again what messages.py did.
+It holds what every connection shares: the settings, the registry, the store's ports (sessions, event log, fleet
+bus), the listen streams, the task runner, and this worker's own state (the calls it runs, the answers its tools
+wait for). A transport only moves messages: it opens, finds and closes sessions, attaches streams, hands a body in
+(`accept`), and sends what comes out (`publish`, `deliver`); it never sees the store. Each request runs in its own
+greenlet (so a slow tool never blocks the session, and cancellation can kill it), or in its POST's own when nothing
+can come before its result, through its era's checks and method table (eras.py) inside the app's context. A request
+reaches its handler through jsonrpcserver's steps after parsing (`jsonrpc_dispatch`): its own entry point would
+parse, validate and batch-split again what messages.py did.
 """
 
 from __future__ import annotations
@@ -49,12 +51,14 @@ from flask_mcp_gevent.stateless.request_state import SharedCodec
 from flask_mcp_gevent.stateless.validation import check_header_annotations
 from flask_mcp_gevent.store import Store, StoreUnavailable, Subscription, create_store
 from flask_mcp_gevent.tasks.runner import TaskRunner
+from flask_mcp_gevent.tasks.store import task_store_for
 from flask_mcp_gevent.toolkit.registry import Registry
+from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.auth.principal import Principal
 
-__all__ = ["Dispatcher", "discard", "jsonrpc_dispatch"]
+__all__ = ["Server", "discard", "jsonrpc_dispatch"]
 
 log = logging.getLogger("mcp.rpc")
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
@@ -98,47 +102,54 @@ class CallStopped(gevent.GreenletExit):
 CALL_STOPPED_MESSAGE = "Server shutting down: the call was stopped before it finished; call it again"
 
 
-class Dispatcher:
-    """Settings, registry and hub, plus the request lifecycle every transport uses."""
+class Server:
+    """One app's MCP server: what every connection shares, built once, and how each request runs."""
 
     def __init__(self, settings: Settings, registry: Registry | None = None, store: Store | None = None,
                  run_in_app: Callable[[Callable[[], Any]], Any] = call_directly) -> None:
-        """run_in_app runs each request's handler in the Flask app's context (web/app_context.py)."""
+        """registry: the app's declarations (None: mcp_tools/ discovered); store: the settings' (None: made here);
+        run_in_app: how each request's handler runs in the Flask app's context (web/app_context.py)."""
         self.settings = settings
         label_methods({**SESSION.methods, **STATELESS.methods})
         self.registry = registry if registry is not None else Registry.discover(plugins=settings.plugins)
         check_header_annotations(self.registry.tools.values())
         self.store = store if store is not None else create_store(settings)
+        self.sessions = self.store.sessions
+        self.events = self.store.events
+        self.fleet = self.store.fleet
         self.stopping_since: float | None = None
         self.drained: gevent.event.Event | None = None
-        self.registry.on_change(lambda kind: notifications.announce_list_changed(self.store, kind))
-        self.store.share_registry(self.registry)
+        # This worker's own: the calls it runs (to cancel and drain them), the answers its tools wait for.
+        self.calls = InflightCalls()
+        self.questions = PendingRequests()
+        # Sessions of this worker's own that no store keeps (stdio's client), to hand broadcasts to.
+        self.local_sessions: dict[str, tuple[Session, Send]] = {}
         # This worker's subscriptions/listen streams, fed with every change made anywhere in the fleet.
         self.listeners = ListenRegistry(settings.queue_max, settings.queue_max_bytes,
                                         settings.max_listens_per_principal, ListenLimits.from_settings(settings))
-        self.store.worker_listener = self.listeners.deliver
-        # The tasks extension's tasks running on this worker; the tasks themselves live in the hub.
-        self.tasks = TaskRunner(lambda: self.store.tasks, settings,
-                                lambda message: self.store.tell_every_worker(message))
+        # The tasks extension's tasks running on this worker; the tasks themselves live beside the store.
+        self.tasks = TaskRunner(task_store_for(self.store, settings), settings, self.tell_every_worker)
         self.services = RequestServices(
             registry=self.registry, settings=settings, run_in_app=run_in_app,
-            # Looked up on each call, so the hub stays free to change (tests stall it to play an outage).
-            update_session=lambda session_id, change: self.store.update_session(session_id, change),
-            pending=self.store.pending,
-            publish=lambda session_id, message: self.store.publish(session_id, message),
-            resource_updated=lambda uri: notifications.resource_updated(self.store, uri),
-            request_state=SharedCodec(settings, lambda name: self.store.shared_secret(name)),
-            use_once=lambda rounds_id, ttl_s: self.store.use_once(rounds_id, ttl_s),
-            is_used=lambda rounds_id: self.store.is_used(rounds_id),
+            update_session=self.sessions.update_session,
+            pending=self.questions,
+            publish=self.events.publish,
+            resource_updated=self.resource_updated,
+            request_state=SharedCodec(settings, self.fleet.shared_secret),
+            use_once=self.fleet.use_once,
+            is_used=self.fleet.is_used,
             listeners=self.listeners,
             tasks=self.tasks,
         )
         self.tasks.services = self.services
         # Set by flask_mcp_gevent.web.rate_limit when MCP_RATE_LIMIT is on: charges a batch's messages beyond the first.
         self.charge_batch: Callable[[int], None] | None = None
-        self.session_quota = SessionQuota(self.store, settings)
-        self.call_slots = CallSlots(self.store, settings.max_concurrent_calls)
+        self.session_quota = SessionQuota(self.sessions, settings)
+        self.call_slots = CallSlots(self.sessions, settings.max_concurrent_calls)
         self.server_info = server_info(settings)
+        self.registry.on_change(self.announce_list_changed)
+        self.fleet.serve(self)
+        self.fleet.share_registry(self.registry)
 
     # session lifecycle
     def open_session(self, transport: str, principal: str | None = None, address: str | None = None) -> Session:
@@ -151,17 +162,92 @@ class Dispatcher:
         instruments().session_opened(transport)
         return session
 
+    def connect_local(self, session: Session, send: Send) -> None:
+        """Hand broadcasts to a session that is not stored (stdio's one client) through send, until disconnected."""
+        self.local_sessions[session.id] = (session, send)
+
+    def disconnect_local(self, session_id: str) -> None:
+        """Stop handing broadcasts to a local session."""
+        self.local_sessions.pop(session_id, None)
+
+    def find_session(self, session_id: str, transport: str, principal: str | None) -> Session | None:
+        """The session of this id, transport and principal, its idle timer refreshed; anyone else's is None."""
+        return self.sessions.get_own_session(session_id, transport, principal)
+
+    def prepare(self) -> None:
+        """Get ready to serve, before the worker accepts its first connection (the fleet's registry changes)."""
+        self.fleet.prepare()
+
+    def ready(self) -> bool:
+        """Whether the store's backing service answers (/readyz)."""
+        return self.fleet.ready()
+
+    def close_session(self, session_id: str) -> bool:
+        """End a session and its streams; whether it existed."""
+        return self.sessions.close_session(session_id)
+
+    def session_count(self) -> int:
+        """How many sessions exist (in this worker, or across the fleet)."""
+        return self.sessions.session_count()
+
     def subscribe(self, session_id: str, last_event_id: str | None = None, *, exclusive: bool = False
                   ) -> Subscription:
-        """Attach a stream through the hub; on a worker already stopping, it ends after what it missed.
+        """Attach a stream to a session's events; on a worker already stopping, it ends after what it missed.
 
         A stream can still arrive after shutdown() (on a connection accepted just before): ended here, its
         client resumes on a worker that stays, instead of holding this one until graceful_timeout cuts it.
         """
-        subscription = self.store.subscribe(session_id, last_event_id, exclusive=exclusive)
+        subscription = self.events.subscribe(session_id, last_event_id, exclusive=exclusive)
         if self.stopping_since is not None:
             subscription.end(SHUTTING_DOWN)
         return subscription
+
+    def publish(self, session_id: str, message: Any, stream: str | None = None) -> str | None:
+        """Send a message on a stream of the session (None: its own), kept in its replay log; its event id."""
+        return self.events.publish(session_id, message, stream)
+
+    def deliver(self, session_id: str, answer: Any, stream: str | None = None) -> str | None:
+        """Store an answer the client was promised, counted until stored (the drain waits for it); its event id."""
+        with self.calls.storing_answer():
+            return self.events.deliver(session_id, answer, stream)
+
+    # the fleet: what this worker does for the others, and asks of them
+    def resolve_here(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Hand a client's answer to the tool waiting for it in this worker; whether one waited."""
+        return self.questions.resolve(session_id, response)
+
+    def cancel_here(self, session_id: str, request_id: Any) -> bool:
+        """Stop a request running in this worker; whether one ran."""
+        return self.calls.cancel(session_id, request_id)
+
+    def hand_here(self, message: dict[str, Any]) -> None:
+        """Give a notification to this worker's listen streams; a failing one is logged, never raised to the sender."""
+        try:
+            self.listeners.deliver(message)
+        except Exception:
+            log.exception("handing notification %s to this worker failed", message.get("method"))
+
+    def resolve(self, session_id: str, response: dict[str, Any]) -> bool:
+        """Route a client's answer to the tool waiting for it, on whichever worker; whether one may."""
+        return self.resolve_here(session_id, response) or self.fleet.resolve_elsewhere(session_id, response)
+
+    def cancel(self, session_id: str, request_id: Any) -> None:
+        """Stop a running request on whichever worker runs it."""
+        if not self.cancel_here(session_id, request_id):
+            self.fleet.cancel_elsewhere(session_id, request_id)
+
+    def tell_every_worker(self, message: dict[str, Any]) -> None:
+        """Hand a notification to this worker's listen streams, then to every other worker's."""
+        self.hand_here(message)
+        self.fleet.tell_others(message)
+
+    def announce_list_changed(self, kind: str) -> None:
+        """Tell every session and listen stream that a tool, resource or prompt list changed."""
+        notifications.announce(self, notifications.list_changed(kind))
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell every session and listen stream subscribed to uri, on every worker, that it changed."""
+        notifications.announce(self, notifications.resource_updated(uri))
 
     # message handling
     def batch_error(self, session: Session, body: Body) -> dict[str, Any] | None:
@@ -180,11 +266,9 @@ class Dispatcher:
         """Handle notifications and responses now; start each request; return greenlets and immediate errors.
 
         on_done, when given, receives each request's response in the request's own greenlet. caller is who sent
-        the body (its requests may use what its credential grants; None: everything).
+        the body (its requests may use what its credential grants; None: everything). The transport has checked
+        that the session may send a batch (batch_error), since each answers a refused batch its own way.
         """
-        rejected = self.batch_error(session, body)
-        if rejected is not None:
-            return [], [rejected]
         running: list[gevent.Greenlet] = []
         errors: list[dict[str, Any]] = []
         for message in body.messages:
@@ -205,7 +289,7 @@ class Dispatcher:
         """Run a request in its own greenlet; its value is the response, or None if cancelled."""
         greenlet = gevent.Greenlet(self.run_request, session, message, send, on_done, caller)
         if message.method not in UNCANCELLABLE:
-            self.store.inflight.add(session.id, message.id, greenlet)
+            self.calls.add(session.id, message.id, greenlet)
         greenlet.start()
         return greenlet
 
@@ -215,11 +299,11 @@ class Dispatcher:
         Tracked as in flight like a spawned one, so a shutdown's drain can stop it.
         """
         current = gevent.getcurrent()
-        self.store.inflight.add(session.id, message.id, current)
+        self.calls.add(session.id, message.id, current)
         try:
             return self.handle_request(session, message, discard, caller)
         finally:
-            self.store.inflight.discard(session.id, message.id, current)
+            self.calls.discard(session.id, message.id, current)
 
     def run_request(self, session: Session, message: Message, send: Send, on_done: Send | None,
                     caller: Principal | None) -> dict[str, Any] | None:
@@ -228,10 +312,11 @@ class Dispatcher:
         try:
             response = self.handle_request(session, message, send, caller)
         finally:
-            self.store.inflight.discard(session.id, message.id, gevent.getcurrent())
+            self.calls.discard(session.id, message.id, gevent.getcurrent())
         if on_done is not None and response is not None:
-            # Out of the calls in flight (a cancel or the drain's stop would cut the answer), yet waited for.
-            self.store.inflight.store_answer(on_done, response)
+            # Out of the calls in flight: a cancel or the drain's stop would cut the answer (Server.deliver counts
+            # it for the drain to wait for).
+            on_done(response)
         return response
 
     def handle_request(self, session: Session, message: Message, send: Send,
@@ -241,7 +326,7 @@ class Dispatcher:
         slot = None
         era = era_of(session)
         refusal = era.refusal(session, message)
-        if refusal is None and era.takes_call_slot(message):
+        if refusal is None and era.takes_call_slot(session, message):
             slot, refusal = self.call_slots.claim(session, message)
         if refusal is not None:
             response: dict[str, Any] | None = refusal
@@ -271,7 +356,7 @@ class Dispatcher:
         if message.method == "notifications/cancelled":
             request_id = message.params.get("requestId")
             if request_id is not None:
-                self.store.cancel(session.id, request_id)
+                self.cancel(session.id, request_id)
             return
         if not (message.method or "").startswith("notifications/"):
             # A request method without an id would run unanswered, uncancellable and past the initialize gate.
@@ -286,7 +371,7 @@ class Dispatcher:
 
     def handle_response(self, session: Session, message: Message) -> None:
         """Route a client's answer to the tool that is waiting for it."""
-        if not self.store.resolve(session.id, message.raw):
+        if not self.resolve(session.id, message.raw):
             log.debug("no waiter for client response %s in session %s", loggable(message.id), session.id[:8])
 
     def polish(self, response: Any, method: str | None) -> Any:
@@ -317,7 +402,7 @@ class Dispatcher:
         """Close every stream promptly; calls in flight get until drain() to finish."""
         self.stopping_since = time.monotonic()
         self.listeners.shutdown()
-        self.store.shutdown()
+        self.events.shutdown()
 
     def drain(self) -> int:
         """Let calls in flight finish within half of graceful_timeout, then stop the rest with an error answer.
@@ -342,10 +427,10 @@ class Dispatcher:
         """Wait for tasks and calls until half of graceful_timeout has passed; stop the rest; return how many calls."""
         since = self.stopping_since if self.stopping_since is not None else time.monotonic()
         deadline = since + self.settings.graceful_timeout_s / 2
-        if self.store.outlives_worker:
+        if self.events.outlives_worker:
             # Tasks too: those still running at the deadline are failed, so no client polls them for ever.
             self.tasks.drain(deadline - time.monotonic())
-        inflight = self.store.inflight
+        inflight = self.calls
         running = inflight.running()
         # Not joinall: a request run in its POST's own greenlet is over while that greenlet lives on.
         inflight.wait_finished(running, max(0.0, deadline - time.monotonic()))
