@@ -192,7 +192,7 @@ def report(wires: list[str], redis_url: str | None, args: argparse.Namespace) ->
     rows = [count_modules(wire, None, args.repeat) for wire in wires]
     if redis_url:
         for wire in wires:
-            # stdio always serves from an in-memory hub (transports/stdio.run_stdio): there is no Redis row.
+            # stdio always serves from an in-memory store (serving/flask_stdio.serve_app): there is no Redis row.
             rows.append({"wire": wire, "store": "redis", "skipped": "stdio has no Redis store"} if wire == "stdio"
                         else count_modules(wire, redis_url, args.repeat))
     chain = longest_import_chain(import_graph())

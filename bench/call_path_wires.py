@@ -239,7 +239,7 @@ class StdioClient(Client):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__()
-        # As transports/stdio.run_stdio builds it: stdio always serves from an in-memory hub.
+        # As serving/flask_stdio.serve_app builds it: stdio always serves from an in-memory store.
         self.dispatcher = Server(settings, store=MemoryStore(settings))
         self.lines: Queue = Queue()
         self.out: Queue = Queue()

@@ -50,8 +50,8 @@ from flask_mcp_gevent.stateless.listen import SHUTTING_DOWN, ListenLimits, Liste
 from flask_mcp_gevent.stateless.request_state import SharedCodec
 from flask_mcp_gevent.stateless.validation import check_header_annotations
 from flask_mcp_gevent.store import Store, StoreUnavailable, Subscription, create_store
+from flask_mcp_gevent.tasks.backend import task_store_for
 from flask_mcp_gevent.tasks.runner import TaskRunner
-from flask_mcp_gevent.tasks.store import task_store_for
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 

@@ -14,6 +14,8 @@ import sys  # noqa: E402
 
 from flask import Flask  # noqa: E402
 
+from flask_mcp_gevent.server import Server  # noqa: E402
+from flask_mcp_gevent.store.memory import MemoryStore  # noqa: E402
 from flask_mcp_gevent.transports.stdio import run_stdio  # noqa: E402
 from flask_mcp_gevent.web.app_context import app_runner  # noqa: E402
 from flask_mcp_gevent.web.mcp_app import server_of  # noqa: E402
@@ -23,8 +25,12 @@ __all__ = ["serve_app"]
 
 def serve_app(app: Flask) -> int:
     """Serve app's MCP tools on stdin/stdout until EOF or SIGTERM, each call inside the app's context."""
-    server = server_of(app)
-    return run_stdio(server.settings, server.registry, app_runner(app))
+    served = server_of(app)
+    # A server of its own: its sessions and event log stay empty (the one client's session is its connection's),
+    # its fleet of one keeps what a 2026-07-28 request consumed, and the task store beside it, its tasks.
+    server = Server(served.settings, registry=served.registry, store=MemoryStore(served.settings),
+                    run_in_app=app_runner(app))
+    return run_stdio(server)
 
 
 if __name__ == "__main__":

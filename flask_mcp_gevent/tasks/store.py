@@ -12,12 +12,11 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
 
 from flask_mcp_gevent.store.errors import StoreUnavailable
 from flask_mcp_gevent.tasks.record import WORKING, TaskRecord, now_ms
 
-__all__ = ["MemoryTaskStore", "TaskStore", "task_store_for"]
+__all__ = ["MemoryTaskStore", "TaskStore"]
 
 # Reads of a task a change makes before it gives up: each lost race means another change landed in between, and a
 # task takes few (a renewal every third of a lease, an answer, its end).
@@ -151,13 +150,3 @@ class MemoryTaskStore(TaskStore):
             self.tasks[(record.principal, record.task_id)] = saved
             self.held_bytes += saved.size() - stored.size()
             return True
-
-
-def task_store_for(store: Any, settings: Any) -> TaskStore:
-    """The task store beside a store: in Redis beside the Redis store (any worker reads a task), else in memory."""
-    link = getattr(store, "link", None)
-    if link is not None:
-        from flask_mcp_gevent.tasks.redis_store import RedisTaskStore  # redis is the redis extra
-
-        return RedisTaskStore(link, int(settings.task_max_ttl_s * 1000))
-    return MemoryTaskStore(settings.tasks_max_bytes)

@@ -16,25 +16,20 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import gevent
 from gevent.fileobject import FileObject
 
-from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.eras import STATELESS, StdioEra
 from flask_mcp_gevent.logs import configure_logging
 from flask_mcp_gevent.mailbox import Empty, Mailbox
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
-from flask_mcp_gevent.protocol.request_context import call_directly
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import STDIO, Session
 from flask_mcp_gevent.stateless.listen import LISTEN
 from flask_mcp_gevent.stateless.metadata import SUPPORTED_VERSIONS, ephemeral_session
-from flask_mcp_gevent.store.memory import MemoryStore
-from flask_mcp_gevent.toolkit.registry import Registry
 
 __all__ = ["Outbox", "StdioConnection", "run_stdio"]
 
@@ -211,16 +206,10 @@ class StdioConnection:
             writer.join(timeout=2.0)
 
 
-def run_stdio(settings: Settings, registry: Registry | None = None,
-              run_in_app: Callable[[Callable[[], Any]], Any] = call_directly) -> int:
-    """Serve one client on stdin/stdout until EOF or SIGTERM (registry: an app's, else mcp_tools/ discovered;
-    run_in_app: the app's context for each request, web/app_context.py)."""
-    configure_logging(settings.log_level, settings.log_format)
+def run_stdio(server: Server) -> int:
+    """Serve one client on stdin/stdout until EOF or SIGTERM; no caller: the local user may use everything."""
+    configure_logging(server.settings.log_level, server.settings.log_format)
     protocol_out = claim_stdout()
-    # No caller: the local user who started the process may use everything.
-    # Its sessions and event log stay empty: the one client's session is its connection's. The in-memory fleet of
-    # one keeps what a 2026-07-28 request consumed; the task store beside it, its tasks.
-    server = Server(settings, registry=registry, store=MemoryStore(settings), run_in_app=run_in_app)
     connection = StdioConnection(server, FileObject(sys.stdin.buffer, "rb"), protocol_out)
     main = gevent.getcurrent()
     gevent.signal_handler(signal.SIGTERM, lambda: gevent.kill(main, SystemExit))

@@ -44,6 +44,9 @@ class Rpc:
             body = parse_body(data)
         except ParseFailure as failure:
             return [failure.response]
+        refused = self.dispatcher.batch_error(self.session, body)  # as every transport checks first
+        if refused is not None:
+            return [refused]
         greenlets, errors = self.dispatcher.accept(self.session, body, self.sent.append, caller=self.caller)
         finished = gevent.joinall(greenlets, timeout=JOIN_TIMEOUT_S)
         assert len(finished) == len(greenlets), "a request did not finish in time"

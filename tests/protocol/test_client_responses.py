@@ -26,7 +26,7 @@ def test_a_client_response_resolves_the_waiting_request(dispatcher, make_rpc):
     rpc = make_rpc("2025-06-18")
     request_id, waiting = dispatcher.questions.open(rpc.session.id)
     assert rpc(f'{{"jsonrpc": "2.0", "id": "{request_id}", "result": {{"roots": []}}}}') == []
-    assert waiting.fleet.ready()
+    assert waiting.ready()
     assert waiting.get(timeout=1) == {"jsonrpc": "2.0", "id": request_id, "result": {"roots": []}}
 
 
@@ -41,7 +41,7 @@ def test_a_response_from_another_session_does_not_resolve(dispatcher, make_rpc):
     owner, stranger = make_rpc("2025-06-18"), make_rpc("2025-06-18")
     request_id, waiting = dispatcher.questions.open(owner.session.id)
     assert stranger(f'{{"jsonrpc": "2.0", "id": "{request_id}", "result": {{}}}}') == []
-    assert not waiting.fleet.ready()
+    assert not waiting.ready()
 
 
 def test_a_message_with_both_result_and_error_is_invalid_request(make_rpc):

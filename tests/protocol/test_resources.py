@@ -6,7 +6,6 @@ import base64
 
 import pytest
 
-from flask_mcp_gevent import notifications
 from flask_mcp_gevent.encoding import loads
 from mcp_tools import Registry, ResourceNotFound, ToolError, resource, resource_template
 from tests.conformance.fixtures import RED_PIXEL_PNG
@@ -204,7 +203,7 @@ def test_resource_updated_reaches_only_subscribed_sessions(dispatcher, make_rpc)
     bystander.request("resources/subscribe", {"uri": "test://static-text"})
     watching = dispatcher.store.events.subscribe(watcher.session.id)
     bystanding = dispatcher.store.events.subscribe(bystander.session.id)
-    notifications.resource_updated(dispatcher.store, "test://watched-resource")
+    dispatcher.resource_updated("test://watched-resource")
     assert drain(watching) == [{"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                 "params": {"uri": "test://watched-resource"}}]
     assert drain(bystanding) == []
@@ -215,7 +214,7 @@ def test_no_update_arrives_after_unsubscribe(dispatcher, make_rpc):
     rpc.request("resources/subscribe", {"uri": "test://watched-resource"})
     rpc.request("resources/unsubscribe", {"uri": "test://watched-resource"})
     stream = dispatcher.store.events.subscribe(rpc.session.id)
-    notifications.resource_updated(dispatcher.store, "test://watched-resource")
+    dispatcher.resource_updated("test://watched-resource")
     assert drain(stream) == []
 
 

@@ -188,4 +188,4 @@ def test_cancelling_a_tool_that_waits_on_the_client_forgets_the_request(client):
     assert call.dead and call.value is None
     answer = {"jsonrpc": "2.0", "id": question["id"],
               "result": {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}}
-    assert not client.dispatcher.store.resolve(client.session.id, answer)
+    assert not client.dispatcher.resolve(client.session.id, answer)

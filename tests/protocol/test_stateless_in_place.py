@@ -90,7 +90,7 @@ def test_a_request_that_asked_for_progress_gets_its_own_greenlet_and_a_stream(di
 
 
 def test_a_shutdown_stops_a_request_running_in_place_with_the_documented_error(dispatcher, monkeypatch):
-    monkeypatch.setattr(dispatcher.store, "outlives_worker", True)  # as on Redis, where answers outlive the worker
+    monkeypatch.setattr(dispatcher.events, "outlives_worker", True)  # as on Redis, where answers outlive the worker
     monkeypatch.setattr(dispatcher, "settings", dataclasses.replace(dispatcher.settings, graceful_timeout_s=1))
     post = serve(dispatcher, stateless_call("hold"))
     assert STARTED.wait(WAIT_S)
@@ -104,7 +104,7 @@ def test_a_shutdown_stops_a_request_running_in_place_with_the_documented_error(d
 
 
 def test_a_shutdown_does_not_wait_for_a_posts_greenlet_whose_request_is_over(dispatcher, monkeypatch):
-    monkeypatch.setattr(dispatcher.store, "outlives_worker", True)
+    monkeypatch.setattr(dispatcher.events, "outlives_worker", True)
     RELEASE.set()
     connection_done = Event()
 

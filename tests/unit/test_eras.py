@@ -6,6 +6,7 @@ import pytest
 
 from flask_mcp_gevent import eras
 from flask_mcp_gevent.eras import SESSION, STATELESS, StdioEra, choose
+from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.stateless.metadata import (
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
@@ -67,7 +68,9 @@ def test_each_era_owns_its_table_its_checks_and_its_call_slots():
     assert "initialize" in SESSION.methods and "initialize" not in STATELESS.methods
     assert "server/discover" in STATELESS.methods and "server/discover" not in SESSION.methods
     tools_call = type("M", (), {"method": "tools/call"})()
-    assert SESSION.takes_call_slot(tools_call) and not STATELESS.takes_call_slot(tools_call)
+    stored, local = Session(transport="streamable"), Session(transport="stdio")
+    assert SESSION.takes_call_slot(stored, tools_call) and not STATELESS.takes_call_slot(stored, tools_call)
+    assert not SESSION.takes_call_slot(local, tools_call)  # stdio's one local client is not held back
 
 
 def test_the_http_routes_and_stdio_choose_through_eras_choose(monkeypatch):

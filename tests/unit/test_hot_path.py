@@ -146,7 +146,7 @@ def test_with_the_store_down_both_ways_answer_the_same_503_with_retry_after(monk
         def store_down(*args, **kwargs):
             raise StoreUnavailable("connection refused")
 
-        monkeypatch.setattr(server_of(app).store, "get_session", store_down)
+        monkeypatch.setattr(server_of(app).sessions, "get_session", store_down)
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         answers.append(seen_answer(client.post("/mcp", json=ping, headers={**JSON, "Mcp-Session-Id": session})))
         answers.append(seen_answer(client.post("/mcp?session_id=" + session, json=ping, headers=JSON)))

@@ -1,4 +1,5 @@
-"""The import graph keeps the picture true: layers run one way, nothing circles, no module grows past 400 lines.
+"""The import graph keeps the picture true: layers run one way and nothing circles; transports never import the
+store, stdio never enters it, and one module chooses a message's era.
 
 Imports are read with `ast` (at module level and inside functions; `if TYPE_CHECKING:` blocks are
 types only and are skipped), so a lazy import inside a function counts like any other.
@@ -37,7 +38,6 @@ LAYERS = (
                 "flask_mcp_gevent.tasks.record", "flask_mcp_gevent.tasks.store", "flask_mcp_gevent.tasks.redis_store",
                 "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls", "flask_mcp_gevent.without_gevent")),
 )
-MAX_LINES = 400
 # What a transport may take from Flask: the response class, which needs no request or app context.
 # Flask's request-bound objects (request, g, current_app, session) and the app itself stay in the web layer.
 TRANSPORT_FLASK_NAMES = {"Response"}
@@ -270,10 +270,38 @@ def test_no_import_circle_inside_the_server():
     assert circles(import_graph()) == []
 
 
-def test_no_module_is_over_400_lines():
-    long = {str(path.relative_to(ROOT)): count for path in MODULES.values()
-            if (count := len(path.read_text().splitlines())) > MAX_LINES}
-    assert long == {}
+def test_no_transport_imports_the_store():
+    # A transport moves messages: the server's narrow interface stands between it and the store. Only the store's
+    # own exceptions and the subscription a stream reads cross that line.
+    allowed = {"flask_mcp_gevent.store", "flask_mcp_gevent.store.errors", "flask_mcp_gevent.store.subscription",
+               "flask_mcp_gevent.store.event_ids"}
+    transports = [name for name in MODULES if in_package(name, "flask_mcp_gevent.transports")
+                  or name == "flask_mcp_gevent.stateless.http"]
+    wrong = [f"{where(name, line)} imports {module}" for name in transports
+             for line, module, member in imports_of(name)
+             if in_package(module, "flask_mcp_gevent.store") and (module not in allowed or member in STORE_PARTS)]
+    assert wrong == []
+
+
+# What a transport may not take from the store package even through its __init__: the store and its ports.
+STORE_PARTS = {"Store", "SessionStore", "EventLog", "FleetBus", "create_store", "MemoryStore", "RedisStore"}
+
+
+def test_stdio_never_enters_the_store():
+    """stdio keeps its session and writes its lines itself: no session store, event log, subscription or mailbox of
+    the store; what it hands the server runs without one."""
+    source = MODULES["flask_mcp_gevent.transports.stdio"].read_text()
+    for name in ("open_session", "subscribe(", ".publish(", "close_session", "find_session", ".events", ".sessions"):
+        assert name not in source.replace("self.publish(", "").replace("def publish(", ""), name
+
+
+def test_one_module_chooses_the_era():
+    """Which era a message belongs to is decided in eras.py only: nowhere else reads the version a request names
+    to pick a wire."""
+    deciders = [name for name in MODULES if in_package(name, "flask_mcp_gevent")
+                and name not in ("flask_mcp_gevent.eras", "flask_mcp_gevent.stateless.metadata")
+                and re.search(r"names_stateless_version|body_version\(", MODULES[name].read_text())]
+    assert deciders == []
 
 
 # The transports that serve a wire; the other transports modules are pieces they share.
@@ -288,8 +316,8 @@ def test_no_transport_imports_another():
     assert wrong == []
 
 
-def test_web_modules_find_the_dispatcher_without_importing_the_routes():
-    # The extension registers the routes; the rest, the hot path included, need only the dispatcher.
+def test_web_modules_find_the_server_without_importing_the_routes():
+    # The extension registers the routes; the rest, the hot path included, need only the server.
     allowed = {"flask_mcp_gevent.web.flask_extension"}
     wrong = [f"{where(name, line)} imports the routes"
              for name in MODULES if in_package(name, "flask_mcp_gevent.web") and name not in allowed
@@ -297,19 +325,19 @@ def test_web_modules_find_the_dispatcher_without_importing_the_routes():
     assert wrong == []
 
 
-HUB_SLOT_METHODS = ("take_call_slot", "give_back_call_slot")
+SLOT_METHODS = ("take_call_slot", "give_back_call_slot")
 
 
-def test_only_the_call_slots_use_the_hubs_call_slot_methods():
+def test_only_the_call_slots_use_the_stores_call_slot_methods():
     # A slot's whole life in limits.CallSlots: taken, given back.
-    wrong = [f"{name} calls hub.{method}" for name in MODULES
+    wrong = [f"{name} calls sessions.{method}" for name in MODULES
              if in_package(name, "flask_mcp_gevent") and not in_package(name, "flask_mcp_gevent.store")
              and name != "flask_mcp_gevent.limits"
-             for method in HUB_SLOT_METHODS if f".{method}(" in MODULES[name].read_text()]
+             for method in SLOT_METHODS if f".{method}(" in MODULES[name].read_text()]
     assert wrong == []
 
 
-def test_the_dispatcher_does_not_ask_which_transport_it_serves():
+def test_the_server_does_not_ask_which_transport_it_serves():
     source = MODULES["flask_mcp_gevent.server"].read_text()
     named = [member for _, module, member in imports_of("flask_mcp_gevent.server")
              if module == "flask_mcp_gevent.session" and member in ("SSE", "STREAMABLE", "STDIO", "STATELESS")]

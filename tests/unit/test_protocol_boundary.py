@@ -18,7 +18,7 @@ from flask_mcp_gevent.protocol.request_context import RequestContext
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import STATELESS, Session
 from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
-from flask_mcp_gevent.store import Store
+from flask_mcp_gevent.store import EventLog, FleetBus, SessionStore
 from mcp_tools import Context
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -50,11 +50,13 @@ def test_the_context_tools_see_is_what_the_request_context_offers():
     assert missing == []
 
 
-def test_the_hub_neither_speaks_json_rpc_nor_calls_back():
-    source = (ROOT / "flask_mcp_gevent" / "store" / "base.py").read_text()
-    assert "flask_mcp_gevent.errors" not in source and "jsonrpc" not in source
-    for gone in ("request", "broadcast", "on_broadcast", "streaming_session_ids"):
-        assert not hasattr(Store, gone), gone
+def test_the_store_neither_speaks_json_rpc_nor_calls_back():
+    for name in ("ports.py", "memory.py", "redis.py", "redis_events.py", "redis_fleet.py", "redis_sessions.py"):
+        source = (ROOT / "flask_mcp_gevent" / "store" / name).read_text()
+        assert "flask_mcp_gevent.errors" not in source and "jsonrpc" not in source, name
+    for port in (SessionStore, EventLog, FleetBus):
+        for gone in ("request", "broadcast", "on_broadcast", "streaming_session_ids"):
+            assert not hasattr(port, gone), (port, gone)
 
 
 def test_handlers_are_dispatched_from_the_explicit_method_table_only():

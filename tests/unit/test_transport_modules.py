@@ -42,12 +42,12 @@ def test_streamable_http_does_not_import_the_legacy_transport():
     (legacy_sse, ("legacy_get", "legacy_post")),
     (streamable_http, ("streamable_get", "streamable_post", "streamable_delete")),
 ])
-def test_each_http_transport_method_takes_the_dispatcher_and_the_caller_from_the_route(module, functions):
+def test_each_http_transport_method_takes_the_server_and_the_caller_from_the_route(module, functions):
     # What the request says arrives as arguments (the environ, or what the route already read from it, like a
     # legacy POST's ?session_id=): never through Flask's globals (the test above).
     for name in functions:
         parameters = list(inspect.signature(getattr(module, name)).parameters)
-        assert parameters[0] == "dispatcher", name
+        assert parameters[0] == "server", name
         assert parameters[2] == "caller", name
         assert parameters[1] in {"environ", "session_id"}, name
 
