@@ -34,7 +34,7 @@ from flask_mcp_gevent.errors import (
 )
 from flask_mcp_gevent.hub import Hub, HubUnavailable, Subscription, create_hub
 from flask_mcp_gevent.limits import CallSlots, SessionQuota
-from flask_mcp_gevent.logs import loggable
+from flask_mcp_gevent.logs import log_line, loggable
 from flask_mcp_gevent.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from flask_mcp_gevent.metrics import instruments, label_methods
 from flask_mcp_gevent.protocol.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
@@ -320,11 +320,10 @@ class Dispatcher:
             status = f"error:{response['error'].get('code')}"
         else:
             status = "ok"
-        log.info(
-            "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
-            loggable(method), loggable(request_id), "-" if session.stateless else session.id[:8],
-            status, seconds * 1000.0,
-        )
+        if log.isEnabledFor(logging.INFO):
+            log_line(log, logging.INFO, f"rpc method={loggable(method)} id={loggable(request_id)} "
+                     f"session={'-' if session.stateless else session.id[:8]} status={status} "
+                     f"duration_ms={seconds * 1000.0:.2f}")
         instruments().count_request(method, response, seconds)
 
     def shutdown(self) -> None:
