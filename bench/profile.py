@@ -85,10 +85,10 @@ def summarize_modules(own: Counter[str]) -> list[tuple[str, int, list[tuple[str,
 
 
 def print_modules(total: int, own: Counter[str], top: int) -> None:
-    """Self time by module, with each module's functions that are among the top self-time functions."""
+    """The top modules by self time, with each one's functions that are among the top self-time functions."""
     leaders = {name for name, _ in own.most_common(top)}
-    print(f"\nself time by module (functions among the top {top} listed under their module)")
-    for module, count, functions in summarize_modules(own):
+    print(f"\nself time by module, top {top} (functions among the top {top} listed under their module)")
+    for module, count, functions in summarize_modules(own)[:top]:
         print(f"  {100.0 * count / total:5.1f}%  {module}")
         for name, samples in functions:
             if name in leaders:

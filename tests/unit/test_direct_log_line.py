@@ -59,10 +59,16 @@ def restore_mcp_logger():
 
 
 def configure_onto_a_string(monkeypatch, level: str, fmt: str) -> io.StringIO:
-    """configure_logging with stderr a StringIO (set in the test: pytest puts its own stderr back before it)."""
+    """configure_logging with stderr a StringIO (set in the test: pytest puts its own stderr back before it).
+
+    pytest attaches its capture handlers to every logger that does not propagate, `mcp` among them once an
+    earlier test configured it; they are taken off, so `mcp` has the one handler it has in a server.
+    """
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
     configure_logging(level, fmt)
+    logger = logging.getLogger("mcp")
+    logger.handlers[:] = [handler for handler in logger.handlers if isinstance(handler, StderrHandler)]
     return stream
 
 
