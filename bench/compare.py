@@ -39,8 +39,10 @@ TARGETS = (
 )
 TRANSPORTS = ("sse", "streamable", "stateless")
 # The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare. The WSGI floor (wsgi) is
-# only that: a plain WSGI function answering 2026-07-28 calls under the same gunicorn + gevent worker.
+# only that: a plain WSGI function answering 2026-07-28 and Streamable HTTP calls under the same gunicorn + gevent
+# worker (it has no legacy SSE).
 FLOOR_TRANSPORTS = ("sse", "streamable")
+WSGI_FLOOR_TRANSPORTS = ("stateless", "streamable")
 IDLE_TARGET_KIB = 25.0
 
 
@@ -68,7 +70,7 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
             if transport in FLOOR_TRANSPORTS:
                 yield "floor", floor_server
         elif name == "wsgi":
-            if transport == "stateless":
+            if transport in WSGI_FLOOR_TRANSPORTS:
                 yield "wsgi", wsgi_floor_server
         else:
             raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor, wsgi, {', '.join(PAIRED)}")

@@ -1,4 +1,5 @@
-"""The benchmark's command line: load one server (bench/generator.py), or compare several (bench/compare.py).
+"""The benchmark's command line: load one server (bench/generator.py), compare several (bench/compare.py), or
+pair ours with the WSGI floor (bench/floor.py).
 
     python -m bench.load --url http://127.0.0.1:8000/mcp --transport sse -c 32 -d 10
     python -m bench.load --compare --duration 10 --concurrency 32     # ours vs the SDK vs the floor
@@ -8,6 +9,7 @@
     python -m bench.load --compare --servers ours,base,ours-redis,base-redis --base-tree ../before --rounds 5
                                                                       # a change against the commit before it
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
+    python -m bench.load --floor --duration 10                        # ours vs the WSGI floor, paired, 5 rounds
 
 A plain run prints one JSON line: req/s, p50/p90/p99 latency and errors by kind.
 """
@@ -22,7 +24,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from bench import compare
+from bench import compare, floor
 from bench.generator import run_load
 from bench.servers import cpu_seconds_of
 
@@ -51,6 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--compare", action="store_true", help="start each server in turn and compare them")
     mode.add_argument("--idle", type=int, metavar="N", help="measure server memory per idle SSE session over N")
+    mode.add_argument("--floor", action="store_true",
+                      help="ours against the WSGI floor (gunicorn + gevent alone), alternating in each round, on "
+                           "the 2026-07-28 wire and Streamable HTTP: median CPU per call, ratio and spread")
     parser.add_argument("--url", help="server to load (plain mode), e.g. http://127.0.0.1:8000/mcp")
     parser.add_argument("--transport", choices=("sse", "streamable", "stateless"), default="sse",
                         help="stateless: stateless 2026-07-28 POSTs (headers and _meta on every call, no session)")
@@ -62,10 +67,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="plain mode: PIDs whose CPU time to charge per call (children included)")
     parser.add_argument("--servers", default="ours,sdk,floor",
                         help="compare/idle: which servers, comma-separated (ours, sdk, floor; "
-                             "wsgi: gunicorn + gevent alone, stateless only)")
-    parser.add_argument("--transports", default="sse,streamable",
-                        help="compare: which transports (sse, streamable, stateless)")
-    parser.add_argument("--rounds", type=int, default=1, help="compare: repeat and report medians")
+                             "wsgi: gunicorn + gevent alone, stateless and streamable only)")
+    parser.add_argument("--transports",
+                        help="compare: which transports (sse, streamable, stateless; default sse,streamable); "
+                             "floor: stateless, streamable (default both)")
+    parser.add_argument("--rounds", type=int, help="compare, floor: repeat and report medians (default 1; floor 5)")
     parser.add_argument("--redis", action="store_true",
                         help="compare: add ours on the Redis hub with 1 and 2 workers (needs redis-server)")
     parser.add_argument("--redis-topology", metavar="NAMES",
@@ -75,14 +81,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-tree", metavar="DIR",
                         help="compare: a checkout of the commit before a change (git worktree add DIR COMMIT); the "
                              "servers base and base-redis run it with this venv, beside ours and ours-redis, in "
-                             "alternating runs of each round")
+                             "alternating runs of each round; floor: base runs between ours and the floor")
     parser.add_argument("--profile", metavar="PATH",
                         help="compare: record ours with py-spy during the run (collapsed stacks to PATH)")
     parser.add_argument("--server-env", action="append", default=[], metavar="MCP_X=V",
-                        help="compare/idle: extra environment for our server")
+                        help="compare/idle/floor: extra environment for our server")
     args = parser.parse_args(argv)
-    if not (args.compare or args.idle) and not args.url:
-        parser.error("give --url, --compare or --idle N")
+    if not (args.compare or args.idle or args.floor) and not args.url:
+        parser.error("give --url, --compare, --floor or --idle N")
+    if args.transports is None:
+        args.transports = "stateless,streamable" if args.floor else "sse,streamable"
+    if args.rounds is None:
+        args.rounds = 5 if args.floor else 1
     return args
 
 
@@ -90,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the chosen mode and print its JSON line."""
     args = parse_args(argv)
     raise_fd_limit()
-    if args.compare or args.idle:
+    if args.floor:
+        report = floor.run_floor(args)
+    elif args.compare or args.idle:
         report = compare.run_compare(args) if args.compare else compare.run_idle(args)
     else:
         base, paths = split_url(args.url, args.transport)

@@ -197,7 +197,7 @@ def wsgi_floor_server() -> ServerUnderTest:
     argv = [str(BIN / "gunicorn"), "-k", "gevent", "--bind", f"127.0.0.1:{port}", "-w", "1",
             "--worker-connections", "12000", "--no-control-socket", "--graceful-timeout", "2",
             "bench.peers.wsgi_floor:app"]
-    return ServerUnderTest("wsgi", argv, port, {"stateless": "/mcp"}, ready_path="/mcp")
+    return ServerUnderTest("wsgi", argv, port, {"stateless": "/mcp", "streamable": "/mcp"}, ready_path="/mcp")
 
 
 class RedisProcess:

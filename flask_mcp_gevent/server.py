@@ -35,7 +35,7 @@ from flask_mcp_gevent.errors import (
     error_response,
 )
 from flask_mcp_gevent.limits import CallSlots, SessionQuota
-from flask_mcp_gevent.logs import loggable
+from flask_mcp_gevent.logs import log_line, loggable
 from flask_mcp_gevent.messages import NOTIFICATION, REQUEST, RESPONSE, Body, Message
 from flask_mcp_gevent.metrics import instruments, label_methods
 from flask_mcp_gevent.protocol.methods import server_info
@@ -391,11 +391,10 @@ class Server:
             status = f"error:{response['error'].get('code')}"
         else:
             status = "ok"
-        log.info(
-            "rpc method=%s id=%s session=%s status=%s duration_ms=%.2f",
-            loggable(method), loggable(request_id), "-" if session.stateless else session.id[:8],
-            status, seconds * 1000.0,
-        )
+        if log.isEnabledFor(logging.INFO):
+            log_line(log, logging.INFO, f"rpc method={loggable(method)} id={loggable(request_id)} "
+                     f"session={'-' if session.stateless else session.id[:8]} status={status} "
+                     f"duration_ms={seconds * 1000.0:.2f}")
         instruments().count_request(method, response, seconds)
 
     def shutdown(self) -> None:

@@ -11,7 +11,7 @@ pytest.importorskip("aiohttp", reason="bench/ needs requirements-dev.txt (the ot
 from bench.compare import ratios_of  # noqa: E402
 from bench.generator import percentile, summarize  # noqa: E402
 from bench.load import split_url  # noqa: E402
-from bench.profile import summarize_stacks  # noqa: E402
+from bench.profile import module_of, summarize_modules, summarize_stacks, under  # noqa: E402
 
 
 def test_percentile_is_nearest_rank():
@@ -42,6 +42,19 @@ def test_profile_summary_counts_self_and_inclusive_samples():
     assert total == 4
     assert own == Counter({"work (dispatcher.py)": 3, "log (logs.py)": 1})
     assert inclusive["main (app.py)"] == 4
+
+
+def test_profile_frames_fold_into_their_modules_and_can_be_cut_to_one_functions_samples():
+    assert module_of("Request.parse (gunicorn/http/message.py)") == "gunicorn.http.message"
+    assert module_of("Logger.info (logging/__init__.py)") == "logging"
+    assert module_of("<lambda> (<string>)") == "<string>"
+    own = Counter({"Logger.info (logging/__init__.py)": 2, "emit (logging/__init__.py)": 3,
+                   "send (gevent/_socket.py)": 4})
+    assert summarize_modules(own) == [
+        ("logging", 5, [("emit (logging/__init__.py)", 3), ("Logger.info (logging/__init__.py)", 2)]),
+        ("gevent._socket", 4, [("send (gevent/_socket.py)", 4)])]
+    stacks = [(["main (app.py)", "log_call (d.py)", "info (l.py)"], 2), (["main (app.py)", "send (s.py)"], 5)]
+    assert under(stacks, "log_call") == [(["log_call (d.py)", "info (l.py)"], 2)]
 
 
 def test_the_wsgi_floor_is_compared_with_ours_and_with_the_sdk():
