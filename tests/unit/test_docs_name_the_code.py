@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from flask_mcp_gevent.config import PREFIX, Settings
+from flask_mcp_gevent.config import DEPRECATED_NAMES, PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "flask_mcp_gevent"
@@ -46,10 +46,13 @@ FOREIGN_NAMES = {
     "REMOTE_ADDR", "PROMETHEUS_MULTIPROC_DIR",
     # jsonrpcserver's result values.
     "Success", "Error",
-    # The MCP SDKs: Python's Client, ClientSession and MCPServer; TypeScript's SSEClientTransport.
-    "Client", "ClientSession", "MCPServer", "SSEClientTransport",
+    # The MCP SDKs: Python's Client, ClientSession, MCPServer, ServerRunner and Connection; TypeScript's
+    # SSEClientTransport.
+    "Client", "ClientSession", "MCPServer", "ServerRunner", "Connection", "SSEClientTransport",
+    # oslash, which jsonrpcserver's results are made of.
+    "Left",
     # Result and type names of the MCP specification's schema and its tasks extension.
-    "CallToolResult", "CreateTaskResult", "DetailedTask", "DiscoverResult", "SubscriptionsListenResult",
+    "CallToolResult", "CreateTaskResult", "DiscoverResult", "SubscriptionsListenResult",
     # HTTP header names.
     "Host", "Origin", "Accept", "Allow", "Authorization", "Cookie",
     # systemd unit directives (deploy/systemd/mcp-server.service).
@@ -360,7 +363,7 @@ def identifier_problem(token: str) -> str | None:
 
 def setting_problems(line: Line) -> Iterator[str]:
     """Every MCP_* name on a line that is neither a setting nor a known variable of another kind."""
-    known = setting_names() | NON_SETTING_VARIABLES.keys() | EXAMPLE_EXTRA_SETTINGS
+    known = setting_names() | NON_SETTING_VARIABLES.keys() | EXAMPLE_EXTRA_SETTINGS | DEPRECATED_NAMES.keys()
     for match in SETTING.finditer(line.text):
         name, family = match.group(1), match.group(2) == "*"
         if family and name.endswith("_"):
