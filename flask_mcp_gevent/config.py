@@ -166,7 +166,7 @@ class Settings:
     max_sessions_per_principal: int = 100
     max_listens_per_principal: int = 100
     # subscriptions/listen (MCP 2026-07-28): a stream keeps its request while it is open, so the request's params
-    # are bounded in JSON bytes, each URI and task id in bytes, and the task ids (each read once, in the hub) in number.
+    # are bounded in JSON bytes, each URI and task id in bytes, and the task ids (each read once, in the store) in number.
     listen_max_bytes: int = 16 * 1024
     listen_uri_max_bytes: int = 2048
     listen_task_id_max_bytes: int = 128
@@ -183,11 +183,11 @@ class Settings:
     request_state_key: str = field(default="", repr=False)
     request_state_ttl_s: float = 600.0
     request_state_max_bytes: int = 65536
-    # The memory hub's record of used states (ctx.consume_answers); Redis keeps one key per state instead.
+    # The memory store's record of used states (ctx.consume_answers); Redis keeps one key per state instead.
     request_state_used_max: int = 50000
     # The tasks extension (MCP 2026-07-28): how long a task is kept (default, and the most a client may ask for),
     # how many one principal may hold, how much of its request and how big a result it may keep, how much the
-    # memory hub's tasks take together, the largest payload its notifications carry, and the lease a running
+    # memory store's tasks take together, the largest payload its notifications carry, and the lease a running
     # task's worker renews.
     task_ttl_s: float = 3600.0
     task_max_ttl_s: float = 86400.0
@@ -276,7 +276,7 @@ class Settings:
 
     @property
     def uses_redis(self) -> bool:
-        """True when the hub (and the rate limit) live in Redis: MCP_REDIS_URL or MCP_REDIS_SENTINELS is set."""
+        """True when the store (and the rate limit) live in Redis: MCP_REDIS_URL or MCP_REDIS_SENTINELS is set."""
         return bool(self.redis_url or self.redis_sentinels)
 
     def check_redis(self) -> None:

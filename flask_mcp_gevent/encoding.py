@@ -26,7 +26,7 @@ def utf8_size(text: str) -> int:
 def dumps(value: Any) -> bytes:
     """Encode a JSON value as compact UTF-8 bytes, in a buffer of exactly that size."""
     # orjson returns its working buffer, which is never shorter than 4 KiB and reserves room for escaping
-    # every character; what the hubs keep (replay logs, queues) would cost that much per message.
+    # every character; what the stores keep (replay logs, queues) would cost that much per message.
     try:
         return memoryview(orjson.dumps(value)).tobytes()
     except orjson.JSONEncodeError:

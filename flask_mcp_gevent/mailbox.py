@@ -1,6 +1,6 @@
-"""Mailbox: the queue between a hub and one stream, small for idle streams (0.7 KiB empty; gevent's SimpleQueue: 2.4).
+"""Mailbox: the queue between a store and one stream, small for idle streams (0.7 KiB empty; gevent's SimpleQueue: 2.4).
 
-One reader, any number of writers; put never blocks (the hub bounds the length itself).
+One reader, any number of writers; put never blocks (the store bounds the length itself).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Mailbox:
         return len(self.items)
 
     def put_nowait(self, item: Any) -> None:
-        """Append an item and wake the reader, if one waits (from the hub: a writer may not switch)."""
+        """Append an item and wake the reader, if one waits (from the store: a writer may not switch)."""
         self.items.append(item)
         waiter = self.waiter
         if waiter is not None:

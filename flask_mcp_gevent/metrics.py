@@ -55,9 +55,9 @@ class Instruments:
         self.streams = Gauge("mcp_open_streams", "Open SSE streams: legacy sessions, standalone Streamable HTTP "
                              "streams, and POST answers streamed as SSE", ["kind"], registry=registry,
                              multiprocess_mode="livesum")
-        # Sampled when scraped: the in-memory hub runs one worker, the Redis hub counts for all of them,
+        # Sampled when scraped: the in-memory store runs one worker, the Redis store counts for all of them,
         # so the freshest value is the right one either way.
-        self.sessions = Gauge("mcp_sessions", "Open sessions, as the hub counts them when /metrics is scraped",
+        self.sessions = Gauge("mcp_sessions", "Open sessions, as the store counts them when /metrics is scraped",
                               registry=registry, multiprocess_mode="livemostrecent")
         self.sessions_opened = Counter("mcp_sessions_opened", "Sessions opened, by transport", ["transport"],
                                        registry=registry)
@@ -115,7 +115,7 @@ class Instruments:
         self.replay_gaps.inc()
 
     def sample_sessions(self, count: int) -> None:
-        """Record how many sessions this process's hub holds now."""
+        """Record how many sessions this process's store holds now."""
         self.sessions.set(count)
 
 

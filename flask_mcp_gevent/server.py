@@ -308,7 +308,7 @@ class Server:
     def run_request(self, session: Session, message: Message, send: Send, on_done: Send | None,
                     caller: Principal | None) -> dict[str, Any] | None:
         """The body of a request's greenlet: handle it, stop tracking it, hand the response on."""
-        # Done here rather than with greenlet links: a link costs the hub's loop one more callback per request.
+        # Done here rather than with greenlet links: a link costs the store's loop one more callback per request.
         try:
             response = self.handle_request(session, message, send, caller)
         finally:
@@ -409,7 +409,7 @@ class Server:
         Started as soon as the worker is told to stop, while gunicorn still serves its connections: a call
         answered on its POST (JSON, or a request's SSE stream) gets its answer, or the error, on that POST, and
         the worker's connections end before graceful_timeout. A legacy call's answer goes to the session's
-        stream, and with the Redis hub waits in the replay log for the client to resume on another worker.
+        stream, and with the Redis store waits in the replay log for the client to resume on another worker.
         Safe to call again (gunicorn's worker_exit does): a second call waits for the first to finish, since
         stopping a call twice would interrupt the answer it is giving. Returns how many calls were stopped.
         """

@@ -17,7 +17,7 @@ __all__ = ["LATEST", "SESSION_HEADER", "SESSION_HEADER_KEY", "SESSION_ID_MAX_CHA
 SSE = "sse"
 STREAMABLE = "streamable"
 STDIO = "stdio"
-# The 2026-07-28 wire: a Session built from one request's _meta, never stored in the hub.
+# The 2026-07-28 wire: a Session built from one request's _meta, never stored in the store.
 STATELESS = "stateless"
 
 
@@ -77,7 +77,7 @@ def session_id_from(environ: Mapping[str, Any], *, header: bool = True, query: b
 
 @dataclass
 class Session:
-    """One client's state; the hub stores it and every worker can load it."""
+    """One client's state; the store stores it and every worker can load it."""
 
     id: str = field(default_factory=new_session_id)
     transport: str = SSE
@@ -135,7 +135,7 @@ class Session:
 
 @dataclass(frozen=True)
 class SessionChange:
-    """A change to some fields of a stored session, which the hub applies atomically (no lost updates).
+    """A change to some fields of a stored session, which the store applies atomically (no lost updates).
 
     `assign` sets fields; `subscribe` adds a URI unless the session already holds `subscription_limit`;
     `unsubscribe` removes one; `unless_negotiated` refuses the whole change once initialize has been answered.
@@ -165,7 +165,7 @@ class SessionChange:
 
 
 class SessionUpdate(NamedTuple):
-    """What a hub's update_session did: whether the change was applied, and the session as stored now."""
+    """What a store's update_session did: whether the change was applied, and the session as stored now."""
 
     applied: bool
     # None when the session is gone (closed or expired).

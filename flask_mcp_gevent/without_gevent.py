@@ -8,7 +8,7 @@ stream and its POSTs, the Streamable HTTP GET stream, subscriptions/listen) and 
 the GET stream could carry are refused at once, naming the gevent worker; a tool that may run as a task runs at
 once instead, and one that runs only as a task is refused. ConnectionLimit asks its first request what serves
 the app (server_without_gevent), marks the thread of each request there (SERVED) and, when the request is over,
-destroys the hub it made (end_request): a thread-per-connection server would otherwise keep a loop, and two file
+destroys the store it made (end_request): a thread-per-connection server would otherwise keep a loop, and two file
 descriptors, per connection.
 """
 

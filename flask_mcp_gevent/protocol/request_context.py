@@ -76,7 +76,7 @@ class RequestServices:
 
     registry: Registry
     settings: Settings
-    # The hub's atomic session change, its waiting server-to-client requests, and its publish.
+    # The store's atomic session change, its waiting server-to-client requests, and its publish.
     update_session: Callable[[str, SessionChange], SessionUpdate]
     pending: PendingRequests
     publish: Callable[[str, dict[str, Any]], Any]

@@ -29,7 +29,7 @@ def share_request_state_key():
     """Give every worker of this master one requestState key when nothing else shares one (no key, no Redis).
 
     Set here, before the workers fork, so a retry that lands on another worker of this host still opens; with
-    Redis the hub shares a key across hosts, and a configured MCP_REQUEST_STATE_KEY always wins.
+    Redis the store shares a key across hosts, and a configured MCP_REQUEST_STATE_KEY always wins.
     """
     if not settings.request_state_key and not settings.uses_redis:
         os.environ["MCP_REQUEST_STATE_KEY"] = secrets.token_hex(32)

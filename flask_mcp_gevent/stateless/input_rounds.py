@@ -9,7 +9,7 @@ Nth answer. A 2025-era session never comes here: its asks are server-to-client r
 
 A state stays valid for its whole lifetime, so replaying the last round reruns what follows the last ask. A tool
 whose effect must not repeat calls ctx.consume_answers() before it (`consume_round`): the request's id, which every
-state of its rounds carries, is then recorded in the hub, and any of those states sent again is refused (-32602,
+state of its rounds carries, is then recorded in the store, and any of those states sent again is refused (-32602,
 reason "used"), an earlier round's included. Answers sent without a requestState answer ordinary asks (a client
 may answer up front), but cannot pass consume_answers: its questions go out again, with a state to consume.
 """

@@ -1,6 +1,6 @@
 """subscriptions/listen (MCP 2026-07-28): this worker's open listen streams, their filters and their tags.
 
-A listen request opens a `ListenStream` here. The hub hands every list change and resource update
+A listen request opens a `ListenStream` here. The server hands every list change and resource update
 made anywhere in the fleet to `ListenRegistry.deliver` on every worker, once; each stream keeps only what
 its filter asked for, tagged with the listen request's id. The handler `subscriptions_listen` runs for the
 stream's whole life and sends each message with the request's own `ctx.send` (an SSE event on HTTP, a line
@@ -133,7 +133,7 @@ class ListenStream(Subscription):
 
 
 class ListenRegistry:
-    """This worker's open listen streams, bounded per principal; fed by the hub's broadcast handler."""
+    """This worker's open listen streams, bounded per principal; fed by the store's broadcast handler."""
 
     def __init__(self, queue_max: int, queue_max_bytes: int, per_principal: int,
                  limits: ListenLimits | None = None) -> None:

@@ -2,7 +2,7 @@
 
 A listen stream keeps its request for as long as it stays open, so the request is bounded in bytes
 (MCP_LISTEN_MAX_BYTES, its filter and `_meta` included), each URI and task id in bytes, and the task ids,
-each read once in the hub, in number. A request past a bound is refused with -32602 naming the setting.
+each read once in the store, in number. A request past a bound is refused with -32602 naming the setting.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ A state is AES-256-GCM ciphertext (the `cryptography` package) of a small JSON p
 when, the tool's own state and the input responses collected in earlier rounds. The token names its key by an id,
 so keys rotate: the first key mints, every listed key verifies. A token is not single-use by itself. Every state of
 one multi-round request carries the same random request id (minted with its first state); a tool whose last round
-must not run twice calls ctx.consume_answers(), which records that id in the hub, and from then on every state
+must not run twice calls ctx.consume_answers(), which records that id in the store, and from then on every state
 carrying it is refused (stateless/input_rounds.py).
 
-The key comes from MCP_REQUEST_STATE_KEY, else from the Redis hub (one random key shared with `SET NX`, passed in
+The key comes from MCP_REQUEST_STATE_KEY, else from the Redis store (one random key shared with `SET NX`, passed in
 as bytes), else a random key per process, which only that process can verify.
 """
 
@@ -79,7 +79,7 @@ class RequestState:
 
 
 def new_shared_key() -> bytes:
-    """Return a fresh random key (for the hub to store once, with SET NX, and every worker to use)."""
+    """Return a fresh random key (for the store to store once, with SET NX, and every worker to use)."""
     return secrets.token_bytes(MIN_KEY_BYTES)
 
 
@@ -240,21 +240,21 @@ def associated_data(key_id: str) -> bytes:
 
 def codec_from_settings(settings: Settings, shared_key: bytes | None = None,
                         clock: Callable[[], float] = time.time) -> RequestStateCodec:
-    """Build the codec from MCP_REQUEST_STATE_KEY, else the hub's shared key, else a random per-process key."""
+    """Build the codec from MCP_REQUEST_STATE_KEY, else the store's shared key, else a random per-process key."""
     keys = parse_keys(settings.request_state_key) if settings.request_state_key else []
     if not keys:
         keys = [shared_key] if shared_key else [new_shared_key()]
     return RequestStateCodec(keys, settings.request_state_ttl_s, settings.request_state_max_bytes, clock)
 
 
-# The name under which the hub shares the requestState key between workers and hosts.
+# The name under which the store shares the requestState key between workers and hosts.
 SHARED_KEY_NAME = "request-state"
 
 
 class SharedCodec:
-    """The process's codec, built on first use: without MCP_REQUEST_STATE_KEY its key comes from the hub.
+    """The process's codec, built on first use: without MCP_REQUEST_STATE_KEY its key comes from the store.
 
-    The hub call (Redis: one SET NX and GET) happens once per worker, after the fork, and again only if it failed.
+    The store call (Redis: one SET NX and GET) happens once per worker, after the fork, and again only if it failed.
     """
 
     def __init__(self, settings: Settings, shared_secret: Callable[[str], bytes]) -> None:

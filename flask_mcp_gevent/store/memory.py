@@ -330,7 +330,7 @@ def parse_position(value: str | None) -> int:
 
 
 class UsedOnce:
-    """Ids used once, remembered in this process until they expire: the memory hub's record of consumed requests."""
+    """Ids used once, remembered in this process until they expire: the memory store's record of consumed requests."""
 
     def __init__(self, max_ids: int, clock: Callable[[], float] = time.monotonic) -> None:
         """Hold at most max_ids at once; clock is injectable so tests can step time."""

@@ -1,4 +1,4 @@
-"""The Redis hub's claims on streams: this worker's attached streams, attaching, letting go, keeping them fresh,
+"""The Redis store's claims on streams: this worker's attached streams, attaching, letting go, keeping them fresh,
 re-taking lost ones."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ CATCH_UP_RETRY_MAX_S = 2.0
 
 
 class Claims:
-    """This worker's attached streams and their claims (RedisStore's part: it sends through the hub's link)."""
+    """This worker's attached streams and their claims (RedisStore's part: it sends through the store's link)."""
 
     def __init__(self, link: RedisLink, settings: Any, in_reader: Callable[[], bool]) -> None:
         self.link = link

@@ -1,4 +1,4 @@
-"""How the Redis hub writes values into Redis and reads them back: sessions, replay entries, event ids, TTLs."""
+"""How the Redis store writes values into Redis and reads them back: sessions, replay entries, event ids, TTLs."""
 
 from __future__ import annotations
 

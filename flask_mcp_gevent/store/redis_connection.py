@@ -1,4 +1,4 @@
-"""The Redis hub's connections: one Redis, a master found through Sentinel, or a Redis Cluster; gevent sockets,
+"""The Redis store's connections: one Redis, a master found through Sentinel, or a Redis Cluster; gevent sockets,
 no retries, and which failures mean "Redis is down"."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ log = logging.getLogger("mcp.store")
 
 # MasterNotFoundError (no Sentinel knows a master) is a ConnectionError; a cluster without a master for a slot
 # answers CLUSTERDOWN or TRYAGAIN; a replica still syncing after a failover answers MASTERDOWN.
-# NOSCRIPT reaches the hub only when redis-py's own reload failed too: the script was loaded on one server and run
+# NOSCRIPT reaches the store only when redis-py's own reload failed too: the script was loaded on one server and run
 # on another, the master having moved in between (a failover), so it is an outage of a moment, not a bug.
 # A Redis at its maxmemory with no eviction (OutOfMemoryError) cannot serve now either: clients retry later.
 UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, ReadOnlyError, ClusterDownError, TryAgainError,
@@ -77,7 +77,7 @@ def unavailable(exc: BaseException) -> bool:
 
 
 class OutageGuard:
-    """The context every hub command runs in: a failure that means Redis is down becomes StoreUnavailable."""
+    """The context every store command runs in: a failure that means Redis is down becomes StoreUnavailable."""
 
     # A class, not @contextmanager: it wraps every command, and costs a seventh as much.
     __slots__ = ("down_since",)

@@ -1,4 +1,4 @@
-"""The Redis hub's key and channel names, with Redis Cluster hash tags: the keys one script touches share a slot."""
+"""The Redis store's key and channel names, with Redis Cluster hash tags: the keys one script touches share a slot."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Redis hub's one command path (RedisLink): every part of the hub sends through it, in the process it serves.
+"""The Redis store's one command path (RedisLink): every part of the store sends through it, in the process it serves.
 
 Over redis:// the multiplexer sends every greenlet's commands on one connection (redis-py cannot); else redis-py does.
 Either way a failure that means Redis is down comes out as StoreUnavailable (OutageGuard).
@@ -88,7 +88,7 @@ class RedisLink:
         return self._client
 
     def run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        """Run one of the hub's Lua scripts; its reply."""
+        """Run one of the store's Lua scripts; its reply."""
         with self.guard:
             self.connected()
             if self.multiplexer is not None:

@@ -62,7 +62,7 @@ class PendingCall:
         self.done = False
 
     def finish(self, reply: Any = None, error: BaseException | None = None) -> None:
-        """Wake the asking greenlet (from the hub's loop: a Waiter is switched to from there only)."""
+        """Wake the asking greenlet (from the store's loop: a Waiter is switched to from there only)."""
         self.done = True
         self.reply = reply
         self.error = error
@@ -126,7 +126,7 @@ class Multiplexer:
         return call
 
     def close(self) -> None:
-        """Close the connection and fail what waits on it (the hub's stop)."""
+        """Close the connection and fail what waits on it (the store's stop)."""
         if self._sock is not None:
             self._fail(self._sock, RedisConnectionError("Redis connection closed"))
 

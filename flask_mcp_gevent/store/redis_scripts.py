@@ -1,4 +1,4 @@
-"""The Redis hub's Lua scripts: each is one atomic step in a session's life (see ATTACH_SCRIPT, PUBLISH_SCRIPT).
+"""The Redis store's Lua scripts: each is one atomic step in a session's life (see ATTACH_SCRIPT, PUBLISH_SCRIPT).
 
 Scripts read Redis's own clock (TIME), so hosts with skewed clocks agree. Appending to a replay log and routing the
 entry happen in one atomic step, so every worker sees one order of events per session.

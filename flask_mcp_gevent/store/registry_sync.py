@@ -36,7 +36,7 @@ class RegistrySync:
 
     def __init__(self, link: RedisLink, control: Callable[[dict[str, Any]], int]) -> None:
         self.link = link
-        # The hub's control: publish a command to every worker, and how many heard it.
+        # The fleet bus's control: publish a command to every worker, and how many heard it.
         self.control = control
         self.registry: Any = None
         self.reset()

@@ -1,4 +1,4 @@
-"""A stream's view of its session (Subscription), which both hubs and the listen streams build on."""
+"""A stream's view of its session (Subscription), which both stores and the listen streams build on."""
 
 from __future__ import annotations
 

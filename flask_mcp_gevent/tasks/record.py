@@ -1,5 +1,5 @@
 """A task of the tasks extension (MCP 2026-07-28) as stored: its state, its lease, its texts, and the rules of its
-changes, written once here; the hub stores it (tasks/store.py, tasks/redis_store.py) as it stores a session
+changes, written once here; the store stores it (tasks/store.py, tasks/redis_store.py) as it stores a session
 (session.py).
 """
 

@@ -63,7 +63,7 @@ def stored(record: TaskRecord) -> bytes:
 
 
 class RedisTaskStore(TaskStore):
-    """The task store of the Redis hub: its connection and its outage handling, scripts of its own."""
+    """The task store of the Redis store: its connection and its outage handling, scripts of its own."""
 
     def __init__(self, link: RedisLink, max_ttl_ms: int) -> None:
         self.link = link

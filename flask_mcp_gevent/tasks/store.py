@@ -94,7 +94,7 @@ class TaskStore(ABC):
 
 
 class MemoryTaskStore(TaskStore):
-    """The in-memory hub's tasks in a dict, bounded in bytes; a lock makes each step atomic across threads too."""
+    """The in-memory store's tasks in a dict, bounded in bytes; a lock makes each step atomic across threads too."""
 
     def __init__(self, max_bytes: int, clock: Callable[[], int] = now_ms) -> None:
         self.clock = clock

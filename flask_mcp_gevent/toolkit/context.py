@@ -121,7 +121,7 @@ class Context(Protocol):
         """Call after the last ask and before an effect that must not repeat: the answers then work only once.
 
         On the 2026-07-28 wire a client may send the last round's requestState again, rerunning the tool; after
-        this call the hub records the state as used, and a replay gets -32602 (data.reason "used") here, before
+        this call the store records the state as used, and a replay gets -32602 (data.reason "used") here, before
         the effect. Answers sent without a requestState are asked for again (input_required) and go on only on
         the retry carrying the new state. Ask nothing after it. A no-op in a 2025-era session and in a task.
         """

@@ -137,7 +137,7 @@ class RequestStream:
 
     def first_item(self, greenlet: gevent.Greenlet) -> Any:
         """Wait for what comes first: a message to stream, or DONE when the request finished without one."""
-        # A raw link runs in the hub without spawning a greenlet; putting on an unbounded queue never blocks.
+        # A raw link runs in the store without spawning a greenlet; putting on an unbounded queue never blocks.
         greenlet.rawlink(lambda g: self.outbox.put_nowait(DONE))
         return self.take(self.outbox.get())
 

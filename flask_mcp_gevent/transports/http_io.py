@@ -218,7 +218,7 @@ def read_deadline(timeout_s: float) -> AbstractContextManager[Any]:
     """MCP_BODY_TIMEOUT_S over the read; none on a server that is not gevent's (flask run, gthread, sync).
 
     There the socket is the standard library's: a read blocks the thread without ever running gevent's loop, so the
-    timer could never fire (it would only give the thread a hub). A slow body holds its thread until it arrives.
+    timer could never fire (it would only give the thread a store). A slow body holds its thread until it arrives.
     """
     if SERVED.without_gevent:
         return nullcontext()

@@ -2,7 +2,7 @@
 
 GET opens the session and streams `event: endpoint` first, then one `event:
 message` per JSON-RPC message, each with an `id:`. POST answers 202 at once; the
-answers go out through the hub to whichever worker holds the stream. A client
+answers go out through the store to whichever worker holds the stream. A client
 that reconnects with `?session_id=` and `Last-Event-ID` gets what it missed (an
 extension: 2024-11-05 itself has no resumption).
 """
@@ -59,7 +59,7 @@ def open_stream(server: Server, environ: Mapping[str, Any], endpoint_path: str, 
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
         session = server.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
-        # Logged from the hub, on its own stack, before the loop runs anything else: logging's dozen frames on
+        # Logged from the store, on its own stack, before the loop runs anything else: logging's dozen frames on
         # top of the request's would be the deepest call of the stream's life and keep a second 4 KiB page of
         # its greenlet's frame stack resident until the stream ends (bench/RESULTS.md, idle legacy SSE session).
         gevent.get_hub().loop.run_callback(log.info, "opened legacy session %s", session.id[:8])

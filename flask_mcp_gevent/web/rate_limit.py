@@ -116,7 +116,7 @@ def new_limiter(settings: Settings, storage_uri: str, options: dict[str, Any]) -
 
 
 def rate_limit_storage(settings: Settings) -> tuple[str, dict[str, Any]]:
-    """Where the counters live (the hub's Redis: one server, the Sentinels' master, or the cluster) and how."""
+    """Where the counters live (the store's Redis: one server, the Sentinels' master, or the cluster) and how."""
     if not settings.uses_redis:
         return "memory://", {}
     timeouts = {"socket_timeout": settings.redis_timeout_s, "socket_connect_timeout": settings.redis_timeout_s}
