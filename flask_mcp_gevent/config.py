@@ -166,7 +166,8 @@ class Settings:
     max_sessions_per_principal: int = 100
     max_listens_per_principal: int = 100
     # subscriptions/listen (MCP 2026-07-28): a stream keeps its request while it is open, so the request's params
-    # are bounded in JSON bytes, each URI and task id in bytes, and the task ids (each read once, in the store) in number.
+    # are bounded in JSON bytes, each URI and task id in bytes, and the task ids (each read once, in the store) in
+    # number.
     listen_max_bytes: int = 16 * 1024
     listen_uri_max_bytes: int = 2048
     listen_task_id_max_bytes: int = 128
