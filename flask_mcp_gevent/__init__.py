@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from flask_mcp_gevent.toolkit.checks import RegistryError
 from flask_mcp_gevent.toolkit.content import ToolResult, audio, embedded_resource, image, resource_link, text
 from flask_mcp_gevent.toolkit.context import (
-    Completion,
     Context,
     InputRequest,
     ProtocolError,
@@ -20,7 +19,7 @@ from flask_mcp_gevent.toolkit.context import (
     ToolError,
 )
 from flask_mcp_gevent.toolkit.registry import Registry
-from flask_mcp_gevent.toolkit.specs import PromptArgument, prompt, resource, resource_template, tool
+from flask_mcp_gevent.toolkit.specs import Completion, PromptArgument, prompt, resource, resource_template, tool
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.extension import MCP

@@ -9,7 +9,6 @@ come from the server's toolkit (flask_mcp_gevent/toolkit/), re-exported here.
 from flask_mcp_gevent.toolkit.checks import RegistryError
 from flask_mcp_gevent.toolkit.content import ToolResult, audio, embedded_resource, image, resource_link, text
 from flask_mcp_gevent.toolkit.context import (
-    Completion,
     Context,
     InputRequest,
     ProtocolError,
@@ -17,7 +16,7 @@ from flask_mcp_gevent.toolkit.context import (
     ToolError,
 )
 from flask_mcp_gevent.toolkit.registry import Registry
-from flask_mcp_gevent.toolkit.specs import PromptArgument, prompt, resource, resource_template, tool
+from flask_mcp_gevent.toolkit.specs import Completion, PromptArgument, prompt, resource, resource_template, tool
 
 __all__ = [
     "Completion",

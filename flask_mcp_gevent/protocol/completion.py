@@ -17,9 +17,8 @@ import gevent
 
 from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
 from flask_mcp_gevent.protocol.resources import expand_template, resolved_uri, template_variables
-from flask_mcp_gevent.toolkit.context import Completion
 from flask_mcp_gevent.toolkit.registry import Registry
-from flask_mcp_gevent.toolkit.specs import ResourceTemplate
+from flask_mcp_gevent.toolkit.specs import Completion, ResourceTemplate
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.protocol.request_context import RequestContext

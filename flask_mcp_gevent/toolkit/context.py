@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from flask_mcp_gevent.toolkit.registry import Registry
 
-__all__ = ["Completion", "Context", "InputRequest", "ProtocolError", "ResourceNotFound", "ToolError"]
+__all__ = ["Context", "InputRequest", "ProtocolError", "ResourceNotFound", "ToolError"]
 
 
 class ToolError(Exception):
@@ -35,15 +35,6 @@ class ProtocolError(Exception):
 
 class ResourceNotFound(LookupError):
     """Raise from a resource reader when the URI names nothing; the client gets -32002."""
-
-
-@dataclass(frozen=True)
-class Completion:
-    """What a completer may return instead of an iterable: its values, and whether it stopped before the end."""
-
-    values: Sequence[str]
-    # True when the completer gave up looking (a bound on its work), so there may be values it never saw.
-    has_more: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask_mcp_gevent.toolkit.arguments import build_arguments
 from flask_mcp_gevent.toolkit.checks import (
@@ -27,9 +27,6 @@ from flask_mcp_gevent.toolkit.checks import (
 )
 from flask_mcp_gevent.toolkit.hints import doc_descriptions, input_schema_of, output_schema_of
 from flask_mcp_gevent.toolkit.validators import QuickValidator
-
-if TYPE_CHECKING:
-    from flask_mcp_gevent.toolkit.context import Completion
 
 __all__ = [
     "Prompt",
@@ -49,6 +46,14 @@ MARK = "__mcp_spec__"
 # What completes a template's variable or a prompt's argument: its values, or a Completion that says it stopped early.
 Completer = Callable[..., "Iterable[str] | Completion"]
 
+
+@dataclass(frozen=True)
+class Completion:
+    """What a completer may return instead of an iterable: its values, and whether it stopped before the end."""
+
+    values: Sequence[str]
+    # True when the completer gave up looking (a bound on its work), so there may be values it never saw.
+    has_more: bool = False
 
 @dataclass(frozen=True)
 class Tool:
