@@ -8,15 +8,13 @@ subscriptions/listen streams (flask_mcp_gevent/stateless/listen.py).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from flask_mcp_gevent.session import Session
-from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.store import EventLog, SessionStore, StoreUnavailable
 
-if TYPE_CHECKING:
-    from flask_mcp_gevent.server import Server
-
-__all__ = ["LIST_CHANGED", "announce", "list_changed", "resource_updated", "wants"]
+__all__ = ["LIST_CHANGED", "Broadcaster", "announce", "list_changed", "resource_updated", "wants"]
 
 log = logging.getLogger("mcp.notifications")
 
@@ -30,6 +28,17 @@ LIST_CHANGED = {
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
+class Broadcaster(Protocol):
+    """What a broadcast goes through (a Server): the store's sessions and event log, its local sessions, the fleet."""
+
+    sessions: SessionStore
+    events: EventLog
+    local_sessions: dict[str, tuple[Session, Callable[[dict[str, Any]], Any]]]
+
+    def tell_every_worker(self, message: dict[str, Any]) -> None:
+        """Hand a notification to every worker's listen streams."""
+
+
 def list_changed(kind: str) -> dict[str, Any]:
     """The notification that a tool, resource or prompt list changed."""
     return {"jsonrpc": "2.0", "method": LIST_CHANGED[kind]}
@@ -40,7 +49,7 @@ def resource_updated(uri: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": RESOURCE_UPDATED, "params": {"uri": uri}}
 
 
-def announce(server: Server, message: dict[str, Any]) -> None:
+def announce(server: Broadcaster, message: dict[str, Any]) -> None:
     """Send a notification to every session of the fleet that wants it, and to every listen stream."""
     deliver(server, message)
     try:
@@ -51,7 +60,7 @@ def announce(server: Server, message: dict[str, Any]) -> None:
         log.exception("broadcast %s to listen streams failed", message.get("method"))
 
 
-def deliver(server: Server, message: dict[str, Any]) -> None:
+def deliver(server: Broadcaster, message: dict[str, Any]) -> None:
     """Publish a notification to every session of the fleet that wants it; a store outage loses it, logged."""
     try:
         for session_id in server.events.broadcast_session_ids():
