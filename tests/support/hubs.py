@@ -19,6 +19,7 @@ from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.store import Store
 from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.store.redis import RedisStore
+from flask_mcp_gevent.tasks.store import TaskStore, task_store_for
 from mcp_tools import Registry
 from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (fixture)
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
@@ -170,6 +171,12 @@ def make_hub(request) -> Iterator[Hubs]:
 def hub(make_hub) -> Store:
     """A hub with default settings."""
     return make_hub()
+
+
+@pytest.fixture
+def task_store(hub) -> TaskStore:
+    """The task store beside the hub, as a server over it makes one: in Redis beside a RedisStore, else in memory."""
+    return task_store_for(hub, hub.settings)
 
 
 @pytest.fixture

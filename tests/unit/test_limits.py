@@ -20,7 +20,7 @@ from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 def test_call_slots_are_counted_per_session_and_given_back():
     hub = MemoryStore(Settings.from_environ({}))
-    slots = CallSlots(hub, 2)
+    slots = CallSlots(hub.sessions, 2)
     first, second = slots.acquire("a"), slots.acquire("a")
     assert first and second
     assert slots.acquire("a") is None
@@ -43,19 +43,19 @@ def wait_for_gate() -> str:
     return "done"
 
 
-def test_the_dispatcher_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
+def test_the_server_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
     registry = Registry.discover()
     registry.add_function(wait_for_gate)
-    dispatcher = Server(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
+    server = Server(Settings.from_environ({"MCP_MAX_CONCURRENT_CALLS": "2"}), registry=registry)
     GATE.clear()
     try:
-        session = dispatcher.open_session(STREAMABLE)
+        session = server.open_session(STREAMABLE)
         session.protocol_version = "2025-06-18"
 
         def call(request_id):
             body = parse_body(dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                                      "params": {"name": "wait_for_gate", "arguments": {}}}))
-            return dispatcher.accept(session, body, lambda m: None)[0][0]
+            return server.accept(session, body, lambda m: None)[0][0]
 
         running = [call(1), call(2)]
         gevent.sleep(0)  # let both start and take their slots
@@ -71,12 +71,12 @@ def test_the_dispatcher_refuses_tool_calls_beyond_the_session_s_concurrency_limi
         assert "result" in again.value  # the slots came back
     finally:
         GATE.set()
-        dispatcher.shutdown()
+        server.shutdown()
 
 
 def test_sessions_per_principal_are_capped_and_freed_by_closing():
     hub = MemoryStore(Settings.from_environ({}))
-    quota = SessionQuota(hub, Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "2"}))
+    quota = SessionQuota(hub.sessions, Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "2"}))
     opened = []
     for _ in range(2):
         session = Session(principal="alice")
@@ -85,7 +85,7 @@ def test_sessions_per_principal_are_capped_and_freed_by_closing():
     with pytest.raises(SessionQuotaExceeded, match="MCP_MAX_SESSIONS_PER_PRINCIPAL"):
         quota.create(Session(principal="alice"))
     quota.create(Session(principal="bob"))  # another principal has its own count
-    quota.create(Session())  # without a principal or an address, only the hub's total applies
+    quota.create(Session())  # without a principal or an address, only the store's total applies
     hub.sessions.close_session(opened[0])
     quota.create(Session(principal="alice"))
     hub.events.shutdown()
@@ -93,7 +93,7 @@ def test_sessions_per_principal_are_capped_and_freed_by_closing():
 
 def test_sessions_per_address_are_capped_for_clients_without_a_principal():
     hub = MemoryStore(Settings.from_environ({}))
-    quota = SessionQuota(hub, Settings.from_environ({"MCP_MAX_SESSIONS_PER_ADDRESS": "2"}))
+    quota = SessionQuota(hub.sessions, Settings.from_environ({"MCP_MAX_SESSIONS_PER_ADDRESS": "2"}))
     for _ in range(2):
         quota.create(Session(), "192.0.2.1")
     with pytest.raises(SessionQuotaExceeded, match="MCP_MAX_SESSIONS_PER_ADDRESS"):
@@ -109,16 +109,16 @@ def test_sessions_per_address_are_capped_for_clients_without_a_principal():
     hub.events.shutdown()
 
 
-def test_the_dispatcher_applies_the_session_quota():
-    dispatcher = Server(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
+def test_the_server_applies_the_session_quota():
+    server = Server(Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "1"}))
     try:
-        first = dispatcher.open_session(STREAMABLE, "alice")
+        first = server.open_session(STREAMABLE, "alice")
         with pytest.raises(SessionQuotaExceeded):
-            dispatcher.open_session(STREAMABLE, "alice")
-        dispatcher.store.sessions.close_session(first.id)
-        dispatcher.open_session(STREAMABLE, "alice")
+            server.open_session(STREAMABLE, "alice")
+        server.store.sessions.close_session(first.id)
+        server.open_session(STREAMABLE, "alice")
     finally:
-        dispatcher.shutdown()
+        server.shutdown()
 
 
 def test_the_rate_limit_counts_mcp_requests_per_client_and_answers_429_with_retry_after():

@@ -34,111 +34,103 @@ def get(store, task_id: str = "t1", principal: str | None = "alice", now: int | 
     return store.get(principal, task_id, now_ms() if now is None else now, LAPSED)
 
 
-def test_a_created_task_loads_with_its_fields(hub):
-    store = hub.tasks
-    assert store.create(new_task(), limit=10) is True
-    record, failed_now = get(store)
+def test_a_created_task_loads_with_its_fields(task_store):
+    assert task_store.create(new_task(), limit=10) is True
+    record, failed_now = get(task_store)
     assert (record.task_id, record.principal, record.status, record.request, record.lease_owner, failed_now) == (
         "t1", "alice", WORKING, '{"name": "slow"}', "w1", False)
 
 
-def test_another_principal_and_an_unknown_id_find_nothing(hub):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
-    assert get(store, principal="mallory") == (None, False)
-    assert get(store, principal=None) == (None, False)
-    assert get(store, task_id="t2") == (None, False)
-    assert store.cancel("mallory", "t1", "no", now_ms()) is None
-    assert get(store)[0].status == WORKING
+def test_another_principal_and_an_unknown_id_find_nothing(task_store):
+    task_store.create(new_task(), limit=10)
+    assert get(task_store, principal="mallory") == (None, False)
+    assert get(task_store, principal=None) == (None, False)
+    assert get(task_store, task_id="t2") == (None, False)
+    assert task_store.cancel("mallory", "t1", "no", now_ms()) is None
+    assert get(task_store)[0].status == WORKING
 
 
-def test_a_principal_holds_at_most_limit_tasks_and_expired_ones_do_not_count(hub):
-    store = hub.tasks
-    assert store.create(new_task("old", created_ms=now_ms() - HOUR_MS - 1000), limit=2) is True
-    assert store.create(new_task("a"), limit=2) is True
-    assert store.create(new_task("b"), limit=2) is True
-    assert store.create(new_task("c"), limit=2) is False
-    assert store.create(new_task("c", principal="bob"), limit=2) is True
-    assert get(store, "c") == (None, False)
+def test_a_principal_holds_at_most_limit_tasks_and_expired_ones_do_not_count(task_store):
+    assert task_store.create(new_task("old", created_ms=now_ms() - HOUR_MS - 1000), limit=2) is True
+    assert task_store.create(new_task("a"), limit=2) is True
+    assert task_store.create(new_task("b"), limit=2) is True
+    assert task_store.create(new_task("c"), limit=2) is False
+    assert task_store.create(new_task("c", principal="bob"), limit=2) is True
+    assert get(task_store, "c") == (None, False)
 
 
-def test_a_task_is_gone_after_its_ttl(hub):
-    store = hub.tasks
+def test_a_task_is_gone_after_its_ttl(task_store):
     # Two seconds of life left: enough for a loaded machine to read it back before it ends.
-    store.create(new_task(ttl_ms=HOUR_MS, created_ms=now_ms() - HOUR_MS + 2000), limit=10)
-    assert get(store)[0] is not None
+    task_store.create(new_task(ttl_ms=HOUR_MS, created_ms=now_ms() - HOUR_MS + 2000), limit=10)
+    assert get(task_store)[0] is not None
     gevent.sleep(2.5)
-    assert get(store) == (None, False)
+    assert get(task_store) == (None, False)
 
 
-def test_a_working_task_whose_lease_ran_out_is_failed_once(hub):
-    store = hub.tasks
-    store.create(new_task(lease_ms=1000), limit=10)
-    record, failed_now = get(store, now=now_ms() + 2000)
+def test_a_working_task_whose_lease_ran_out_is_failed_once(task_store):
+    task_store.create(new_task(lease_ms=1000), limit=10)
+    record, failed_now = get(task_store, now=now_ms() + 2000)
     assert (record.status, record.status_message, record.error, record.lease_owner, failed_now) == (
         FAILED, LAPSED[0], LAPSED[1], "", True)
-    record, failed_now = get(store, now=now_ms() + 3000)
+    record, failed_now = get(task_store, now=now_ms() + 3000)
     assert (record.status, failed_now) == (FAILED, False)
-    assert store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}") is False
+    assert task_store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}") is False
 
 
-def test_only_the_lease_holder_parks_renews_or_finishes_a_task(hub):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
+def test_only_the_lease_holder_parks_renews_or_finishes_a_task(task_store):
+    task_store.create(new_task(), limit=10)
     now = now_ms()
-    assert store.renew("alice", "t1", "w2", now + 5000) is False
-    assert store.park("alice", "t1", "w2", {"q": '{"method": "roots/list"}'}, now) is False
-    assert store.finish("alice", "t1", "w2", COMPLETED, now, result="{}") is False
-    assert store.renew("alice", "t1", "w1", now + 5000) is True
-    assert get(store)[0].lease_until_ms == now + 5000
-    assert store.finish("alice", "t1", "w1", COMPLETED, now, result='{"content": []}') is True
-    record = get(store)[0]
+    assert task_store.renew("alice", "t1", "w2", now + 5000) is False
+    assert task_store.park("alice", "t1", "w2", {"q": '{"method": "roots/list"}'}, now) is False
+    assert task_store.finish("alice", "t1", "w2", COMPLETED, now, result="{}") is False
+    assert task_store.renew("alice", "t1", "w1", now + 5000) is True
+    assert get(task_store)[0].lease_until_ms == now + 5000
+    assert task_store.finish("alice", "t1", "w1", COMPLETED, now, result='{"content": []}') is True
+    record = get(task_store)[0]
     assert (record.status, record.result, record.lease_owner) == (COMPLETED, '{"content": []}', "")
-    assert store.renew("alice", "t1", "w1", now + 5000) is False
+    assert task_store.renew("alice", "t1", "w1", now + 5000) is False
 
 
-def test_answers_resume_a_parked_task_only_when_none_is_left_open(hub):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
+def test_answers_resume_a_parked_task_only_when_none_is_left_open(task_store):
+    task_store.create(new_task(), limit=10)
     now = now_ms()
-    assert store.park("alice", "t1", "w1", {"a": '{"method": "x"}', "b": '{"method": "y"}'}, now) is True
-    record = get(store)[0]
+    assert task_store.park("alice", "t1", "w1", {"a": '{"method": "x"}', "b": '{"method": "y"}'}, now) is True
+    record = get(task_store)[0]
     assert (record.status, record.open_asks(), record.lease_owner) == (
         INPUT_REQUIRED, {"a": '{"method": "x"}', "b": '{"method": "y"}'}, "")
-    assert store.answer("alice", "t1", {"a": '{"n": 1}', "never-asked": '{"n": 9}'}, "w2", now + 9000, now) is False
-    record = get(store)[0]
+    assert task_store.answer("alice", "t1", {"a": '{"n": 1}', "never-asked": '{"n": 9}'}, "w2", now + 9000,
+                             now) is False
+    record = get(task_store)[0]
     assert (record.status, sorted(record.open_asks()), record.answers) == (INPUT_REQUIRED, ["b"], {"a": '{"n": 1}'})
     # An answer already given stands: the later one for the same key is ignored.
-    assert store.answer("alice", "t1", {"a": '{"n": 2}', "b": '{"n": 3}'}, "w2", now + 9000, now) is True
-    record = get(store)[0]
+    assert task_store.answer("alice", "t1", {"a": '{"n": 2}', "b": '{"n": 3}'}, "w2", now + 9000, now) is True
+    record = get(task_store)[0]
     assert (record.status, record.lease_owner, record.lease_until_ms, record.asks, record.answers) == (
         WORKING, "w2", now + 9000, {}, {"a": '{"n": 1}', "b": '{"n": 3}'})
-    assert store.answer("alice", "t1", {"b": '{"n": 4}'}, "w3", now + 9000, now) is False
-    assert get(store)[0].lease_owner == "w2"
+    assert task_store.answer("alice", "t1", {"b": '{"n": 4}'}, "w3", now + 9000, now) is False
+    assert get(task_store)[0].lease_owner == "w2"
 
 
-def test_cancel_ends_a_task_not_yet_ended_and_leaves_an_ended_one(hub):
-    store = hub.tasks
-    store.create(new_task("running"), limit=10)
-    store.create(new_task("done"), limit=10)
+def test_cancel_ends_a_task_not_yet_ended_and_leaves_an_ended_one(task_store):
+    task_store.create(new_task("running"), limit=10)
+    task_store.create(new_task("done"), limit=10)
     now = now_ms()
-    store.finish("alice", "done", "w1", COMPLETED, now, result="{}")
-    assert store.cancel("alice", "running", "by the client", now) is True
-    assert store.cancel("alice", "running", "again", now) is False
-    assert store.cancel("alice", "done", "too late", now) is False
-    assert store.cancel("alice", "unknown", "?", now) is None
-    cancelled, done = get(store, "running")[0], get(store, "done")[0]
+    task_store.finish("alice", "done", "w1", COMPLETED, now, result="{}")
+    assert task_store.cancel("alice", "running", "by the client", now) is True
+    assert task_store.cancel("alice", "running", "again", now) is False
+    assert task_store.cancel("alice", "done", "too late", now) is False
+    assert task_store.cancel("alice", "unknown", "?", now) is None
+    cancelled, done = get(task_store, "running")[0], get(task_store, "done")[0]
     assert (cancelled.status, cancelled.status_message) == (CANCELLED, "by the client")
     assert done.status == COMPLETED
-    assert store.finish("alice", "running", "w1", COMPLETED, now, result="{}") is False
-    assert store.renew("alice", "running", "w1", now + 1000) is False
+    assert task_store.finish("alice", "running", "w1", COMPLETED, now, result="{}") is False
+    assert task_store.renew("alice", "running", "w1", now + 1000) is False
 
 
-def test_anonymous_and_a_principal_named_like_the_anonymous_key_are_apart(hub):
-    store = hub.tasks
-    store.create(new_task(principal=None), limit=10)
-    assert get(store, principal=None)[0] is not None
-    assert get(store, principal="-")[0] is None
+def test_anonymous_and_a_principal_named_like_the_anonymous_key_are_apart(task_store):
+    task_store.create(new_task(principal=None), limit=10)
+    assert get(task_store, principal=None)[0] is not None
+    assert get(task_store, principal="-")[0] is None
 
 
 def racing(store, monkeypatch, racers: int) -> None:
@@ -159,63 +151,58 @@ def racing(store, monkeypatch, racers: int) -> None:
     monkeypatch.setattr(store, "load", load_together)
 
 
-def test_two_finishers_of_one_task_never_both_win(hub, monkeypatch):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
-    racing(store, monkeypatch, racers=3)
+def test_two_finishers_of_one_task_never_both_win(task_store, monkeypatch):
+    task_store.create(new_task(), limit=10)
+    racing(task_store, monkeypatch, racers=3)
     now = now_ms()
-    finishers = [gevent.spawn(store.finish, "alice", "t1", "w1", status, now, result=result)
+    finishers = [gevent.spawn(task_store.finish, "alice", "t1", "w1", status, now, result=result)
                  for status, result in ((COMPLETED, '{"n": 1}'), (FAILED, ""), (COMPLETED, '{"n": 3}'))]
     gevent.joinall(finishers, raise_error=True)
     outcomes = [finisher.value for finisher in finishers]
     assert sorted(outcomes) == [False, False, True]
-    record = get(store)[0]
+    record = get(task_store)[0]
     winner = outcomes.index(True)
     assert (record.status, record.result) == ((COMPLETED, '{"n": 1}'), (FAILED, ""), (COMPLETED, '{"n": 3}'))[winner]
 
 
-def test_a_cancel_and_a_finish_of_one_task_never_both_win(hub, monkeypatch):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
-    racing(store, monkeypatch, racers=2)
+def test_a_cancel_and_a_finish_of_one_task_never_both_win(task_store, monkeypatch):
+    task_store.create(new_task(), limit=10)
+    racing(task_store, monkeypatch, racers=2)
     now = now_ms()
-    cancel = gevent.spawn(store.cancel, "alice", "t1", "by the client", now)
-    finish = gevent.spawn(store.finish, "alice", "t1", "w1", COMPLETED, now, result="{}")
+    cancel = gevent.spawn(task_store.cancel, "alice", "t1", "by the client", now)
+    finish = gevent.spawn(task_store.finish, "alice", "t1", "w1", COMPLETED, now, result="{}")
     gevent.joinall([cancel, finish], raise_error=True)
     assert sorted([cancel.value, finish.value]) == [False, True]
-    assert get(store)[0].status == (CANCELLED if cancel.value else COMPLETED)
+    assert get(task_store)[0].status == (CANCELLED if cancel.value else COMPLETED)
 
 
-def test_two_workers_giving_the_last_answer_resume_the_task_once(hub, monkeypatch):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
+def test_two_workers_giving_the_last_answer_resume_the_task_once(task_store, monkeypatch):
+    task_store.create(new_task(), limit=10)
     now = now_ms()
-    store.park("alice", "t1", "w1", {"a": '{"method": "x"}'}, now)
-    racing(store, monkeypatch, racers=2)
-    answerers = [gevent.spawn(store.answer, "alice", "t1", {"a": f'{{"n": {n}}}'}, f"w{n}", now + 9000, now)
+    task_store.park("alice", "t1", "w1", {"a": '{"method": "x"}'}, now)
+    racing(task_store, monkeypatch, racers=2)
+    answerers = [gevent.spawn(task_store.answer, "alice", "t1", {"a": f'{{"n": {n}}}'}, f"w{n}", now + 9000, now)
                  for n in (2, 3)]
     gevent.joinall(answerers, raise_error=True)
     outcomes = [answerer.value for answerer in answerers]
     assert sorted(outcomes) == [False, True]
-    record = get(store)[0]
+    record = get(task_store)[0]
     winner = ("w2", "w3")[outcomes.index(True)]
     assert (record.status, record.lease_owner, record.answers) == (WORKING, winner, {"a": f'{{"n": {winner[1]}}}'})
 
 
-def test_a_change_that_keeps_losing_its_race_gives_up_as_an_outage(hub, monkeypatch):
-    store = hub.tasks
-    store.create(new_task(), limit=10)
-    monkeypatch.setattr(store, "save", lambda record: False)
+def test_a_change_that_keeps_losing_its_race_gives_up_as_an_outage(task_store, monkeypatch):
+    task_store.create(new_task(), limit=10)
+    monkeypatch.setattr(task_store, "save", lambda record: False)
     with pytest.raises(StoreUnavailable):
-        store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}")
-    assert get(store)[0].status == WORKING
+        task_store.finish("alice", "t1", "w1", COMPLETED, now_ms(), result="{}")
+    assert get(task_store)[0].status == WORKING
 
 
-def test_texts_survive_the_store_exactly(hub):
-    store = hub.tasks
+def test_texts_survive_the_store_exactly(task_store):
     texts = ['{"s": "\\u00e9\\ud83d\\ude00 é😀 \\" \\\\ \\n"}', "é😀\n\t\"\\\x00", ""]
-    store.create(replace(new_task(), request=texts[0], answers={texts[1]: texts[0], "k": texts[2]}), limit=10)
-    store.park("alice", "t1", "w1", {texts[0]: texts[1]}, now_ms())
-    record = get(store)[0]
+    task_store.create(replace(new_task(), request=texts[0], answers={texts[1]: texts[0], "k": texts[2]}), limit=10)
+    task_store.park("alice", "t1", "w1", {texts[0]: texts[1]}, now_ms())
+    record = get(task_store)[0]
     assert (record.request, record.answers, record.asks) == (texts[0], {texts[1]: texts[0], "k": ""},
                                                               {texts[0]: texts[1]})

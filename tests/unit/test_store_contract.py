@@ -1,9 +1,9 @@
-"""The hub contract, checked against both backends: MemoryStore, and RedisStore on a real redis-server.
+"""The store contract, checked against both backends: MemoryStore, and RedisStore on a real redis-server.
 
 Every test here runs once per backend, so the two behave the same to the transports.
 Expiry tests let time pass with `make_hub.elapse`: the memory hubs' clock is stepped,
 Redis keeps its own time and is waited for. What only Redis has (several workers on
-one Redis, keys expiring in Redis, Redis going away) is in test_redis_hub.py.
+one Redis, keys expiring in Redis, Redis going away) is in test_redis_store.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import logging
 import gevent
 import pytest
 
-from flask_mcp_gevent import notifications
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
 from flask_mcp_gevent.metrics import instruments
@@ -23,7 +22,7 @@ from flask_mcp_gevent.store import CapacityError, StreamClosed, StreamConflict
 from flask_mcp_gevent.store.event_ids import join_event_id
 from flask_mcp_gevent.store.memory import MemoryStore
 from tests.support.hub_seam import streaming_session_ids
-from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, take
+from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, serve, take
 from tests.support.waiting import wait_until
 
 
@@ -415,13 +414,14 @@ def test_shutdown_ends_every_stream(hub):
 # server-to-client requests, cancellation, broadcast
 def test_resolve_wakes_the_tool_waiting_for_the_answer(hub):
     session = new_session(hub)
+    server = serve(hub)
     subscription = hub.events.subscribe(session.id)
-    waiter = gevent.spawn(ask, hub, session, "roots/list", {}, 5.0)
+    waiter = gevent.spawn(ask, server, session, "roots/list", {}, 5.0)
     event = subscription.get(2.0)
     assert event is not None
     request = json.loads(event[1])
     assert request["method"] == "roots/list"
-    assert hub.resolve(session.id, {"jsonrpc": "2.0", "id": request["id"], "result": {"roots": []}}) is True
+    assert server.resolve(session.id, {"jsonrpc": "2.0", "id": request["id"], "result": {"roots": []}}) is True
     assert waiter.get(timeout=5.0)["result"] == {"roots": []}
     subscription.close()
 
@@ -430,7 +430,7 @@ def test_request_without_an_answer_times_out_and_tells_the_client(hub):
     session = new_session(hub)
     subscription = hub.events.subscribe(session.id)
     with pytest.raises(RpcError) as failed:
-        ask(hub, session, "roots/list", {}, 0.2)
+        ask(serve(hub), session, "roots/list", {}, 0.2)
     assert failed.value.code == REQUEST_TIMEOUT
     methods = [json.loads(data)["method"] for data in payloads(drain(subscription))]
     assert methods == ["roots/list", "notifications/cancelled"]
@@ -438,20 +438,22 @@ def test_request_without_an_answer_times_out_and_tells_the_client(hub):
 
 
 def test_cancel_kills_the_running_request(hub):
+    server = serve(hub)
     session = new_session(hub)
     running = gevent.spawn(gevent.sleep, 30)
-    hub.inflight.add(session.id, 7, running)
-    hub.cancel(session.id, 7)
+    server.calls.add(session.id, 7, running)
+    server.cancel(session.id, 7)
     running.join(timeout=2.0)
     assert running.dead
-    assert len(hub.inflight) == 0
+    assert len(server.calls) == 0
 
 
 def test_broadcast_reaches_this_workers_session_once(hub):
+    server = serve(hub)
     listener = new_session(hub, initialized=True)
     stream = hub.events.subscribe(listener.id)
     assert wait_until(hub.fleet.ready)
-    notifications.announce_list_changed(hub, "tool")
+    server.announce_list_changed("tool")
     # A second copy would come down this worker's one subscriber connection ahead of the marker's event,
     # so once the marker is here every copy is too.
     hub.events.publish(listener.id, message(1))

@@ -1,7 +1,7 @@
-"""Session changes on both hubs: atomic under concurrency, bounded, exact; and lookups that touch nothing foreign.
+"""Session changes on both stores: atomic under concurrency, bounded, exact; and lookups that touch nothing foreign.
 
 Each test runs once on MemoryStore and once on RedisStore against a real redis-server
-(the fixtures come from test_hub_contract).
+(the fixtures come from tests/support/hubs.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Store.deliver: an acknowledged answer is stored once through a stalled store, or given up loudly past the bound."""
+"""EventLog.deliver: an acknowledged answer is stored once through a stalled store, or given up loudly past the
+bound."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import gevent
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from flask_mcp_gevent.config import ConfigError, Settings
 from flask_mcp_gevent.store import redis_multiplex
 from flask_mcp_gevent.store.redis import RedisStore, session_keys
+from flask_mcp_gevent.store.redis_events import RedisEvents
 from flask_mcp_gevent.store.redis_keys import delivery_key
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hubs import new_session, queued_commands, take
@@ -32,6 +35,23 @@ def stalling_hub(retry_s: float) -> Iterator[tuple[RedisServer, RedisStore]]:
         finally:
             server.resume()
             stalling.stop()
+
+
+@contextmanager
+def delivery_tokens(events: RedisEvents) -> Iterator[list[str | None]]:
+    """The token each of deliver's attempts publishes with, meanwhile (each attempt still runs as it would)."""
+    tokens: list[str | None] = []
+    publish = events.publish
+
+    def recorded(session_id: str, message: Any, stream: str | None = None, token: str | None = None) -> str | None:
+        tokens.append(token)
+        return publish(session_id, message, stream, token)
+
+    events.publish = recorded
+    try:
+        yield tokens
+    finally:
+        del events.publish
 
 
 def replayed(server: RedisServer, session_id: str) -> list[bytes]:
@@ -89,7 +109,14 @@ def test_a_negative_delivery_retry_is_refused_at_start():
 def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  # noqa: F811
     workers = [RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url})) for _ in range(2)]
     try:
-        tokens = [worker.delivery_token() for worker in workers for _ in range(500)]
+        tokens: list[str | None] = []
+        for worker in workers:
+            session = new_session(worker)
+            with delivery_tokens(worker.events) as used:
+                for n in range(500):
+                    assert worker.events.deliver(session.id, {**ANSWER, "id": n}) is not None
+            tokens += used
+        assert len(tokens) == 1000 and None not in tokens
         # A token shared by two deliveries would let the second be taken for a retry of the first, and dropped.
         assert len(set(tokens)) == 1000
     finally:
@@ -118,12 +145,9 @@ def test_a_delivered_answer_is_one_deliver_script_run_that_remembers_its_token(r
     try:
         session = new_session(hub)
         assert hub.events.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded
-        tokens: list[str] = []
-        delivery_token = hub.delivery_token
-        hub.delivery_token = lambda: tokens.append(delivery_token()) or tokens[-1]
-        with queued_commands(hub) as sent:
+        with delivery_tokens(hub.events) as tokens, queued_commands(hub) as sent:
             assert hub.events.deliver(session.id, ANSWER, stream) is not None
-        del hub.delivery_token
+        assert len(tokens) == 1
         keys, args = hub.events.publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
         assert sent == [(redis_multiplex.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,

@@ -1,4 +1,4 @@
-"""Replay logs and stream queues are bounded in bytes as well as in messages, on both hubs.
+"""Replay logs and stream queues are bounded in bytes as well as in messages, on both stores.
 
 MCP_REPLAY_MAX_BYTES drops a session's oldest replay entries (never the newest);
 MCP_QUEUE_MAX_BYTES cuts off a live stream whose client lets that much pile up,

@@ -1,4 +1,4 @@
-"""Store.use_once and Store.is_used on every backend: the record that makes a multi-round request's last round
+"""FleetBus.use_once and FleetBus.is_used on every backend: the record that makes a multi-round request's last round
 single-use.
 
 Memory: a bounded map in the process (MCP_REQUEST_STATE_USED_MAX). Redis (one server, a cluster): one key per request,
@@ -47,7 +47,7 @@ def test_of_many_greenlets_using_one_id_at_once_one_wins(make_hub):
     hubs = [make_hub() for _ in range(2)]
     shared = hubs[0] if isinstance(hubs[0], MemoryStore) else None
     rounds_id = new_id()
-    greenlets = [gevent.spawn((shared or hubs[n % 2]).use_once, rounds_id, 60) for n in range(20)]
+    greenlets = [gevent.spawn((shared or hubs[n % 2]).fleet.use_once, rounds_id, 60) for n in range(20)]
     gevent.joinall(greenlets, timeout=10, raise_error=True)
     assert sorted(g.value for g in greenlets) == [False] * 19 + [True]
 

@@ -1,4 +1,5 @@
-"""Store.shared_secret: one random secret per name for everyone who shares the hub (Redis: every worker and host)."""
+"""FleetBus.shared_secret: one random secret per name for everyone who shares the store (Redis: every worker and
+host)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ def test_a_secret_is_the_same_on_every_call_and_differs_by_name(make_hub):
 
 def test_redis_workers_share_one_secret_without_operator_work(redis_hubs):
     one, two = redis_hubs(), redis_hubs()
-    assert one.shared_secret("request-state") == two.fleet.shared_secret("request-state")
+    assert one.fleet.shared_secret("request-state") == two.fleet.shared_secret("request-state")
 
 
 def test_a_state_minted_on_one_redis_worker_opens_on_another(redis_hubs):
     settings = Settings.from_mapping({})
-    minting = SharedCodec(settings, redis_hubs().shared_secret)()
-    opening = SharedCodec(settings, redis_hubs().shared_secret)()
+    minting = SharedCodec(settings, redis_hubs().fleet.shared_secret)()
+    opening = SharedCodec(settings, redis_hubs().fleet.shared_secret)()
     params = {"name": "tool", "arguments": {"a": 1}}
     token = minting.mint("alice", "tools/call", params, tool_state={"n": 1}, answers={"k": {"action": "cancel"}})
     state = opening.verify(token, "alice", "tools/call", params)

@@ -1,11 +1,10 @@
-"""hub.memory: delivery, replay, bounds and expiry of the embedded single-worker hub."""
+"""store.memory: delivery, replay, bounds and expiry of the embedded single-worker store."""
 
 from __future__ import annotations
 
 import gevent
 import pytest
 
-from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
@@ -13,7 +12,7 @@ from flask_mcp_gevent.session import Session, SessionChange
 from flask_mcp_gevent.store import CapacityError, QuotaFull, StreamClosed, StreamConflict
 from flask_mcp_gevent.store.memory import MemoryStore
 from tests.support.hub_seam import streaming_session_ids
-from tests.support.hubs import ask
+from tests.support.hubs import ask, serve
 
 # Generous upper bound for a get() that must return at once; only reached when a test fails.
 WAIT_S = 5.0
@@ -276,29 +275,31 @@ def test_a_detached_session_expires_after_the_resume_window(make_hub):
 
 # broadcast and cancellation
 def test_broadcast_reaches_the_sessions_that_want_it(hub):
+    server = serve(hub)
     ready, fresh = Session(initialized=True), Session()
     hub.sessions.create_session(ready)
     hub.sessions.create_session(fresh)
     listening, waiting = hub.events.subscribe(ready.id), hub.events.subscribe(fresh.id)
-    notifications.announce_list_changed(hub, "prompt")
+    server.announce_list_changed("prompt")
     assert receive(listening)[1] == {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}
     hub.events.publish(fresh.id, message(1))
     assert receive(waiting)[1] == message(1)
 
 
 def test_cancel_kills_the_running_request(hub, session):
+    server = serve(hub)
     running = gevent.spawn(gevent.sleep, WAIT_S * 10)
-    hub.inflight.add(session.id, 7, running)
-    hub.cancel(session.id, 7)
+    server.calls.add(session.id, 7, running)
+    server.cancel(session.id, 7)
     running.join(timeout=WAIT_S)
     assert running.dead
-    assert len(hub.inflight) == 0
+    assert len(server.calls) == 0
 
 
 def test_request_times_out_and_tells_the_client(hub, session):
     sent = []
     with pytest.raises(RpcError) as caught:
-        ask(hub, session, "roots/list", {}, timeout=0.01, send=sent.append)
+        ask(serve(hub), session, "roots/list", {}, timeout=0.01, send=sent.append)
     assert caught.value.code == REQUEST_TIMEOUT
     assert [m["method"] for m in sent] == ["roots/list", "notifications/cancelled"]
     assert sent[1]["params"]["requestId"] == sent[0]["id"]

@@ -1,4 +1,4 @@
-"""What the hub counts for limits.py, on both backends: sessions per owner, the pending TTL, call slots."""
+"""What the store counts for limits.py, on both backends: sessions per owner, the pending TTL, call slots."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_workers_sharing_redis_share_one_count_per_owner(redis_hubs):  # noqa: F
     stored = refused = 0
     for n in range(9):
         try:
-            workers[n % 3].create_session(Session(), OWNER, 5)
+            workers[n % 3].sessions.create_session(Session(), OWNER, 5)
             stored += 1
         except QuotaFull:
             refused += 1
@@ -62,12 +62,12 @@ def test_a_session_s_call_slots_are_limited_and_given_back(make_hub):  # noqa: F
 def test_a_call_slot_whose_worker_stopped_renewing_comes_back_when_its_lease_ends(redis_hubs, monkeypatch):  # noqa: F811
     monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 1000)
     alive, dead, other = redis_hubs(), redis_hubs(), redis_hubs()
-    assert alive.take_call_slot("renewed", 1) and dead.take_call_slot("abandoned", 1)
+    assert alive.sessions.take_call_slot("renewed", 1) and dead.sessions.take_call_slot("abandoned", 1)
     # Connected now: a first connection made after the renewals could outlast the renewed lease on a busy machine.
     assert other.sessions.peek_session("nobody") is None
-    dead.call_slots.call_leases.clear()  # a killed worker renews nothing
+    dead.sessions.call_leases.clear()  # a killed worker renews nothing
     for _ in range(6):  # 1.5 s: past the abandoned lease, renewed every quarter of the renewed one
         gevent.sleep(0.25)
-        alive.call_slots.renew_call_leases()
+        alive.sessions.renew_call_leases()
     assert other.sessions.take_call_slot("renewed", 1) is None
     assert other.sessions.take_call_slot("abandoned", 1)
