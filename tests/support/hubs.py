@@ -19,7 +19,8 @@ from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.store import Store
 from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.store.redis import RedisStore
-from flask_mcp_gevent.tasks.store import TaskStore, task_store_for
+from flask_mcp_gevent.tasks.backend import task_store_for
+from flask_mcp_gevent.tasks.store import TaskStore
 from mcp_tools import Registry
 from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (fixture)
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
