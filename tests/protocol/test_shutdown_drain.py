@@ -61,8 +61,8 @@ def test_draining_twice_at_once_answers_each_stopped_call_once(rpc):
 
 
 def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
-    rpc.dispatcher.store.events.publish(rpc.session.id, {"jsonrpc": "2.0", "method": "notifications/message",
-                                          "params": {"level": "info", "data": "kept"}})
+    rpc.dispatcher.publish(rpc.session.id, {"jsonrpc": "2.0", "method": "notifications/message",
+                                            "params": {"level": "info", "data": "kept"}})
     rpc.dispatcher.shutdown()
     stream = rpc.dispatcher.subscribe(rpc.session.id, last_event_id="0")
     event_id, data = stream.get(WAIT_S)
@@ -73,20 +73,20 @@ def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
 
 @pytest.mark.redis
 def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_dispatcher):
-    with RedisServer() as server:
-        client = blocking_rpc(make_dispatcher, {**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": server.url,
-                                          "MCP_REDIS_TIMEOUT_S": "0.3"})
-        dispatcher = client.dispatcher
+    with RedisServer() as redis:
+        client = blocking_rpc(make_dispatcher, {**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": redis.url,
+                                                "MCP_REDIS_TIMEOUT_S": "0.3"})
+        server = client.dispatcher
         # As the legacy transport does: the call's greenlet stores the answer, retrying while Redis is paused.
-        start_call(client, 10, lambda answer: dispatcher.store.events.deliver(client.session.id, answer))
-        server.pause()
+        start_call(client, 10, lambda answer: server.deliver(client.session.id, answer))
+        redis.pause()
         try:
-            dispatcher.shutdown()
+            server.shutdown()
             gevent.spawn_later(0.05, RELEASE.set)
-            gevent.spawn_later(0.6, server.resume)
-            assert dispatcher.drain() == 0
-            assert dispatcher.calls.answers_storing == 0, "the drain returned before the answer was stored"
+            gevent.spawn_later(0.6, redis.resume)
+            assert server.drain() == 0
+            assert server.calls.answers_storing == 0, "the drain returned before the answer was stored"
         finally:
-            server.resume()
-        replay = server.client().xrange(session_keys(client.session.id).replay)
+            redis.resume()
+        replay = redis.client().xrange(session_keys(client.session.id).replay)
         assert [loads(fields[b"d"])["id"] for _, fields in replay] == [10]

@@ -14,7 +14,7 @@ from flask_mcp_gevent.store import redis_listener
 from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 from flask_mcp_gevent.store.redis_listener import SubscriberReader
-from tests.support.hubs import new_session
+from tests.support.hubs import new_session, serve
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -132,9 +132,10 @@ def test_subscribe_gives_up_when_redis_does_not_confirm_within_the_socket_timeou
 def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_hubs, redis_server, monkeypatch):
     worker = redis_hubs()
     session = new_session(worker)
+    server = serve(worker)
     assert wait_until(worker.fleet.ready)
     running = gevent.spawn(gevent.sleep, 30)
-    worker.inflight.add(session.id, "req-1", running)
+    server.calls.add(session.id, "req-1", running)
     admin = redis_server.client()
     channels = [CONTROL_CHANNEL, WORKER_CHANNEL + worker.link.worker_id]
     cancel = dumps({"op": "cancel", "session": session.id, "request": "req-1", "origin": "another-worker"})

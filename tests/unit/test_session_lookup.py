@@ -2,32 +2,34 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import SESSION_ID_MAX_CHARS, new_session_id
+from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.transports.http_io import HttpProblem, lookup_session
-
-
-class CountingHub:
-    """A hub that knows no session and counts the lookups it was asked for."""
-
-    def __init__(self) -> None:
-        self.lookups = 0
-
-    def get_own_session(self, session_id, transport, principal):
-        """Count the lookup; no session is known."""
-        self.lookups += 1
+from mcp_tools import Registry
 
 
 def status_of(session_id: str) -> tuple[int, int]:
-    """The HTTP status lookup_session refuses session_id with, and how many times it asked the hub."""
-    hub = CountingHub()
-    dispatcher = SimpleNamespace(store=hub, call_slots=SimpleNamespace(limit=4))
+    """The HTTP status lookup_session refuses session_id with, and how many times it asked the store."""
+    settings = Settings.from_mapping({})
+    store = MemoryStore(settings)
+    lookups: list[str] = []
+    get_own_session = store.sessions.get_own_session
+
+    def counted(session_id: str, transport: str, principal: str | None):
+        """Count the lookup, then ask the store (which knows no session)."""
+        lookups.append(session_id)
+        return get_own_session(session_id, transport, principal)
+
+    # Counted before the server is built, so whatever of the store's methods the server binds is the counted one.
+    store.sessions.get_own_session = counted
+    server = Server(settings, registry=Registry(), store=store)
     with pytest.raises(HttpProblem) as refused:
-        lookup_session(dispatcher, session_id, "streamable", None, request_id=7)
-    return refused.value.status, hub.lookups
+        lookup_session(server, session_id, "streamable", None, request_id=7)
+    return refused.value.status, len(lookups)
 
 
 FOREIGN_IDS = ["nope-nope-nope-nope-nope-nope", "A" * 32, "0" * 31, "~" * SESSION_ID_MAX_CHARS]

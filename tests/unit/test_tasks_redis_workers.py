@@ -1,4 +1,4 @@
-"""Tasks on two Redis workers (two dispatchers, one real redis-server): read, answered and announced on another.
+"""Tasks on two Redis workers (two servers, one real redis-server): read, answered and announced on another.
 
 The e2e test runs the same across two gunicorn hosts; this one looks inside: which worker runs the task after
 tasks/update, and that notifications/tasks reach a listen stream on the worker that did not run it, once.
@@ -33,18 +33,18 @@ def name_please(ctx) -> str:
 
 @pytest.fixture
 def workers(redis_hubs):
-    """Two dispatchers, each on its own RedisStore of the same redis-server."""
+    """Two servers, each on its own RedisStore of the same redis-server."""
     registry = Registry()
     registry.add_function(nap)
     registry.add_function(name_please)
-    dispatchers = []
+    servers = []
     for _ in range(2):
-        hub = redis_hubs()
-        dispatchers.append(Server(hub.settings, registry=registry, store=hub))
-        assert wait_until(hub.fleet.ready, timeout=WAIT_S)
-    yield dispatchers
-    for dispatcher in dispatchers:
-        dispatcher.shutdown()
+        store = redis_hubs()
+        servers.append(Server(store.settings, registry=registry, store=store))
+        assert wait_until(store.fleet.ready, timeout=WAIT_S)
+    yield servers
+    for server in servers:
+        server.shutdown()
 
 
 def test_a_task_run_on_one_worker_is_read_and_announced_on_the_other(workers):

@@ -1,7 +1,9 @@
-"""What only the Redis hub has: several workers on one Redis, keys that expire in Redis, Redis going away.
+"""What only the Redis store has: several workers on one Redis, keys that expire in Redis, Redis going away.
 
 Each worker is a RedisStore instance with its own subscriber connection, on a shared
-redis-server. The behaviour both backends share is in test_hub_contract.py.
+redis-server; a test that needs what a worker holds (the calls it runs, the answers its tools wait
+for) builds a Server over it (tests/support/hubs.serve). The behaviour both backends share is in
+test_store_contract.py.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import time
 import gevent
 import pytest
 
-from flask_mcp_gevent import notifications
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.session import SessionChange
@@ -20,7 +21,7 @@ from flask_mcp_gevent.store import StoreUnavailable, StreamClosed, StreamConflic
 from flask_mcp_gevent.store.redis import RedisStore, session_keys
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 from tests.support.hub_seam import streaming_session_ids
-from tests.support.hubs import ask, drain, message, new_session, numbers, take
+from tests.support.hubs import ask, drain, message, new_session, numbers, serve, take
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -120,11 +121,12 @@ def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
     subscription = worker_a.events.subscribe(session.id)
+    server_a, server_b = serve(worker_a), serve(worker_b)
     assert wait_until(lambda: worker_a.fleet.ready() and worker_b.fleet.ready())
-    waiter = gevent.spawn(ask, worker_a, session, "sampling/createMessage", {}, 10.0)
+    waiter = gevent.spawn(ask, server_a, session, "sampling/createMessage", {}, 10.0)
     request = json.loads(subscription.get(3.0)[1])
     answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"role": "assistant"}}
-    assert worker_b.resolve(session.id, answer) is True
+    assert server_b.resolve(session.id, answer) is True
     assert waiter.get(timeout=5.0)["result"] == {"role": "assistant"}
     subscription.close()
 
@@ -132,10 +134,11 @@ def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
 def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
     worker_a, worker_b = redis_hubs(), redis_hubs()
     session = new_session(worker_a)
+    server_a, server_b = serve(worker_a), serve(worker_b)
     assert wait_until(lambda: worker_a.fleet.ready() and worker_b.fleet.ready())
     running = gevent.spawn(gevent.sleep, 30)
-    worker_a.inflight.add(session.id, "req-1", running)
-    worker_b.cancel(session.id, "req-1")
+    server_a.calls.add(session.id, "req-1", running)
+    server_b.cancel(session.id, "req-1")
     running.join(timeout=3.0)
     assert running.dead
 
@@ -143,6 +146,7 @@ def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
 def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
     """From any worker, a broadcast lands once on each session: streaming on any worker, or waiting in its replay."""
     workers = [redis_hubs() for _ in range(3)]
+    servers = [serve(worker) for worker in workers]
     assert wait_until(lambda: all(worker.fleet.ready() for worker in workers))
     streaming = [new_session(worker) for worker in workers]
     subscriptions = [worker.events.subscribe(session.id) for worker, session in zip(workers, streaming, strict=True)]
@@ -150,7 +154,7 @@ def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
     for worker, session in zip(workers, streaming, strict=True):
         worker.sessions.update_session(session.id, SessionChange(assign={"initialized": True}))
     note = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
-    notifications.announce_list_changed(workers[1], "tool")
+    servers[1].announce_list_changed("tool")
     for subscription in subscriptions:
         assert [loads(data) for _, data in drain(subscription)] == [note]
         subscription.close()

@@ -1,8 +1,8 @@
-"""What Redis high availability asks of the hub: on a cluster, each script's keys in one slot and pub/sub across
+"""What Redis high availability asks of the store: on a cluster, each script's keys in one slot and pub/sub across
 masters; a master refusing writes (min-replicas-to-write) is an outage like any other; with Sentinel, a planned
 failover moves every worker to the new master by itself.
 
-The hub contract runs on a three-master cluster too (the "cluster" backend of tests/support/hubs.py); these are
+The store contract runs on a three-master cluster too (the "cluster" backend of tests/support/hubs.py); these are
 the cluster's own cases, against real cluster-enabled redis-servers.
 """
 
@@ -24,7 +24,7 @@ from flask_mcp_gevent.store.redis_link import RedisLink
 from flask_mcp_gevent.store.redis_scripts import SCRIPTS
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, free_port
-from tests.support.hubs import Hubs, message, new_session, numbers, take
+from tests.support.hubs import Hubs, message, new_session, numbers, serve, take
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -69,13 +69,13 @@ def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_h
     worker.sessions.update_session(session.id, SessionChange(assign={"log_level": "debug"}))
     subscription = worker.events.subscribe(session.id)
     worker.events.publish(session.id, message(1))
-    worker.events.publish_once(session.id, message(2), None, "token-1")
+    worker.events.publish(session.id, message(2), token="token-1")
     assert numbers(take(subscription, 2)) == [1, 2]
     worker.claims.refresh()
     token = worker.sessions.take_call_slot(session.id, 2)
     worker.sessions.renew_call_leases()
     worker.sessions.give_back_call_slot(session.id, token)
-    worker.registry_sync.replicate({"kind": "tool", "key": "echo", "action": "remove"})
+    worker.fleet.registry_sync.replicate({"kind": "tool", "key": "echo", "action": "remove"})
     subscription.close()
     assert worker.sessions.session_count() == 2
     assert worker.sessions.close_session(session.id)
@@ -119,13 +119,14 @@ def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(clust
 
 def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_turn):
     workers = [cluster_hubs() for _ in range(3)]
+    servers = [serve(worker) for worker in workers]
     heard: list[list[Any]] = [[] for _ in workers]
-    for worker, log in zip(workers, heard, strict=True):
-        worker.worker_listener = log.append
+    for server, worker, log in zip(servers, workers, heard, strict=True):
+        server.listeners.deliver = log.append  # what this worker's listen streams are handed
         assert wait_until(worker.fleet.ready)
     first, second = {"method": "notifications/tools/list_changed"}, {"method": "notifications/prompts/list_changed"}
-    workers[0].tell_every_worker(first)
-    workers[1].tell_every_worker(second)
+    servers[0].tell_every_worker(first)
+    servers[1].tell_every_worker(second)
     # Each worker reads one connection in order: had the first come twice, it would be there before the second.
     assert wait_until(lambda: all(len(log) >= 2 for log in heard))
     assert all(sorted(log, key=str) == sorted([first, second], key=str) for log in heard), heard
