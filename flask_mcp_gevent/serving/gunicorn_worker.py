@@ -37,7 +37,7 @@ from gunicorn.workers.ggevent import GeventWorker
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
 from flask_mcp_gevent.logs import loggable
 
-__all__ = ["McpWorker", "accept_queued", "error_page"]
+__all__ = ["HeadersWithBody", "McpWorker", "accept_queued", "error_page"]
 
 log = logging.getLogger("mcp.http")
 # How gunicorn decides a refusal's status, in its order; anything else a worker raises is a 500.
@@ -121,6 +121,52 @@ class NamedListener:
         return getattr(self.sock, attribute)
 
 
+class HeadersWithBody:
+    """A client socket that sends a response's header block in the same send as the body that follows it.
+
+    gunicorn writes the status line and headers, then the body, in two `sendall`s: two system calls and, often,
+    two packets for a small JSON answer. A header block that declares a Content-Length is held until the next
+    send (gunicorn's `Response.write` sends the body right after it) or until the request ends; a streamed
+    response (chunked, no length) goes out at once, so a client sees an event stream open before its first event.
+    """
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.held = b""
+
+    def sendall(self, data: bytes) -> None:
+        """Send data, after any header block held for it; hold a header block that a body will follow."""
+        if self.held:
+            data, self.held = self.held + data, b""
+        elif data.startswith(b"HTTP/") and data.endswith(b"\r\n\r\n") and b"\r\ncontent-length:" in data.lower():
+            self.held = data
+            return
+        self.sock.sendall(data)
+
+    def send(self, data: bytes) -> int:
+        """Send what is held first, then data as the socket would."""
+        self.flush()
+        return int(self.sock.send(data))
+
+    def sendfile(self, file: Any, offset: int = 0, count: int | None = None) -> int:
+        """Send what is held first, then the file as the socket would."""
+        self.flush()
+        return int(self.sock.sendfile(file, offset, count))
+
+    def flush(self) -> None:
+        """Send a header block still held (a response without a body: HEAD, 204, 304, a zero length)."""
+        if self.held:
+            data, self.held = self.held, b""
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                log.debug("could not send a response's headers: the client is gone")
+
+    def __getattr__(self, attribute: str) -> Any:
+        """Everything else from the socket itself."""
+        return getattr(self.sock, attribute)
+
+
 class McpWorker(GeventWorker):
     """gunicorn's gevent worker, answering malformed HTTP with JSON instead of an HTML page.
 
@@ -182,9 +228,14 @@ class McpWorker(GeventWorker):
 
         gunicorn decides keep-alive when a response starts: a stream that began before SIGTERM and ended
         because of it would leave its connection open for another request, and a balancer's pool would
-        send the client's reconnect straight back to this worker.
+        send the client's reconnect straight back to this worker. The response's headers go out with its body
+        (`HeadersWithBody`).
         """
-        kept = super().handle_request(listener_name, req, sock, addr)
+        response_socket = HeadersWithBody(sock)
+        try:
+            kept = super().handle_request(listener_name, req, response_socket, addr)
+        finally:
+            response_socket.flush()
         if not self.alive:
             raise StopIteration()
         return kept

@@ -18,7 +18,11 @@ from gunicorn.http.errors import (
     UnsupportedTransferCoding,
 )
 
-from flask_mcp_gevent.serving.gunicorn_worker import NamedListener, error_page, explain, status_for
+from gunicorn.config import Config
+from gunicorn.http import wsgi
+from gunicorn.http.parser import RequestParser
+
+from flask_mcp_gevent.serving.gunicorn_worker import HeadersWithBody, NamedListener, error_page, explain, status_for
 from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
 
@@ -69,3 +73,67 @@ def test_a_listener_closed_while_a_request_is_read_still_gives_its_name():
     listener.close()  # stop_accepting closed it while gunicorn's handler was still reading the client's bytes
     assert named.getsockname() == address
     assert named.fileno() == -1  # everything else is the socket's own
+
+
+class RecordingSocket:
+    """A socket that keeps each send, in order."""
+
+    def __init__(self) -> None:
+        self.sends: list[bytes] = []
+
+    def sendall(self, data: bytes) -> None:
+        self.sends.append(bytes(data))
+
+    def send(self, data: bytes) -> int:
+        self.sends.append(bytes(data))
+        return len(data)
+
+
+def respond(request: bytes, status: str, headers: list[tuple[str, str]], body: list[bytes]) -> list[bytes]:
+    """What gunicorn's own Response sends through HeadersWithBody for one request, send by send."""
+    cfg = Config()
+    req = next(iter(RequestParser(cfg, iter([request]), ("127.0.0.1", 1))))
+    sock = RecordingSocket()
+    response_socket = HeadersWithBody(sock)
+    response = wsgi.Response(req, response_socket, cfg)
+    response.start_response(status, headers)
+    for chunk in body:
+        response.write(chunk)
+    response.close()
+    response_socket.flush()
+    return sock.sends
+
+
+GET = b"GET /mcp HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def test_a_response_of_known_length_goes_out_in_one_send_headers_and_body():
+    sends = respond(GET, "200 OK", [("Content-Type", "application/json"), ("Content-Length", "2")], [b"{}"])
+    assert len(sends) == 1
+    assert sends[0].startswith(b"HTTP/1.1 200 OK\r\n") and sends[0].endswith(b"\r\nContent-Length: 2\r\n\r\n{}")
+
+
+def test_a_response_without_a_body_still_sends_its_headers_when_the_request_ends():
+    sends = respond(GET, "202 Accepted", [("Content-Length", "0")], [b""])
+    assert len(sends) == 1 and sends[0].startswith(b"HTTP/1.1 202 Accepted\r\n") and sends[0].endswith(b"\r\n\r\n")
+    head = respond(b"HEAD /mcp HTTP/1.1\r\nHost: x\r\n\r\n", "200 OK", [("Content-Length", "5")], [b"hello"])
+    assert len(head) == 1 and head[0].endswith(b"Content-Length: 5\r\n\r\n")
+
+
+def test_a_stream_sends_its_headers_at_once_before_any_event():
+    cfg = Config()
+    req = next(iter(RequestParser(cfg, iter([GET]), ("127.0.0.1", 1))))
+    sock = RecordingSocket()
+    response = wsgi.Response(req, HeadersWithBody(sock), cfg)
+    response.start_response("200 OK", [("Content-Type", "text/event-stream")])
+    response.write(b"")  # a stream that has nothing to say yet
+    assert len(sock.sends) == 1 and b"Transfer-Encoding: chunked" in sock.sends[0]
+
+
+def test_a_direct_send_goes_out_after_the_headers_held_before_it():
+    sock = RecordingSocket()
+    response_socket = HeadersWithBody(sock)
+    response_socket.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+    assert sock.sends == []
+    response_socket.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+    assert sock.sends == [b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", b"HTTP/1.1 100 Continue\r\n\r\n"]
