@@ -9,7 +9,6 @@ would keep the last key (where a proxy may read the first) and round the integer
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +27,10 @@ QUOTED_ENVELOPE_KEYS = tuple(f'"{key}"'.encode() for key in ENVELOPE_KEYS)
 # The integers orjson reads exactly; any other has at least 19 digits.
 INT64_MIN = -(2**63)
 UINT64_MAX = 2**64 - 1
-# An escaped character (a key name may hide behind one) or a number long enough to overflow.
-NEEDS_A_CLOSER_LOOK = re.compile(rb"\\u|[0-9]{19}")
+# A number long enough to overflow shows as 19 zeros once every digit reads as one: translate is a
+# single C pass, about a sixth of what a regular expression's search costs over a call's body.
+DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
+LONG_NUMBER = b"0" * 19
 
 
 @dataclass
@@ -118,7 +119,8 @@ def fits_64_bits(value: int) -> bool:
 
 def needs_exact_reading(data: bytes, items: list[Any]) -> bool:
     """Whether the bytes may repeat an envelope key or hold a long integer; byte counts only, so it stays cheap."""
-    if NEEDS_A_CLOSER_LOOK.search(data):
+    # An escaped character (a key name may hide behind one) or a number long enough to overflow.
+    if b"\\u" in data or LONG_NUMBER in data.translate(DIGITS_AS_ZERO):
         return True
     # Each envelope key orjson kept shows at least once in the bytes: more showings may be a repeat.
     kept = sum(len(ENVELOPE_KEY_SET.intersection(item)) for item in items if isinstance(item, dict))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from http import HTTPStatus
 from typing import Any
 
@@ -87,7 +88,11 @@ class SessionReplay:
     def __init__(self, server: Server, session: Session) -> None:
         self.server = server
         self.session = session
-        self.key = secrets.token_hex(6)
+
+    @cached_property
+    def key(self) -> str:
+        """The stream's key in the replay log, drawn when first needed: a call answered as JSON keeps nothing."""
+        return secrets.token_hex(6)
 
     def keep(self, message: dict[str, Any]) -> str | None:
         """Publish a message the request sends; its event id."""
