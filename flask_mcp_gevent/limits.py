@@ -11,9 +11,9 @@ import ipaddress
 import logging
 from typing import TYPE_CHECKING, Any
 
+from flask_mcp_gevent.conditions import CapacityError, QuotaFull, StoreUnavailable
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE, error_response
 from flask_mcp_gevent.messages import Message
-from flask_mcp_gevent.store import CapacityError, QuotaFull, StoreUnavailable
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings

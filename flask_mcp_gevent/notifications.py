@@ -11,8 +11,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.session import Session
-from flask_mcp_gevent.store import EventLog, SessionStore, StoreUnavailable
+from flask_mcp_gevent.store import EventLog, SessionStore
 
 __all__ = ["LIST_CHANGED", "Broadcaster", "announce", "list_changed", "resource_updated", "wants"]
 

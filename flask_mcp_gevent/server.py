@@ -26,6 +26,7 @@ from jsonrpcserver.sentinels import NOID
 from oslash.either import Left
 
 from flask_mcp_gevent import notifications
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.eras import SESSION, STATELESS, era_of
 from flask_mcp_gevent.errors import (
@@ -49,7 +50,8 @@ from flask_mcp_gevent.session import Session, allows_batches
 from flask_mcp_gevent.stateless.listen import SHUTTING_DOWN, ListenLimits, ListenRegistry
 from flask_mcp_gevent.stateless.request_state import SharedCodec
 from flask_mcp_gevent.stateless.validation import check_header_annotations
-from flask_mcp_gevent.store import Store, StoreUnavailable, Subscription, create_store
+from flask_mcp_gevent.store import Store, create_store
+from flask_mcp_gevent.subscription import Subscription
 from flask_mcp_gevent.tasks.backend import task_store_for
 from flask_mcp_gevent.tasks.runner import TaskRunner
 from flask_mcp_gevent.toolkit.registry import Registry

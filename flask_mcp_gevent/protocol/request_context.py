@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 from jsonrpcserver.exceptions import JsonRpcError
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -31,7 +32,6 @@ from flask_mcp_gevent.errors import (
 )
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 from flask_mcp_gevent.stateless.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
-from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.without_gevent import question_refusal

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from flask_mcp_gevent.conditions import CapacityError, StoreUnavailable
 from flask_mcp_gevent.errors import (
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -28,7 +29,6 @@ from flask_mcp_gevent.errors import (
     RpcError,
 )
 from flask_mcp_gevent.stateless.results import INPUT_REQUIRED_METHODS, input_required
-from flask_mcp_gevent.store import CapacityError, StoreUnavailable
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 
 __all__ = ["CAPABILITY_OF", "InputRequired", "MissingClientCapability", "RoundRefusal", "Rounds", "StartTask",

@@ -17,6 +17,7 @@ from typing import Any
 
 from jsonrpcserver import Success
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
 from flask_mcp_gevent.stateless.listen_filter import (
@@ -28,8 +29,7 @@ from flask_mcp_gevent.stateless.listen_filter import (
     honoured_filter,
 )
 from flask_mcp_gevent.stateless.metadata import SUBSCRIPTION_ID
-from flask_mcp_gevent.store import StoreUnavailable, StreamClosed
-from flask_mcp_gevent.store.subscription import Subscription
+from flask_mcp_gevent.subscription import StreamClosed, Subscription
 from flask_mcp_gevent.tasks.record import TERMINAL
 from flask_mcp_gevent.tasks.shapes import NOTIFICATION as TASK_NOTIFICATION
 from flask_mcp_gevent.tasks.shapes import declares_tasks

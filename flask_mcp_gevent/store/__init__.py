@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from flask_mcp_gevent.store.errors import CapacityError, QuotaFull, StoreUnavailable, StreamConflict
 from flask_mcp_gevent.store.ports import EventLog, FleetBus, FleetWorker, SessionStore
-from flask_mcp_gevent.store.subscription import StreamClosed, Subscription
 
-__all__ = ["CapacityError", "EventLog", "FleetBus", "FleetWorker", "QuotaFull", "SessionStore", "Store",
-           "StoreUnavailable", "StreamClosed", "StreamConflict", "Subscription", "create_store"]
+__all__ = ["EventLog", "FleetBus", "FleetWorker", "SessionStore", "Store", "create_store"]
 
 
 class Store(Protocol):

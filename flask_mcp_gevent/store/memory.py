@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
+from flask_mcp_gevent.conditions import CapacityError, QuotaFull, StreamConflict
 from flask_mcp_gevent.encoding import dumps
+from flask_mcp_gevent.event_ids import join_event_id, report_replay_gap, split_event_id
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
-from flask_mcp_gevent.store.errors import CapacityError, QuotaFull, StreamConflict
-from flask_mcp_gevent.store.event_ids import join_event_id, report_replay_gap, split_event_id
 from flask_mcp_gevent.store.ports import EventLog, FleetBus, FleetWorker, SessionStore
-from flask_mcp_gevent.store.subscription import Subscription
+from flask_mcp_gevent.subscription import Subscription
 
 if TYPE_CHECKING:
     from flask_mcp_gevent.config import Settings

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
 
 if TYPE_CHECKING:
-    from flask_mcp_gevent.store.subscription import Subscription
+    from flask_mcp_gevent.subscription import Subscription
 
 __all__ = ["EventLog", "FleetBus", "FleetWorker", "SessionStore"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import gevent
 
-from flask_mcp_gevent.store.errors import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.store.redis_claims import REFRESH_EVERY_S, Claims, RedisSubscription
 from flask_mcp_gevent.store.redis_events import RedisEvents
 from flask_mcp_gevent.store.redis_fleet import RedisFleet

@@ -12,12 +12,12 @@ from typing import Any
 import gevent
 from gevent.event import Event
 
-from flask_mcp_gevent.store.errors import StoreUnavailable, StreamConflict
-from flask_mcp_gevent.store.event_ids import join_event_id, report_replay_gap, split_event_id
+from flask_mcp_gevent.conditions import StoreUnavailable, StreamConflict
+from flask_mcp_gevent.event_ids import join_event_id, report_replay_gap, split_event_id
 from flask_mcp_gevent.store.redis_codec import entries_of, event_order, milliseconds, replay_position
 from flask_mcp_gevent.store.redis_keys import SESSION_INDEX, WORKER_CHANNEL, session_keys
 from flask_mcp_gevent.store.redis_link import RUN_BATCH, RedisLink
-from flask_mcp_gevent.store.subscription import Subscription
+from flask_mcp_gevent.subscription import Subscription
 
 log = logging.getLogger("mcp.store")
 

@@ -31,7 +31,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
-from flask_mcp_gevent.store.errors import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 
 log = logging.getLogger("mcp.store")
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import gevent
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.store.errors import StoreUnavailable
-from flask_mcp_gevent.store.event_ids import join_event_id
+from flask_mcp_gevent.event_ids import join_event_id
 from flask_mcp_gevent.store.ports import EventLog
 from flask_mcp_gevent.store.redis_claims import Claims
 from flask_mcp_gevent.store.redis_codec import milliseconds
 from flask_mcp_gevent.store.redis_keys import SESSION_INDEX, WORKER_CHANNEL, SessionKeys, delivery_key, session_keys
 from flask_mcp_gevent.store.redis_link import RedisLink
-from flask_mcp_gevent.store.subscription import Subscription
+from flask_mcp_gevent.subscription import Subscription
 
 __all__ = ["RedisEvents"]
 

@@ -8,8 +8,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import dumps
-from flask_mcp_gevent.store.errors import StoreUnavailable
 from flask_mcp_gevent.store.ports import FleetBus, FleetWorker
 from flask_mcp_gevent.store.redis_codec import milliseconds
 from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, SECRET_PREFIX, used_rounds_key

@@ -12,8 +12,8 @@ from gevent.event import Event
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import loads
-from flask_mcp_gevent.store.errors import StoreUnavailable
 from flask_mcp_gevent.store.ports import FleetWorker
 from flask_mcp_gevent.store.redis_claims import Claims
 from flask_mcp_gevent.store.redis_connection import UNAVAILABLE, subscriber_connection

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from flask_mcp_gevent.conditions import CapacityError, QuotaFull, StoreUnavailable
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
-from flask_mcp_gevent.store.errors import CapacityError, QuotaFull, StoreUnavailable
 from flask_mcp_gevent.store.ports import SessionStore
 from flask_mcp_gevent.store.redis_claims import Claims
 from flask_mcp_gevent.store.redis_codec import (

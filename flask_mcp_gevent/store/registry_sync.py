@@ -15,8 +15,8 @@ import gevent
 from gevent.event import Event
 from gevent.queue import Empty, Queue
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import dumps, loads
-from flask_mcp_gevent.store.errors import StoreUnavailable
 from flask_mcp_gevent.store.redis_codec import field_pairs
 from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, REGISTRY_STATE, REGISTRY_VERSION
 from flask_mcp_gevent.store.redis_link import RedisLink

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import dumps, loads, utf8_size
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, SERVER_UNAVAILABLE, RpcError, new_correlation_id
 from flask_mcp_gevent.protocol.request_context import STATELESS_ERA, TASK_RUNNING, RequestContext
 from flask_mcp_gevent.protocol.tools import run_tool
 from flask_mcp_gevent.session import STATELESS, Session
 from flask_mcp_gevent.stateless.input_rounds import InputRequired, Rounds
-from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.tasks.record import COMPLETED, FAILED, TERMINAL, WORKING, TaskRecord
 from flask_mcp_gevent.tasks.request import check_answer_bytes, task_request
 from flask_mcp_gevent.tasks.shapes import lapsed, notification

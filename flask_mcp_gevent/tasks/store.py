@@ -13,7 +13,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
-from flask_mcp_gevent.store.errors import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.tasks.record import WORKING, TaskRecord, now_ms
 
 __all__ = ["MemoryTaskStore", "TaskStore"]

@@ -14,7 +14,7 @@ from gevent.queue import Empty, Queue
 
 from flask_mcp_gevent.encoding import KEEPALIVE_FRAME, dumps, format_sse_event, loads
 from flask_mcp_gevent.metrics import instruments
-from flask_mcp_gevent.store import StreamClosed, Subscription
+from flask_mcp_gevent.subscription import StreamClosed, Subscription
 from flask_mcp_gevent.without_gevent import SERVED
 
 __all__ = ["DONE", "EVENT_STREAM", "SSE_HEADERS", "Replay", "RequestStream", "connection_closer", "is_response",

@@ -17,6 +17,7 @@ import gevent
 from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
+from flask_mcp_gevent.conditions import CapacityError
 from flask_mcp_gevent.encoding import dumps, dumps_line
 from flask_mcp_gevent.errors import (
     INTERNAL_ERROR,
@@ -37,7 +38,6 @@ from flask_mcp_gevent.session import (
     Session,
     session_id_from,
 )
-from flask_mcp_gevent.store import CapacityError
 from flask_mcp_gevent.transports.event_stream import EVENT_STREAM
 from flask_mcp_gevent.without_gevent import SERVED, STREAM_NEEDS_GEVENT
 

@@ -18,12 +18,12 @@ import gevent
 from flask import Response
 
 from flask_mcp_gevent.auth.principal import Principal, name_of
+from flask_mcp_gevent.conditions import CapacityError
 from flask_mcp_gevent.encoding import format_sse_event
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import SSE, Session, session_id_from
-from flask_mcp_gevent.store import CapacityError
 from flask_mcp_gevent.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
 from flask_mcp_gevent.transports.http_io import HttpProblem, empty_response, lookup_session, server_busy
 

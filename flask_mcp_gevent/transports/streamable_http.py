@@ -19,6 +19,7 @@ import gevent
 from flask import Response
 
 from flask_mcp_gevent.auth.principal import Principal, name_of
+from flask_mcp_gevent.conditions import CapacityError, StoreUnavailable, StreamConflict
 from flask_mcp_gevent.encoding import KEEPALIVE_FRAME
 from flask_mcp_gevent.errors import (
     INVALID_REQUEST,
@@ -26,12 +27,11 @@ from flask_mcp_gevent.errors import (
     STORE_RETRY_AFTER_S,
     STORE_UNAVAILABLE_MESSAGE,
 )
+from flask_mcp_gevent.event_ids import join_event_id
 from flask_mcp_gevent.messages import REQUEST, Body
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
-from flask_mcp_gevent.store import CapacityError, StoreUnavailable, StreamConflict
-from flask_mcp_gevent.store.event_ids import join_event_id
 from flask_mcp_gevent.transports.event_stream import (
     DONE,
     EVENT_STREAM,

@@ -11,8 +11,8 @@ from typing import Any
 from flask import Response
 from werkzeug.exceptions import HTTPException
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.errors import INVALID_REQUEST, error_response
-from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.transports.http_io import (
     HttpProblem,
     json_response,

@@ -12,8 +12,8 @@ from http import HTTPStatus
 from flask import Blueprint, Response, request
 
 from flask_mcp_gevent import metrics
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.config import install_hint
-from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.transports.http_io import json_response
 from flask_mcp_gevent.web.mcp_app import current_server
 from flask_mcp_gevent.web.pipeline import check_host, check_origin

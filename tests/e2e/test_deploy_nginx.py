@@ -229,7 +229,7 @@ def test_site_timeouts_outlast_the_stream_keepalive_and_idle_upstreams_close_fir
     assert int(timeout.group(1)) > 2 * Settings().keepalive_s
     # nginx must give up an idle upstream connection before gunicorn closes it, or a POST races the close.
     idle = re.search(r"keepalive_timeout (\d+)s;", text)
-    gunicorn_config = (ROOT / "flask_mcp_gevent" / "web" / "gunicorn_config.py").read_text()
+    gunicorn_config = (ROOT / "flask_mcp_gevent" / "serving" / "gunicorn_config.py").read_text()
     gunicorn_keepalive = re.search(r"^keepalive = (\d+)", gunicorn_config, re.MULTILINE)
     assert idle and gunicorn_keepalive and int(idle.group(1)) < int(gunicorn_keepalive.group(1))
     for directive in ("proxy_buffering off;", "proxy_http_version 1.1;", 'proxy_set_header Connection "";',

@@ -8,8 +8,8 @@ import pytest
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE
 from flask_mcp_gevent.server import CALL_STOPPED_MESSAGE
-from flask_mcp_gevent.store import StreamClosed
 from flask_mcp_gevent.store.redis import session_keys
+from flask_mcp_gevent.subscription import StreamClosed
 from tests.protocol.blocking_call import RELEASE, blocking_rpc, start_call
 from tests.protocol.conftest import Rpc
 from tests.redis_server import RedisServer

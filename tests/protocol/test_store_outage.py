@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
 from flask_mcp_gevent.messages import parse_body
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import SessionChange, SessionUpdate
-from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.store.memory import MemorySessions
 
 STORE_UNAVAILABLE = {"code": SERVER_UNAVAILABLE, "message": STORE_UNAVAILABLE_MESSAGE}

@@ -10,7 +10,7 @@ import anyio
 import gevent
 import httpx
 
-__all__ = ["POLL_S", "WAIT_S", "wait_answering", "wait_until", "wait_until_async"]
+__all__ = ["POLL_S", "WAIT_S", "kill_redis_clients", "wait_answering", "wait_until", "wait_until_async"]
 
 # Generous: only a failing test waits this long.
 WAIT_S = 15.0
@@ -30,6 +30,15 @@ def wait_until(predicate: Callable[[], Any], timeout: float = WAIT_S, what: str 
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         gevent.sleep(interval)
     return value
+
+
+def kill_redis_clients(admin: Any, what: str, **filters: Any) -> int:
+    """CLIENT KILL by filters until it has killed a connection; how many it killed.
+
+    A connection that has sent SUBSCRIBE is of type pubsub only once Redis has run it: a single kill right after
+    may find nothing, and the test would then check a disconnect that never happened.
+    """
+    return int(wait_until(lambda: admin.client_kill_filter(**filters), what=what))
 
 
 async def wait_until_async(condition: Callable[[], Any], what: str, timeout: float = WAIT_S,

@@ -5,14 +5,15 @@ from __future__ import annotations
 import gevent
 import pytest
 
+from flask_mcp_gevent.conditions import CapacityError, QuotaFull, StreamConflict
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
 from flask_mcp_gevent.session import Session, SessionChange
-from flask_mcp_gevent.store import CapacityError, QuotaFull, StreamClosed, StreamConflict
 from flask_mcp_gevent.store.memory import MemoryStore
-from tests.support.hub_seam import streaming_session_ids
+from flask_mcp_gevent.subscription import StreamClosed
 from tests.support.hubs import ask, serve
+from tests.support.store_seam import streaming_session_ids
 
 # Generous upper bound for a get() that must return at once; only reached when a test fails.
 WAIT_S = 5.0

@@ -1,4 +1,4 @@
-"""The protocol layer never reaches back: handlers and tools see only their RequestContext, the hub no protocol."""
+"""The protocol layer never reaches back: handlers and tools see only their RequestContext, the store no protocol."""
 
 from __future__ import annotations
 

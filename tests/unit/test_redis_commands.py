@@ -12,8 +12,9 @@ import gevent
 import pytest
 import redis
 
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.session import SessionChange
-from flask_mcp_gevent.store import StoreUnavailable, redis_link
+from flask_mcp_gevent.store import redis_link
 from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_keys import call_slots_key
 from flask_mcp_gevent.store.redis_link import RedisLink, multiplexer_for

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from redis.exceptions import OutOfMemoryError, ResponseError
 
-from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.store.redis_connection import unavailable
 from tests.redis_server import RedisServer
 from tests.support.hubs import Hubs, new_session

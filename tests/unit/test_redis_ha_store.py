@@ -17,8 +17,9 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
+from flask_mcp_gevent.conditions import StoreUnavailable, StreamConflict
 from flask_mcp_gevent.session import SessionChange
-from flask_mcp_gevent.store import StoreUnavailable, StreamConflict, redis_connection
+from flask_mcp_gevent.store import redis_connection
 from flask_mcp_gevent.store.redis_keys import session_keys
 from flask_mcp_gevent.store.redis_link import RedisLink
 from flask_mcp_gevent.store.redis_scripts import SCRIPTS

@@ -14,7 +14,7 @@ import pytest
 import redis
 from redis.exceptions import BusyLoadingError
 
-from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_link import multiplexer_for
 from flask_mcp_gevent.store.redis_multiplex import Multiplexer

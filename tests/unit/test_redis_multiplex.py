@@ -16,7 +16,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_keys import call_slots_key
 from flask_mcp_gevent.store.redis_link import multiplexer_for

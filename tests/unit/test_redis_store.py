@@ -14,15 +14,16 @@ import time
 import gevent
 import pytest
 
+from flask_mcp_gevent.conditions import StoreUnavailable, StreamConflict
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.session import SessionChange
-from flask_mcp_gevent.store import StoreUnavailable, StreamClosed, StreamConflict
 from flask_mcp_gevent.store.redis import RedisStore, session_keys
+from flask_mcp_gevent.subscription import StreamClosed
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.support.hub_seam import streaming_session_ids
 from tests.support.hubs import ask, drain, message, new_session, numbers, serve, take
-from tests.support.waiting import wait_until
+from tests.support.store_seam import streaming_session_ids
+from tests.support.waiting import kill_redis_clients, wait_until
 
 pytestmark = pytest.mark.redis
 
@@ -288,7 +289,7 @@ def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, red
     subscription = worker_a.events.subscribe(session.id)
     assert wait_until(worker_a.fleet.ready)
     client = redis_server.client()
-    client.client_kill_filter(_type="pubsub", skipme=True)
+    kill_redis_clients(client, "the worker's subscriber connection to be killed", _type="pubsub", skipme=True)
     for n in range(5):
         worker_b.events.publish(session.id, message(n))
     assert numbers(take(subscription, 5)) == [0, 1, 2, 3, 4]

@@ -15,7 +15,7 @@ from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 from flask_mcp_gevent.store.redis_listener import SubscriberReader
 from tests.support.hubs import new_session, serve
-from tests.support.waiting import wait_until
+from tests.support.waiting import kill_redis_clients, wait_until
 
 pytestmark = pytest.mark.redis
 
@@ -111,7 +111,7 @@ def test_a_ping_on_a_subscribed_connection_is_answered(readers):
 def test_redis_closing_the_subscriber_connection_raises_connection_error(readers, redis_server):
     reader = readers()
     reader.subscribe("doomed")
-    redis_server.client().client_kill_filter(_type="pubsub")
+    kill_redis_clients(redis_server.client(), "the subscribed connection to be killed", _type="pubsub")
     with pytest.raises(RedisConnectionError):
         reader.replies(2.0)
 
@@ -154,7 +154,8 @@ def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_hubs, r
             published.append(True)
 
     monkeypatch.setattr(SubscriberReader, "send", send)
-    admin.client_kill_filter(_type="pubsub")  # the worker's subscriber connection: it subscribes again
+    # The worker's subscriber connection: it subscribes again.
+    kill_redis_clients(admin, "the worker's subscriber connection to be killed", _type="pubsub")
     running.join(5)
     assert published == [True]
     assert running.dead  # the cancel was heard: nothing but pub/sub carries it, no replay log would bring it back

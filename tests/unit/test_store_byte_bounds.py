@@ -18,9 +18,10 @@ import pytest
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.session import Session
-from flask_mcp_gevent.store import Store, StreamClosed
+from flask_mcp_gevent.store import Store
 from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.store.redis import RedisStore, session_keys
+from flask_mcp_gevent.subscription import StreamClosed
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis)]

@@ -14,15 +14,16 @@ import logging
 import gevent
 import pytest
 
+from flask_mcp_gevent.conditions import CapacityError, StreamConflict
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
+from flask_mcp_gevent.event_ids import join_event_id
 from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import SessionChange
-from flask_mcp_gevent.store import CapacityError, StreamClosed, StreamConflict
-from flask_mcp_gevent.store.event_ids import join_event_id
 from flask_mcp_gevent.store.memory import MemoryStore
-from tests.support.hub_seam import streaming_session_ids
+from flask_mcp_gevent.subscription import StreamClosed
 from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, serve, take
+from tests.support.store_seam import streaming_session_ids
 from tests.support.waiting import wait_until
 
 

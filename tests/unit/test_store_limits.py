@@ -5,8 +5,9 @@ from __future__ import annotations
 import gevent
 import pytest
 
+from flask_mcp_gevent.conditions import QuotaFull
 from flask_mcp_gevent.session import Session
-from flask_mcp_gevent.store import QuotaFull, redis_sessions
+from flask_mcp_gevent.store import redis_sessions
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 OWNER = "address:192.0.2.1"

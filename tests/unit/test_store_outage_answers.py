@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE
-from flask_mcp_gevent.store import StoreUnavailable
 from flask_mcp_gevent.store.memory import MemorySessions
 
 INIT = {"jsonrpc": "2.0", "id": 41, "method": "initialize",

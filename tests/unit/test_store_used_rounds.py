@@ -12,7 +12,7 @@ import secrets
 import gevent
 import pytest
 
-from flask_mcp_gevent.store import CapacityError
+from flask_mcp_gevent.conditions import CapacityError
 from flask_mcp_gevent.store.memory import MemoryStore, UsedOnce
 from flask_mcp_gevent.store.redis_keys import used_rounds_key
 from tests.support.hubs import SteppedClock

@@ -13,7 +13,7 @@ import gevent
 import gevent.event
 import pytest
 
-from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.tasks.record import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, now_ms
 
 LAPSED = ("lease lapsed", '{"code": -32603, "message": "lease lapsed"}')

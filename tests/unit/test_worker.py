@@ -7,6 +7,8 @@ import socket
 from types import SimpleNamespace
 
 import pytest
+from gunicorn.config import Config
+from gunicorn.http import wsgi
 from gunicorn.http.errors import (
     ForbiddenProxyRequest,
     InvalidChunkSize,
@@ -17,9 +19,6 @@ from gunicorn.http.errors import (
     LimitRequestLine,
     UnsupportedTransferCoding,
 )
-
-from gunicorn.config import Config
-from gunicorn.http import wsgi
 from gunicorn.http.parser import RequestParser
 
 from flask_mcp_gevent.serving.gunicorn_worker import HeadersWithBody, NamedListener, error_page, explain, status_for

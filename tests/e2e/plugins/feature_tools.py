@@ -9,7 +9,7 @@ from __future__ import annotations
 import gevent
 
 from mcp_tools import PromptArgument, prompt, resource, tool
-from tests.support.hub_seam import server_hub, streaming_session_ids
+from tests.support.store_seam import server_store, streaming_session_ids
 
 LEVELS = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 # What each wait_until_cancelled call is doing, by the key the test chose: running, cancelled or finished.
@@ -158,4 +158,4 @@ def log_entries(entries: list, ctx) -> int:
 @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
 def stream_open(ctx) -> bool:
     """Whether this session's stream is attached here, so broadcasts (list_changed, updated) reach it."""
-    return ctx.session_id in streaming_session_ids(server_hub())
+    return ctx.session_id in streaming_session_ids(server_store())

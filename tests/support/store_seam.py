@@ -13,12 +13,12 @@ import gc
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.store import Store
 
-__all__ = ["server_hub", "streaming_session_ids"]
+__all__ = ["server_store", "streaming_session_ids"]
 
 _found: list[Store] = []
 
 
-def server_hub() -> Store:
+def server_store() -> Store:
     """The store of this process's server (a gunicorn worker has one), found once among live objects."""
     if not _found:
         servers = [candidate for candidate in gc.get_objects() if isinstance(candidate, Server)]
@@ -28,9 +28,9 @@ def server_hub() -> Store:
     return _found[0]
 
 
-def streaming_session_ids(hub: Store) -> list[str]:
+def streaming_session_ids(store: Store) -> list[str]:
     """Sessions whose own stream is attached in this worker, read from either backend's bookkeeping."""
-    slots = getattr(hub.sessions, "slots", None)
+    slots = getattr(store.sessions, "slots", None)
     if slots is not None:
         return [session_id for session_id, slot in slots.items() if None in slot.streams]
-    return [session_id for session_id, stream in hub.claims.local if stream is None]  # type: ignore[attr-defined]
+    return [session_id for session_id, stream in store.claims.local if stream is None]  # type: ignore[attr-defined]

@@ -8,7 +8,7 @@ import pytest
 
 from app import create_app
 from flask_mcp_gevent.auth.api_keys import hash_key, new_key
-from flask_mcp_gevent.store import StoreUnavailable
+from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.web.mcp_app import server_of
 from flask_mcp_gevent.web.pipeline import HotPath
 from tests.oauth_issuer import AUDIENCE, ISSUER, TestIssuer

@@ -1,4 +1,8 @@
-"""What a store's ports raise: a store out of reach, a store or an owner holding all it may, a stream already open."""
+"""What the server cannot do when asked, as its store reports it: a store out of reach, a store or an owner holding
+all it may, a stream already open.
+
+A leaf of its own, so the transports that turn these into HTTP answers know the conditions and nothing of the store.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tool_runner.schema_errors: argument violations reported as short path/message pairs."""
+"""protocol.tools.schema_errors: argument violations reported as short path/message pairs."""
 
 from __future__ import annotations
 
