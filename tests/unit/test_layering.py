@@ -278,6 +278,10 @@ def test_no_transport_imports_the_store():
                   or name == "flask_mcp_gevent.stateless.http"]
     wrong = [f"{where(name, line)} imports {module}" for name in transports
              for line, module in imported_modules(name) if in_package(module, "flask_mcp_gevent.store")]
+    # Nor reaches it through the server.
+    wrong += [f"{where(name, node.lineno)} reaches .store" for name in transports
+              for node in ast.walk(ast.parse(MODULES[name].read_text()))
+              if isinstance(node, ast.Attribute) and node.attr == "store"]
     assert wrong == []
 
 
