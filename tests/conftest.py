@@ -16,7 +16,7 @@ def settings() -> Settings:
 
 @pytest.fixture
 def app(settings):
-    """An app on the default (in-memory) hub."""
+    """An app on the default (in-memory) store."""
     return create_app(settings)
 
 

@@ -13,7 +13,7 @@ from tests.e2e.server_process import ServerProcess
 
 @pytest.fixture(scope="session")
 def server():
-    """One default server (in-memory hub, one worker) shared by the e2e tests that don't change settings."""
+    """One default server (in-memory store, one worker) shared by the e2e tests that don't change settings."""
     with ServerProcess() as process:
         yield process
 

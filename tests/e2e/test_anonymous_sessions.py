@@ -32,7 +32,7 @@ LIMITS = {
 
 @pytest.fixture(scope="module", params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def server(request) -> Iterator[ServerProcess]:
-    """One worker on the memory hub, or three workers on Redis, with a small per-address quota."""
+    """One worker on the in-memory store, or three workers on Redis, with a small per-address quota."""
     if request.param == "memory":
         with ServerProcess(env=LIMITS) as process:
             yield process

@@ -32,7 +32,7 @@ SESSIONS_PER_PRINCIPAL = 5
 CONCURRENT_CALLS = 4
 VERSION = "2025-06-18"
 KEYS = {name: new_key() for name in ("opener", "caller", "killer")}
-# The Redis hub's call lease (CALL_LEASE_S) plus room for a loaded machine.
+# The Redis store's call lease (CALL_LEASE_S) plus room for a loaded machine.
 LEASE_WAIT_S = 40.0
 
 

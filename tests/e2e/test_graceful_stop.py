@@ -32,7 +32,7 @@ WAIT_S = 15.0
 
 @pytest.fixture
 def server():
-    """One worker, the memory hub, the slow test tools, a four-second graceful_timeout."""
+    """One worker, the in-memory store, the slow test tools, a four-second graceful_timeout."""
     env = {"MCP_PLUGINS": E2E_PLUGINS, "MCP_GRACEFUL_TIMEOUT_S": str(GRACEFUL_TIMEOUT_S), "MCP_KEEPALIVE_S": "1"}
     with ServerProcess(env=env) as process:
         yield process

@@ -88,7 +88,7 @@ class Listen:
 
 @pytest.fixture
 def server() -> Iterator[ServerProcess]:
-    """One worker, the memory hub, a keepalive every second."""
+    """One worker, the in-memory store, a keepalive every second."""
     with ServerProcess(env={"MCP_PLUGINS": PLUGINS, "MCP_KEEPALIVE_S": "1"}) as running:
         yield running
 

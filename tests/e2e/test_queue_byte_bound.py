@@ -1,4 +1,4 @@
-"""A stream whose client stops reading is cut off once MCP_QUEUE_MAX_BYTES of answers wait, on both hubs.
+"""A stream whose client stops reading is cut off once MCP_QUEUE_MAX_BYTES of answers wait, on both stores.
 
 The message-count bound is left far above what is sent, so only the byte bound can
 end the stream; the worker stays healthy and the session's newest answers wait in
@@ -23,8 +23,8 @@ ANSWER_CHARS = 200_000  # 60 of them: ~12 MB, more than the socket buffers and t
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
-def hub_env(request) -> dict[str, str]:
-    """A 1 MiB queue bound with a count bound nothing here reaches, on either hub."""
+def store_env(request) -> dict[str, str]:
+    """A 1 MiB queue bound with a count bound nothing here reaches, on either store."""
     env = {"MCP_QUEUE_MAX": "100000", "MCP_QUEUE_MAX_BYTES": str(1024 * 1024)}
     if request.param == "redis":
         redis = request.getfixturevalue("redis_server")
@@ -33,8 +33,8 @@ def hub_env(request) -> dict[str, str]:
     return env
 
 
-def test_a_stalled_stream_is_cut_off_at_the_byte_bound(hub_env):
-    with ServerProcess(env=hub_env) as server, client() as http:
+def test_a_stalled_stream_is_cut_off_at_the_byte_bound(store_env):
+    with ServerProcess(env=store_env) as server, client() as http:
         sock, session_id = stalled_stream(server.port)
         try:
             endpoint = f"{server.base_url}/mcp?session_id={session_id}"

@@ -1,4 +1,4 @@
-"""The Redis hub on a Redis Cluster, against real processes: three cluster masters and gunicorn with two workers.
+"""The Redis store on a Redis Cluster, against real processes: three cluster masters and gunicorn with two workers.
 
 Every wire works; legacy sessions whose keys live on every master, with streams on
 every worker, get each answer exactly once whichever worker runs the call; and a

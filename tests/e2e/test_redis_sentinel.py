@@ -1,4 +1,4 @@
-"""The Redis hub on Sentinel, against real processes: a master, a replica, three Sentinels and gunicorn.
+"""The Redis store on Sentinel, against real processes: a master, a replica, three Sentinels and gunicorn.
 
 Every wire works through the master the Sentinels name; then the master is killed
 with SIGKILL while clients call, and the fleet follows the failover by itself. The

@@ -95,14 +95,14 @@ class Initializer(threading.Thread):
                 time.sleep(0.05)
 
 
-def hub_lines(log: str) -> str:
+def store_lines(log: str) -> str:
     """The server's log lines about Redis and streams, for a failure message."""
     return "\n".join(line for line in log.splitlines() if "mcp.rpc" not in line)
 
 
 def first_errors(log: str, lines: int = 80) -> str:
-    """The server's log from its first unhandled error (a 500 logs its traceback), else its hub lines' end."""
-    kept = hub_lines(log).splitlines()
+    """The server's log from its first unhandled error (a 500 logs its traceback), else its store lines' end."""
+    kept = store_lines(log).splitlines()
     start = next((n for n, line in enumerate(kept) if "unhandled error" in line), max(0, len(kept) - lines))
     return "\n".join(kept[start:start + lines])
 
@@ -122,8 +122,8 @@ def resume_if_dropped(base_url: str, readers: list[StreamReader]) -> None:
 
 def run_under_load(outage: Callable[[RedisServer], None], redis_args: tuple[str, ...] = ()) -> None:
     """Load a two-worker fleet, cause the outage, and count every acknowledged answer on its stream."""
-    with RedisServer(extra_args=redis_args) as store, fresh_client() as http:
-        env = {"MCP_REDIS_URL": store.url, "MCP_PLUGINS": PLUGINS, "MCP_REDIS_TIMEOUT_S": "1",
+    with RedisServer(extra_args=redis_args) as redis, fresh_client() as http:
+        env = {"MCP_REDIS_URL": redis.url, "MCP_PLUGINS": PLUGINS, "MCP_REDIS_TIMEOUT_S": "1",
                "MCP_KEEPALIVE_S": "1"}
         with ServerProcess(env=env, workers=2) as server:
             sessions = [[open_session(server.base_url, http)] for _ in range(SESSIONS)]
@@ -133,8 +133,8 @@ def run_under_load(outage: Callable[[RedisServer], None], redis_args: tuple[str,
             posters = [Poster(server.base_url, readers[0], stop) for readers in sessions]
             initializer = Initializer(server.url, stop)
             time.sleep(1.0)
-            outage(store)
-            time.sleep(1.5)  # load goes on after the store is back (not needed for correctness)
+            outage(redis)
+            time.sleep(1.5)  # load goes on after Redis is back (not needed for correctness)
             stop.set()
             for thread in [*posters, initializer]:
                 thread.join(30)
@@ -154,9 +154,9 @@ def run_under_load(outage: Callable[[RedisServer], None], redis_args: tuple[str,
                 except AssertionError:
                     # wait_until raises when time runs out: name what is missing, and what the servers said.
                     missing = set(poster.acknowledged) - set(received(readers))
-                    stored = set(produced_response_ids(store.client(), readers[0].session_id))
+                    stored = set(produced_response_ids(redis.client(), readers[0].session_id))
                     pytest.fail(f"acknowledged but never answered: {missing} (in the replay log: {missing & stored})"
-                                f"; streams read: {len(readers)}\n{hub_lines(server.read_log())}")
+                                f"; streams read: {len(readers)}\n{store_lines(server.read_log())}")
                 # A last call on the same session: anything still on its way (a repeat) arrives before its answer.
                 barrier = request("ping")
                 assert http.post(server.base_url + readers[0].endpoint, json=barrier).status_code == 202
@@ -179,18 +179,18 @@ def run_under_load(outage: Callable[[RedisServer], None], redis_args: tuple[str,
             assert "gave up storing the answer" not in log
 
 
-def freeze(store: RedisServer) -> None:
+def freeze(redis: RedisServer) -> None:
     """Freeze Redis (SIGSTOP) for OUTAGE_S, then let it go on (SIGCONT)."""
-    store.pause()
+    redis.pause()
     try:
         time.sleep(OUTAGE_S)
     finally:
-        store.resume()
+        redis.resume()
 
 
-def restart(store: RedisServer) -> None:
+def restart(redis: RedisServer) -> None:
     """Stop Redis and start it again on the same port; persistence keeps the sessions."""
-    store.restart()
+    redis.restart()
 
 
 def test_answers_acknowledged_during_a_redis_freeze_all_arrive_once():
@@ -207,16 +207,16 @@ FILLER_KEYS = 2000
 
 
 def test_posts_while_a_restarted_redis_loads_its_data_are_refused_with_503():
-    with RedisServer(extra_args=SLOW_LOAD) as store, fresh_client() as http:
-        env = {"MCP_REDIS_URL": store.url, "MCP_REDIS_TIMEOUT_S": "1"}
+    with RedisServer(extra_args=SLOW_LOAD) as redis, fresh_client() as http:
+        env = {"MCP_REDIS_URL": redis.url, "MCP_REDIS_TIMEOUT_S": "1"}
         with ServerProcess(env=env, workers=1) as server:
             reader = open_session(server.base_url, http)
             url = server.base_url + reader.endpoint
-            admin = store.client()
+            admin = redis.client()
             admin.mset({f"filler:{n}": "x" * 100 for n in range(FILLER_KEYS)})
             admin.save()  # the restart loads the session back, slowly
-            store.stop()
-            starting = threading.Thread(target=store.start, daemon=True)
+            redis.stop()
+            starting = threading.Thread(target=redis.start, daemon=True)
             starting.start()
             # (status, JSON-RPC error code) of each POST while Redis was down, then loading its data.
             answers: list[tuple[int, Any]] = []

@@ -1,7 +1,7 @@
 """Big answers for dropped legacy streams: each session's replay log stays within MCP_REPLAY_MAX_BYTES.
 
 Three legacy sessions drop their streams and keep posting calls whose answers are
-large; whatever the hub (memory, or Redis), what it keeps per session stays under the
+large; whatever the store (memory, or Redis), what it keeps per session stays under the
 byte bound, the newest answers are the ones kept, and a resumed stream replays them.
 """
 
@@ -29,7 +29,7 @@ CALLS_PER_SESSION = 12
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
 def bounded_server(request) -> Iterator[tuple[ServerProcess, Any]]:
-    """A server with a 1 MiB replay bound per session, on either hub; the Redis one comes with a client."""
+    """A server with a 1 MiB replay bound per session, on either store; the Redis one comes with a client."""
     env = {"MCP_PLUGINS": "tests.e2e.plugins.replay_tools", "MCP_REPLAY_MAX_BYTES": str(REPLAY_MAX_BYTES)}
     redis_client = None
     if request.param == "redis":

@@ -1,4 +1,4 @@
-"""Concurrent requests on one session keep each other's changes, on a real gunicorn with each hub.
+"""Concurrent requests on one session keep each other's changes, on a real gunicorn with each store.
 
 100 resources/subscribe with distinct URIs and some logging/setLevel, all at once
 from parallel connections: afterwards the session holds exactly the 100
@@ -79,9 +79,9 @@ def test_concurrent_subscribes_and_level_changes_on_one_session_are_all_kept(bac
     env = {"MCP_PLUGINS": PLUGINS, "MCP_KEEPALIVE_S": "0.5"}
     workers = 1
     if backend == "redis":
-        store = request.getfixturevalue("redis_server")
-        store.client().flushdb()
-        env["MCP_REDIS_URL"] = store.url
+        redis = request.getfixturevalue("redis_server")
+        redis.client().flushdb()
+        env["MCP_REDIS_URL"] = redis.url
         workers = 2
     with ServerProcess(env=env, workers=workers) as server, client() as http:
         session = StreamableSession(http, server.url)

@@ -2,7 +2,7 @@
 
 The session is compared with the prober before anything touches it, so probing a
 victim's session id (POST, GET, DELETE, on either transport's path) neither reveals
-it nor refreshes its idle TTL. Run on both hubs.
+it nor refreshes its idle TTL. Run on both stores.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ def test_a_foreign_principals_probes_get_404_and_leave_the_session_to_expire(bac
     keys_file.write_text(json.dumps(KEYS))
     env = {"MCP_API_KEYS_FILE": str(keys_file), "MCP_SESSION_TTL_S": str(SESSION_TTL_S)}
     if backend == "redis":
-        store = request.getfixturevalue("redis_server")
-        store.client().flushdb()
-        env["MCP_REDIS_URL"] = store.url
+        redis = request.getfixturevalue("redis_server")
+        redis.client().flushdb()
+        env["MCP_REDIS_URL"] = redis.url
     with ServerProcess(env=env) as server, http_as(ALICE_KEY) as alice, http_as(BOB_KEY) as bob:
         victim = StreamableSession(alice, server.url)
         legacy_url = f"{server.url}?session_id={victim.session_id}"

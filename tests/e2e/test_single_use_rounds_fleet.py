@@ -2,7 +2,7 @@
 
 Two workers share Redis; each round is sent to the worker named (the other frozen with SIGSTOP). The tool,
 tests/e2e/plugins/stateless_tools.py's charge_after_confirmation, appends a line naming its worker's PID to a
-file for every charge, so the test counts the effect itself. The memory hub's bound is measured as worker RSS.
+file for every charge, so the test counts the effect itself. The in-memory store's bound is measured as worker RSS.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ CAPABILITIES = {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}
 REPLAYS = 6
 CONCURRENT = 8
 TIMEOUT_S = 10.0
-# Each consumed request the memory hub records: a 16-byte id, its expiry and the map's entry (measured: ~200 B).
+# Each consumed request the in-memory store records: a 16-byte id, its expiry and the map's entry (measured: ~200 B).
 MAX_BYTES_PER_ID = 400
 
 
@@ -116,7 +116,7 @@ def fill(server: ServerProcess, count: int, request_id: int) -> dict[str, int]:
     return response.json()["result"]["structuredContent"]
 
 
-def test_the_memory_hubs_record_of_consumed_requests_stops_growing_at_its_bound(tmp_path):
+def test_the_in_memory_stores_record_of_consumed_requests_stops_growing_at_its_bound(tmp_path):
     bound = 50_000
     env = {"MCP_PLUGINS": PLUGINS, "MCP_REQUEST_STATE_USED_MAX": str(bound), "MCP_TEST_CHARGE_LOG": ""}
     with ServerProcess(env=env) as server:

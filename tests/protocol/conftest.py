@@ -103,13 +103,13 @@ def make_dispatcher():
 
     yield make
     for instance in dispatchers:
-        # Also stops the memory hub's reaper greenlet.
+        # Also stops the in-memory store's reaper greenlet.
         instance.shutdown()
 
 
 @pytest.fixture
 def dispatcher(make_dispatcher, registry) -> Server:
-    """A dispatcher on the in-memory hub with default settings."""
+    """A dispatcher on the in-memory store with default settings."""
     return make_dispatcher(registry=registry)
 
 

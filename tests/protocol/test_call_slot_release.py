@@ -1,4 +1,4 @@
-"""A legacy call's slot on the Redis hub is freed before its answer is stored, and still when no answer goes out."""
+"""A legacy call's slot on the Redis store is freed before its answer is stored, and still when no answer goes out."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.support.waiting import wait_until
 
 @pytest.fixture
 def rpc(make_dispatcher, redis_server) -> Rpc:  # noqa: F811
-    """An initialized legacy session of a dispatcher on the Redis hub whose only tool blocks."""
+    """An initialized legacy session of a dispatcher on the Redis store whose only tool blocks."""
     redis_server.client().flushdb()
     client = blocking_rpc(make_dispatcher, {"MCP_REDIS_URL": redis_server.url})
     yield client

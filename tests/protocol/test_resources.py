@@ -54,7 +54,7 @@ def read(rpc, uri, request_id=3):
 
 
 def drain(subscription) -> list[dict]:
-    """Everything queued on a hub subscription right now, as messages."""
+    """Everything queued on a store subscription right now, as messages."""
     messages = []
     while (event := subscription.get(timeout=0)) is not None:
         messages.append(loads(event[1]))

@@ -16,7 +16,7 @@ def registry() -> Registry:
 
 
 def stored(rpc):
-    """The session as the hub holds it now."""
+    """The session as the store holds it now."""
     return rpc.dispatcher.store.sessions.peek_session(rpc.session.id)
 
 

@@ -72,7 +72,7 @@ def test_a_stream_attached_after_shutdown_ends_after_what_it_missed(rpc):
 
 
 @pytest.mark.redis
-def test_the_drain_waits_for_legacy_answers_the_redis_hub_is_still_storing(make_dispatcher):
+def test_the_drain_waits_for_legacy_answers_the_redis_store_is_still_storing(make_dispatcher):
     with RedisServer() as redis:
         client = blocking_rpc(make_dispatcher, {**STOPPING, "MCP_GRACEFUL_TIMEOUT_S": "4", "MCP_REDIS_URL": redis.url,
                                                 "MCP_REDIS_TIMEOUT_S": "0.3"})

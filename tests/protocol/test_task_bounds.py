@@ -1,7 +1,7 @@
 """What a task keeps and what its notifications carry, through the dispatcher: every part bounded in bytes.
 
 A task keeps its request (MCP_TASK_MAX_REQUEST_BYTES, capabilities by name only), its questions, answers and
-result or error (MCP_TASK_MAX_RESULT_BYTES each), all tasks of the memory hub together MCP_TASKS_MAX_BYTES; a
+result or error (MCP_TASK_MAX_RESULT_BYTES each), all tasks of the in-memory store together MCP_TASKS_MAX_BYTES; a
 notification inlines at most MCP_TASK_MAX_NOTIFICATION_BYTES.
 """
 
@@ -58,7 +58,7 @@ def registry() -> Registry:
 
 
 def stored_request(dispatcher, task_id: str) -> dict:
-    """The request JSON the memory hub keeps for alice's task."""
+    """The request JSON the in-memory store keeps for alice's task."""
     return loads(dispatcher.tasks.store.tasks[("alice", task_id)].request)
 
 

@@ -21,7 +21,7 @@ def wait_until(predicate: Callable[[], Any], timeout: float = WAIT_S, what: str 
                interval: float = POLL_S) -> Any:
     """Poll predicate until it is truthy and return its value; fail naming what if timeout passes first.
 
-    It sleeps with gevent, so the hub greenlets of an in-process test keep running; in a plain thread
+    It sleeps with gevent, so the store's greenlets of an in-process test keep running; in a plain thread
     it is an ordinary sleep.
     """
     deadline = time.monotonic() + timeout

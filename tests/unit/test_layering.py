@@ -27,7 +27,7 @@ LAYERS = (
     ("transports", ("flask_mcp_gevent.transports", "flask_mcp_gevent.stateless.http")),
     ("dispatcher", ("flask_mcp_gevent.server", "flask_mcp_gevent.notifications", "flask_mcp_gevent.eras")),
     # The tasks extension is one package across two layers: what runs and answers tasks beside the protocol,
-    # what keeps them (a record and its stores) beside the hub.
+    # what keeps them (the task record and the task stores) beside the store.
     ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks", "flask_mcp_gevent.stateless.methods",
                   "flask_mcp_gevent.stateless.listen", "flask_mcp_gevent.stateless.listen_filter",
                   "flask_mcp_gevent.stateless.input_rounds")),
@@ -146,7 +146,7 @@ def test_protocol_and_transports_never_import_flask_request_objects_or_the_web_l
 
 @pytest.mark.parametrize("above", ["flask_mcp_gevent.protocol", "flask_mcp_gevent.server",
                                    "flask_mcp_gevent.transports", "flask_mcp_gevent.web"])
-def test_the_hub_never_imports_what_sits_above_it(above):
+def test_the_store_never_imports_what_sits_above_it(above):
     wrong = [f"{where(name, line)} imports {module}"
              for name in MODULES if in_package(name, "flask_mcp_gevent.store")
              for line, module in imported_modules(name) if in_package(module, above)]

@@ -19,8 +19,8 @@ from tests.redis_server import redis_server  # noqa: F401  (fixture)
 
 
 def test_call_slots_are_counted_per_session_and_given_back():
-    hub = MemoryStore(Settings.from_environ({}))
-    slots = CallSlots(hub.sessions, 2)
+    store = MemoryStore(Settings.from_environ({}))
+    slots = CallSlots(store.sessions, 2)
     first, second = slots.acquire("a"), slots.acquire("a")
     assert first and second
     assert slots.acquire("a") is None
@@ -30,7 +30,7 @@ def test_call_slots_are_counted_per_session_and_given_back():
     assert third
     for token in (second, third):
         slots.release("a", token)
-    assert "a" not in hub.sessions.calls_running  # released sessions leave nothing behind
+    assert "a" not in store.sessions.calls_running  # released sessions leave nothing behind
 
 
 GATE = Event()
@@ -75,8 +75,8 @@ def test_the_server_refuses_tool_calls_beyond_the_session_s_concurrency_limit():
 
 
 def test_sessions_per_principal_are_capped_and_freed_by_closing():
-    hub = MemoryStore(Settings.from_environ({}))
-    quota = SessionQuota(hub.sessions, Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "2"}))
+    store = MemoryStore(Settings.from_environ({}))
+    quota = SessionQuota(store.sessions, Settings.from_environ({"MCP_MAX_SESSIONS_PER_PRINCIPAL": "2"}))
     opened = []
     for _ in range(2):
         session = Session(principal="alice")
@@ -86,14 +86,14 @@ def test_sessions_per_principal_are_capped_and_freed_by_closing():
         quota.create(Session(principal="alice"))
     quota.create(Session(principal="bob"))  # another principal has its own count
     quota.create(Session())  # without a principal or an address, only the store's total applies
-    hub.sessions.close_session(opened[0])
+    store.sessions.close_session(opened[0])
     quota.create(Session(principal="alice"))
-    hub.events.shutdown()
+    store.events.shutdown()
 
 
 def test_sessions_per_address_are_capped_for_clients_without_a_principal():
-    hub = MemoryStore(Settings.from_environ({}))
-    quota = SessionQuota(hub.sessions, Settings.from_environ({"MCP_MAX_SESSIONS_PER_ADDRESS": "2"}))
+    store = MemoryStore(Settings.from_environ({}))
+    quota = SessionQuota(store.sessions, Settings.from_environ({"MCP_MAX_SESSIONS_PER_ADDRESS": "2"}))
     for _ in range(2):
         quota.create(Session(), "192.0.2.1")
     with pytest.raises(SessionQuotaExceeded, match="MCP_MAX_SESSIONS_PER_ADDRESS"):
@@ -106,7 +106,7 @@ def test_sessions_per_address_are_capped_for_clients_without_a_principal():
     with pytest.raises(SessionQuotaExceeded):
         quota.create(Session(), "2001:db8::3")
     quota.create(Session(), "2001:db8:0:1::1")
-    hub.events.shutdown()
+    store.events.shutdown()
 
 
 def test_the_server_applies_the_session_quota():

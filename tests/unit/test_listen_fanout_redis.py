@@ -5,7 +5,7 @@ from __future__ import annotations
 import gevent
 
 from flask_mcp_gevent.stateless.listen import listen_messages
-from tests.support.hubs import serve
+from tests.support.stores import serve
 from tests.support.waiting import wait_until
 
 TAG = "io.modelcontextprotocol/subscriptionId"
@@ -28,8 +28,8 @@ def received(stream, quiet_s: float = 0.5) -> list[dict]:
     return found
 
 
-def test_one_change_reaches_each_listen_stream_on_three_workers_once(redis_hubs):
-    workers = [serve(redis_hubs()) for _ in range(3)]
+def test_one_change_reaches_each_listen_stream_on_three_workers_once(redis_stores):
+    workers = [serve(redis_stores()) for _ in range(3)]
     registries = [server.listeners for server in workers]
     for server in workers:
         assert wait_until(server.ready, timeout=10)

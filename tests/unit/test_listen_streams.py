@@ -15,7 +15,7 @@ from flask_mcp_gevent.stateless.listen import (
     listen_messages,
 )
 from flask_mcp_gevent.store.memory import MemoryStore
-from tests.support.hubs import serve
+from tests.support.stores import serve
 
 TAG = "io.modelcontextprotocol/subscriptionId"
 

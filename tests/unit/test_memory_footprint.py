@@ -1,4 +1,4 @@
-"""What every idle session keeps must stay small: the encoded messages a hub holds cost their length."""
+"""What every idle session keeps must stay small: the encoded messages a store holds cost their length."""
 
 from __future__ import annotations
 

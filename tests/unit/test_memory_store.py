@@ -12,39 +12,39 @@ from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
 from flask_mcp_gevent.session import Session, SessionChange
 from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.subscription import StreamClosed
-from tests.support.hubs import ask, serve
 from tests.support.store_seam import streaming_session_ids
+from tests.support.stores import ask, serve
 
 # Generous upper bound for a get() that must return at once; only reached when a test fails.
 WAIT_S = 5.0
 
 
 @pytest.fixture
-def make_hub():
-    """Build hubs with setting overrides; shut them down (and their reaper) afterwards."""
-    hubs: list[MemoryStore] = []
+def make_store():
+    """Build stores with setting overrides; shut them down (and their reaper) afterwards."""
+    stores: list[MemoryStore] = []
 
     def make(**overrides) -> MemoryStore:
-        hub = MemoryStore(Settings.from_environ({}, **overrides))
-        hubs.append(hub)
-        return hub
+        store = MemoryStore(Settings.from_environ({}, **overrides))
+        stores.append(store)
+        return store
 
     yield make
-    for hub in hubs:
-        hub.events.shutdown()
+    for store in stores:
+        store.events.shutdown()
 
 
 @pytest.fixture
-def hub(make_hub) -> MemoryStore:
-    """A hub with default settings."""
-    return make_hub()
+def store(make_store) -> MemoryStore:
+    """A store with default settings."""
+    return make_store()
 
 
 @pytest.fixture
-def session(hub) -> Session:
-    """A session stored in hub."""
+def session(store) -> Session:
+    """A session stored in the store."""
     stored = Session()
-    hub.sessions.create_session(stored)
+    store.sessions.create_session(stored)
     return stored
 
 
@@ -61,138 +61,138 @@ def message(n: int) -> dict:
 
 
 # sessions
-def test_a_created_session_can_be_loaded_changed_and_counted(hub, session):
-    assert hub.sessions.get_session(session.id) is session
-    assert hub.sessions.session_count() == 1
-    hub.sessions.update_session(session.id, SessionChange(assign={"protocol_version": "2025-06-18"}))
-    assert hub.sessions.get_session(session.id).protocol_version == "2025-06-18"
+def test_a_created_session_can_be_loaded_changed_and_counted(store, session):
+    assert store.sessions.get_session(session.id) is session
+    assert store.sessions.session_count() == 1
+    store.sessions.update_session(session.id, SessionChange(assign={"protocol_version": "2025-06-18"}))
+    assert store.sessions.get_session(session.id).protocol_version == "2025-06-18"
 
 
-def test_an_unknown_session_is_none(hub):
-    assert hub.sessions.get_session("nope") is None
-    assert hub.sessions.close_session("nope") is False
-    assert hub.events.publish("nope", message(1)) is None
+def test_an_unknown_session_is_none(store):
+    assert store.sessions.get_session("nope") is None
+    assert store.sessions.close_session("nope") is False
+    assert store.events.publish("nope", message(1)) is None
 
 
-def test_sessions_are_capped(make_hub):
-    hub = make_hub(max_sessions=1)
-    hub.sessions.create_session(Session())
+def test_sessions_are_capped(make_store):
+    store = make_store(max_sessions=1)
+    store.sessions.create_session(Session())
     with pytest.raises(CapacityError):
-        hub.sessions.create_session(Session())
+        store.sessions.create_session(Session())
 
 
-def test_an_owner_at_its_limit_is_refused_until_a_session_closes_or_expires(make_hub):
-    hub = make_hub(session_ttl_s=60.0)
+def test_an_owner_at_its_limit_is_refused_until_a_session_closes_or_expires(make_store):
+    store = make_store(session_ttl_s=60.0)
     first, second = Session(), Session()
-    hub.sessions.create_session(first, "address:192.0.2.1", 2)
-    hub.sessions.create_session(second, "address:192.0.2.1", 2)
+    store.sessions.create_session(first, "address:192.0.2.1", 2)
+    store.sessions.create_session(second, "address:192.0.2.1", 2)
     with pytest.raises(QuotaFull):
-        hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
-    hub.sessions.close_session(first.id)
-    hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
-    hub.sessions.slots[second.id].last_seen -= 61.0  # expired: the next create reaps it
-    hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
+        store.sessions.create_session(Session(), "address:192.0.2.1", 2)
+    store.sessions.close_session(first.id)
+    store.sessions.create_session(Session(), "address:192.0.2.1", 2)
+    store.sessions.slots[second.id].last_seen -= 61.0  # expired: the next create reaps it
+    store.sessions.create_session(Session(), "address:192.0.2.1", 2)
     with pytest.raises(QuotaFull):
-        hub.sessions.create_session(Session(), "address:192.0.2.1", 2)
+        store.sessions.create_session(Session(), "address:192.0.2.1", 2)
 
 
-def test_the_count_per_owner_keeps_only_owners_of_live_sessions(make_hub):
-    hub = make_hub(session_ttl_s=60.0)
+def test_the_count_per_owner_keeps_only_owners_of_live_sessions(make_store):
+    store = make_store(session_ttl_s=60.0)
     for n in range(50):
         for _ in range(3):
-            hub.sessions.create_session(Session(), f"address:192.0.2.{n}", 5)
-    assert len(hub.sessions.sessions_per_owner) == 50
-    for slot in hub.sessions.slots.values():
+            store.sessions.create_session(Session(), f"address:192.0.2.{n}", 5)
+    assert len(store.sessions.sessions_per_owner) == 50
+    for slot in store.sessions.slots.values():
         slot.last_seen -= 61.0
-    assert hub.sessions.reap() == 150
-    assert hub.sessions.sessions_per_owner == {}
+    assert store.sessions.reap() == 150
+    assert store.sessions.sessions_per_owner == {}
 
 
 # publish / subscribe
-def test_published_messages_reach_the_subscriber_in_order_with_increasing_ids(hub, session):
-    subscription = hub.events.subscribe(session.id)
-    ids = [hub.events.publish(session.id, message(n)) for n in range(3)]
+def test_published_messages_reach_the_subscriber_in_order_with_increasing_ids(store, session):
+    subscription = store.events.subscribe(session.id)
+    ids = [store.events.publish(session.id, message(n)) for n in range(3)]
     received = [receive(subscription) for _ in range(3)]
     assert [event_id for event_id, _ in received] == ids
     assert [int(i) for i in ids] == sorted(int(i) for i in ids)
     assert [m["params"]["n"] for _, m in received] == [0, 1, 2]
 
 
-def test_messages_published_before_the_stream_attaches_are_delivered(hub, session):
-    hub.events.publish(session.id, message(1))
-    assert receive(hub.events.subscribe(session.id))[1] == message(1)
+def test_messages_published_before_the_stream_attaches_are_delivered(store, session):
+    store.events.publish(session.id, message(1))
+    assert receive(store.events.subscribe(session.id))[1] == message(1)
 
 
-def test_get_returns_none_when_nothing_arrives(hub, session):
-    assert hub.events.subscribe(session.id).get(0.01) is None
+def test_get_returns_none_when_nothing_arrives(store, session):
+    assert store.events.subscribe(session.id).get(0.01) is None
 
 
-def test_a_subscription_only_sees_its_own_session(hub):
+def test_a_subscription_only_sees_its_own_session(store):
     first, second = Session(), Session()
-    hub.sessions.create_session(first)
-    hub.sessions.create_session(second)
-    sub_first, sub_second = hub.events.subscribe(first.id), hub.events.subscribe(second.id)
-    hub.events.publish(second.id, message(2))
+    store.sessions.create_session(first)
+    store.sessions.create_session(second)
+    sub_first, sub_second = store.events.subscribe(first.id), store.events.subscribe(second.id)
+    store.events.publish(second.id, message(2))
     assert sub_first.get(0.01) is None
     assert receive(sub_second)[1] == message(2)
 
 
-def test_subscribing_to_an_unknown_session_raises_key_error(hub):
+def test_subscribing_to_an_unknown_session_raises_key_error(store):
     with pytest.raises(KeyError):
-        hub.events.subscribe("nope")
+        store.events.subscribe("nope")
 
 
-def test_a_waiting_subscriber_wakes_when_a_message_is_published(hub, session):
-    subscription = hub.events.subscribe(session.id)
+def test_a_waiting_subscriber_wakes_when_a_message_is_published(store, session):
+    subscription = store.events.subscribe(session.id)
     waiter = gevent.spawn(subscription.get, WAIT_S)
     gevent.sleep(0)
-    hub.events.publish(session.id, message(9))
+    store.events.publish(session.id, message(9))
     event = waiter.get(timeout=WAIT_S)
     assert loads(event[1]) == message(9)
 
 
 # replay
-def test_resuming_after_last_event_id_replays_only_what_came_later(hub, session):
-    ids = [hub.events.publish(session.id, message(n)) for n in range(4)]
-    subscription = hub.events.subscribe(session.id, last_event_id=ids[1])
+def test_resuming_after_last_event_id_replays_only_what_came_later(store, session):
+    ids = [store.events.publish(session.id, message(n)) for n in range(4)]
+    subscription = store.events.subscribe(session.id, last_event_id=ids[1])
     assert [receive(subscription)[0] for _ in range(2)] == ids[2:]
     assert subscription.get(0.01) is None
 
 
-def test_reconnecting_without_last_event_id_gets_only_undelivered_messages(hub, session):
-    first = hub.events.subscribe(session.id)
-    hub.events.publish(session.id, message(1))
+def test_reconnecting_without_last_event_id_gets_only_undelivered_messages(store, session):
+    first = store.events.subscribe(session.id)
+    store.events.publish(session.id, message(1))
     receive(first)
     first.close()
-    hub.events.publish(session.id, message(2))
-    second = hub.events.subscribe(session.id)
+    store.events.publish(session.id, message(2))
+    second = store.events.subscribe(session.id)
     assert receive(second)[1] == message(2)
     assert second.get(0.01) is None
 
 
-def test_replay_is_bounded(make_hub):
-    hub = make_hub(replay_max=2)
+def test_replay_is_bounded(make_store):
+    store = make_store(replay_max=2)
     session = Session()
-    hub.sessions.create_session(session)
-    ids = [hub.events.publish(session.id, message(n)) for n in range(5)]
-    subscription = hub.events.subscribe(session.id, last_event_id="0")
+    store.sessions.create_session(session)
+    ids = [store.events.publish(session.id, message(n)) for n in range(5)]
+    subscription = store.events.subscribe(session.id, last_event_id="0")
     assert [receive(subscription)[0] for _ in range(2)] == ids[-2:]
     assert subscription.get(0.01) is None
 
 
-def test_an_unreadable_last_event_id_replays_nothing(hub, session):
-    hub.events.publish(session.id, message(1))
-    assert hub.events.subscribe(session.id, last_event_id="garbage").get(0.01) is None
+def test_an_unreadable_last_event_id_replays_nothing(store, session):
+    store.events.publish(session.id, message(1))
+    assert store.events.subscribe(session.id, last_event_id="garbage").get(0.01) is None
 
 
 # bounds and endings
-def test_a_slow_consumer_is_cut_off_when_its_queue_is_full(make_hub):
-    hub = make_hub(queue_max=2)
+def test_a_slow_consumer_is_cut_off_when_its_queue_is_full(make_store):
+    store = make_store(queue_max=2)
     session = Session()
-    hub.sessions.create_session(session)
-    subscription = hub.events.subscribe(session.id)
+    store.sessions.create_session(session)
+    subscription = store.events.subscribe(session.id)
     for n in range(3):
-        hub.events.publish(session.id, message(n))
+        store.events.publish(session.id, message(n))
     receive(subscription)
     receive(subscription)
     with pytest.raises(StreamClosed) as closed:
@@ -200,95 +200,95 @@ def test_a_slow_consumer_is_cut_off_when_its_queue_is_full(make_hub):
     assert closed.value.reason == "slow consumer"
 
 
-def test_closing_the_session_ends_its_stream(hub, session):
-    subscription = hub.events.subscribe(session.id)
-    assert hub.sessions.close_session(session.id) is True
+def test_closing_the_session_ends_its_stream(store, session):
+    subscription = store.events.subscribe(session.id)
+    assert store.sessions.close_session(session.id) is True
     with pytest.raises(StreamClosed) as closed:
         subscription.get(WAIT_S)
     assert closed.value.reason == "session closed"
-    assert hub.sessions.get_session(session.id) is None
+    assert store.sessions.get_session(session.id) is None
 
 
-def test_shutdown_ends_every_stream(hub, session):
-    subscription = hub.events.subscribe(session.id)
-    hub.events.shutdown()
+def test_shutdown_ends_every_stream(store, session):
+    subscription = store.events.subscribe(session.id)
+    store.events.shutdown()
     with pytest.raises(StreamClosed):
         subscription.get(WAIT_S)
 
 
-def test_an_exclusive_subscribe_refuses_a_second_stream(hub, session):
-    first = hub.events.subscribe(session.id, exclusive=True)
+def test_an_exclusive_subscribe_refuses_a_second_stream(store, session):
+    first = store.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        hub.events.subscribe(session.id, exclusive=True)
-    hub.events.publish(session.id, message(1))
+        store.events.subscribe(session.id, exclusive=True)
+    store.events.publish(session.id, message(1))
     assert receive(first)[1] == message(1)
 
 
-def test_a_plain_subscribe_replaces_the_old_stream(hub, session):
-    old = hub.events.subscribe(session.id)
-    new = hub.events.subscribe(session.id)
+def test_a_plain_subscribe_replaces_the_old_stream(store, session):
+    old = store.events.subscribe(session.id)
+    new = store.events.subscribe(session.id)
     with pytest.raises(StreamClosed):
         old.get(WAIT_S)
-    hub.events.publish(session.id, message(1))
+    store.events.publish(session.id, message(1))
     assert receive(new)[1] == message(1)
 
 
-def test_streaming_session_ids_lists_attached_streams_only(hub, session):
-    assert streaming_session_ids(hub) == []
-    subscription = hub.events.subscribe(session.id)
-    assert streaming_session_ids(hub) == [session.id]
+def test_streaming_session_ids_lists_attached_streams_only(store, session):
+    assert streaming_session_ids(store) == []
+    subscription = store.events.subscribe(session.id)
+    assert streaming_session_ids(store) == [session.id]
     subscription.close()
-    assert streaming_session_ids(hub) == []
+    assert streaming_session_ids(store) == []
 
 
 # expiry (idle times are moved back instead of sleeping)
-def test_reap_expires_sessions_idle_past_the_ttl(make_hub):
-    hub = make_hub(session_ttl_s=60.0)
+def test_reap_expires_sessions_idle_past_the_ttl(make_store):
+    store = make_store(session_ttl_s=60.0)
     idle, fresh = Session(), Session()
-    hub.sessions.create_session(idle)
-    hub.sessions.create_session(fresh)
-    hub.sessions.slots[idle.id].last_seen -= 61.0
-    assert hub.sessions.get_session(idle.id) is None
-    assert hub.sessions.reap() == 1
-    assert hub.sessions.session_count() == 1
-    assert hub.sessions.get_session(fresh.id) is fresh
+    store.sessions.create_session(idle)
+    store.sessions.create_session(fresh)
+    store.sessions.slots[idle.id].last_seen -= 61.0
+    assert store.sessions.get_session(idle.id) is None
+    assert store.sessions.reap() == 1
+    assert store.sessions.session_count() == 1
+    assert store.sessions.get_session(fresh.id) is fresh
 
 
-def test_a_session_with_an_open_stream_never_expires(make_hub):
-    hub = make_hub(session_ttl_s=60.0)
+def test_a_session_with_an_open_stream_never_expires(make_store):
+    store = make_store(session_ttl_s=60.0)
     session = Session()
-    hub.sessions.create_session(session)
-    hub.events.subscribe(session.id)
-    hub.sessions.slots[session.id].last_seen -= 3600.0
-    assert hub.sessions.reap() == 0
+    store.sessions.create_session(session)
+    store.events.subscribe(session.id)
+    store.sessions.slots[session.id].last_seen -= 3600.0
+    assert store.sessions.reap() == 0
 
 
-def test_a_detached_session_expires_after_the_resume_window(make_hub):
-    hub = make_hub(session_ttl_s=3600.0, resume_window_s=30.0)
+def test_a_detached_session_expires_after_the_resume_window(make_store):
+    store = make_store(session_ttl_s=3600.0, resume_window_s=30.0)
     session = Session()
-    hub.sessions.create_session(session)
-    hub.events.subscribe(session.id).close()
-    assert hub.sessions.reap() == 0
-    hub.sessions.slots[session.id].detached_at -= 31.0
-    assert hub.sessions.reap() == 1
-    assert hub.sessions.get_session(session.id) is None
+    store.sessions.create_session(session)
+    store.events.subscribe(session.id).close()
+    assert store.sessions.reap() == 0
+    store.sessions.slots[session.id].detached_at -= 31.0
+    assert store.sessions.reap() == 1
+    assert store.sessions.get_session(session.id) is None
 
 
 # broadcast and cancellation
-def test_broadcast_reaches_the_sessions_that_want_it(hub):
-    server = serve(hub)
+def test_broadcast_reaches_the_sessions_that_want_it(store):
+    server = serve(store)
     ready, fresh = Session(initialized=True), Session()
-    hub.sessions.create_session(ready)
-    hub.sessions.create_session(fresh)
-    listening, waiting = hub.events.subscribe(ready.id), hub.events.subscribe(fresh.id)
+    store.sessions.create_session(ready)
+    store.sessions.create_session(fresh)
+    listening, waiting = store.events.subscribe(ready.id), store.events.subscribe(fresh.id)
     server.announce_list_changed("prompt")
     assert receive(listening)[1] == {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}
-    hub.events.publish(fresh.id, message(1))
+    store.events.publish(fresh.id, message(1))
     assert receive(waiting)[1] == message(1)
 
 
-def test_cancel_kills_the_running_request(hub, session):
-    server = serve(hub)
+def test_cancel_kills_the_running_request(store, session):
+    server = serve(store)
     running = gevent.spawn(gevent.sleep, WAIT_S * 10)
     server.calls.add(session.id, 7, running)
     server.cancel(session.id, 7)
@@ -297,10 +297,10 @@ def test_cancel_kills_the_running_request(hub, session):
     assert len(server.calls) == 0
 
 
-def test_request_times_out_and_tells_the_client(hub, session):
+def test_request_times_out_and_tells_the_client(store, session):
     sent = []
     with pytest.raises(RpcError) as caught:
-        ask(serve(hub), session, "roots/list", {}, timeout=0.01, send=sent.append)
+        ask(serve(store), session, "roots/list", {}, timeout=0.01, send=sent.append)
     assert caught.value.code == REQUEST_TIMEOUT
     assert [m["method"] for m in sent] == ["roots/list", "notifications/cancelled"]
     assert sent[1]["params"]["requestId"] == sent[0]["id"]

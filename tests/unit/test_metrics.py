@@ -58,11 +58,11 @@ def test_tool_calls_feed_the_latency_histogram_and_other_methods_do_not(fresh):
 
 def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_close(settings):
     metrics = instruments()
-    hub = MemoryStore(settings)
+    store = MemoryStore(settings)
     session = Session()
-    hub.sessions.create_session(session)
+    store.sessions.create_session(session)
     before = value(metrics, "mcp_open_streams", kind="legacy")
-    frames = stream_events(hub.events.subscribe(session.id), 5.0, (b": hello\n\n",))
+    frames = stream_events(store.events.subscribe(session.id), 5.0, (b": hello\n\n",))
     assert value(metrics, "mcp_open_streams", kind="legacy") == before  # not started: nothing sent yet
     assert next(frames) == b": hello\n\n"
     assert value(metrics, "mcp_open_streams", kind="legacy") == before + 1
@@ -72,13 +72,13 @@ def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_clo
 
 def test_slow_consumer_cut_off_counts_a_queue_drop():
     metrics = instruments()
-    hub = MemoryStore(Settings.from_mapping({"MCP_QUEUE_MAX": "2"}))
+    store = MemoryStore(Settings.from_mapping({"MCP_QUEUE_MAX": "2"}))
     session = Session()
-    hub.sessions.create_session(session)
-    hub.events.subscribe(session.id)
+    store.sessions.create_session(session)
+    store.events.subscribe(session.id)
     before = value(metrics, "mcp_stream_queue_drops_total")
     for index in range(3):
-        hub.events.publish(session.id, {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": index}})
+        store.events.publish(session.id, {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": index}})
     assert value(metrics, "mcp_stream_queue_drops_total") == before + 1
 
 
@@ -106,7 +106,7 @@ def test_metrics_route_speaks_openmetrics_when_asked(client):
     assert response.get_data(as_text=True).endswith("# EOF\n")
 
 
-def test_metrics_route_reports_the_sessions_the_hub_holds(app, client):
+def test_metrics_route_reports_the_sessions_the_store_holds(app, client):
     dispatcher = app.extensions["mcp"].server
     for _ in range(3):
         dispatcher.open_session("streamable")

@@ -30,7 +30,7 @@ def test_without_a_rate_limit_nothing_charges_batches():
     assert all(client.post("/mcp", json=[PING] * 50).status_code != 429 for _ in range(5))
 
 
-def test_on_sentinel_and_cluster_the_counters_live_where_the_hub_does():
+def test_on_sentinel_and_cluster_the_counters_live_where_the_store_does():
     from flask_mcp_gevent.config import Settings
     from flask_mcp_gevent.web.rate_limit import rate_limit_storage
 

@@ -1,4 +1,4 @@
-"""The Redis hub's call slots: leases that run out come back once the set looks full, a held one is renewed."""
+"""The Redis store's call slots: leases that run out come back once the set looks full, a held one is renewed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from flask_mcp_gevent.store import redis_sessions
 from flask_mcp_gevent.store.redis_keys import call_slots_key
-from tests.support.hubs import new_session
+from tests.support.stores import new_session
 
 
 def slots(redis_server, session_id: str) -> list[bytes]:
@@ -16,37 +16,37 @@ def slots(redis_server, session_id: str) -> list[bytes]:
 
 
 @pytest.mark.redis
-def test_leases_that_ran_out_free_their_slots_once_the_set_looks_full(redis_hubs, redis_server):
-    hub = redis_hubs()
-    session = new_session(hub)
+def test_leases_that_ran_out_free_their_slots_once_the_set_looks_full(redis_stores, redis_server):
+    store = redis_stores()
+    session = new_session(store)
     client = redis_server.client()
     calls = call_slots_key(session.id)
     client.zadd(calls, {"dead|1": 1, "dead|2": 2})  # a killed worker's leases, run out long ago
     client.pexpire(calls, 60_000)
-    assert hub.sessions.take_call_slot(session.id, 3)  # room left: the dead leases are not even looked at
+    assert store.sessions.take_call_slot(session.id, 3)  # room left: the dead leases are not even looked at
     assert b"dead|1" in slots(redis_server, session.id)
     # Full to the count, but two ran out: they go, and this one is taken.
-    assert hub.sessions.take_call_slot(session.id, 3)
+    assert store.sessions.take_call_slot(session.id, 3)
     assert not any(token.startswith(b"dead|") for token in slots(redis_server, session.id))
     assert len(slots(redis_server, session.id)) == 2
-    assert hub.sessions.take_call_slot(session.id, 3)
-    assert hub.sessions.take_call_slot(session.id, 3) is None  # three live leases: full
+    assert store.sessions.take_call_slot(session.id, 3)
+    assert store.sessions.take_call_slot(session.id, 3) is None  # three live leases: full
 
 
 @pytest.mark.redis
-def test_a_held_slot_is_renewed_past_its_lease_and_given_back_is_renewed_no_more(redis_hubs, redis_server,
+def test_a_held_slot_is_renewed_past_its_lease_and_given_back_is_renewed_no_more(redis_stores, redis_server,
                                                                                  monkeypatch):
     monkeypatch.setattr(redis_sessions, "CALL_LEASE_MS", 1000)
-    hub = redis_hubs()
-    session = new_session(hub)
-    held = hub.sessions.take_call_slot(session.id, 1)
+    store = redis_stores()
+    session = new_session(store)
+    held = store.sessions.take_call_slot(session.id, 1)
     assert held
     for _ in range(6):
         gevent.sleep(0.25)
-        hub.sessions.renew_call_leases()
+        store.sessions.renew_call_leases()
     # The lease was 1 s, 1.5 s ago: renewed, the slot is still taken.
-    assert hub.sessions.take_call_slot(session.id, 1) is None
+    assert store.sessions.take_call_slot(session.id, 1) is None
     assert slots(redis_server, session.id) == [held.encode()]
-    hub.sessions.give_back_call_slot(session.id, held)
+    store.sessions.give_back_call_slot(session.id, held)
     assert slots(redis_server, session.id) == []
-    assert held not in hub.sessions.call_leases
+    assert held not in store.sessions.call_leases

@@ -1,6 +1,6 @@
 """A stream's catch-up after its worker's subscriber connection came back: what nobody heard is read from the log.
 
-The Redis hub's Claims run against a fake link whose replay log is a list, so a test decides when a read fails or
+The Redis store's Claims run against a fake link whose replay log is a list, so a test decides when a read fails or
 how long it takes. A Sentinel failover is the case that matters: answers retried through the outage are stored on
 the new master before the stream's worker has subscribed to it again, and only the catch-up read brings them.
 """
@@ -45,7 +45,7 @@ class FakeLink:
             self.failures -= 1
             with self.guard:  # as the link does: a lost connection is StoreUnavailable
                 raise RedisConnectionError("Redis went away")
-        start = command[2]  # inclusive, as the hub reads it
+        start = command[2]  # inclusive, as the store reads it
         return [[event_id.encode(), [b"d", data]] for event_id, data in seen
                 if event_order(event_id) >= event_order(start)]
 

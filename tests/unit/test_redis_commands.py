@@ -1,6 +1,6 @@
-"""The Redis hub's command interface (store/redis_link.py) and a call slot freed before its answer can be seen.
+"""The Redis store's command interface (store/redis_link.py) and a call slot freed before its answer can be seen.
 
-redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the hub's guarantees as the multiplexer
+redis-py's implementation (TLS, Unix sockets, Sentinel, Cluster) must keep the store's guarantees as the multiplexer
 does: a script Redis forgot runs once, and a call slot given back is free before the answer can be seen.
 """
 
@@ -20,7 +20,7 @@ from flask_mcp_gevent.store.redis_keys import call_slots_key
 from flask_mcp_gevent.store.redis_link import RedisLink, multiplexer_for
 from flask_mcp_gevent.store.redis_multiplex import Multiplexer, pack
 from tests.redis_server import redis_server  # noqa: F401  (fixture)
-from tests.support.hubs import drain, message, new_session, numbers
+from tests.support.stores import drain, message, new_session, numbers
 
 
 def test_pack_writes_the_redis_protocol_for_text_bytes_and_integers():
@@ -83,29 +83,29 @@ def test_a_script_run_for_each_of_many_keys_replies_in_order_across_round_trips(
 
 
 @pytest.mark.redis
-def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_within_the_timeout(redis_hubs):
-    hub = redis_hubs(MCP_REDIS_POOL_SIZE=1, MCP_REDIS_TIMEOUT_S=0.2)
-    session = new_session(hub)
-    held = hub.link.client.connection_pool.get_connection()
+def test_per_call_commands_need_no_pooled_connection_and_the_rest_wait_for_one_within_the_timeout(redis_stores):
+    store = redis_stores(MCP_REDIS_POOL_SIZE=1, MCP_REDIS_TIMEOUT_S=0.2)
+    session = new_session(store)
+    held = store.link.client.connection_pool.get_connection()
     try:
         # The per-call commands share the multiplexed connection: an exhausted pool does not stop them.
-        assert hub.sessions.peek_session(session.id) is not None
-        assert hub.sessions.take_call_slot(session.id, 1) is not None
-        hub.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning"}))
+        assert store.sessions.peek_session(session.id) is not None
+        assert store.sessions.take_call_slot(session.id, 1) is not None
+        store.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning"}))
         # redis-py's own path (the refresher's batch of lease renewals) waits for a pooled connection, and gives up
         # in time.
         started = time.monotonic()
         with pytest.raises(StoreUnavailable):
-            hub.sessions.renew_call_leases()
+            store.sessions.renew_call_leases()
         assert time.monotonic() - started < 2
     finally:
-        hub.link.client.connection_pool.release(held)
-    hub.sessions.renew_call_leases()
+        store.link.client.connection_pool.release(held)
+    store.sessions.renew_call_leases()
 
 
 @pytest.mark.redis
-def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
-    worker, other = redis_hubs(), redis_hubs()
+def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_stores):
+    worker, other = redis_stores(), redis_stores()
     session = new_session(worker)
     stream = other.events.subscribe(session.id)
     calls = call_slots_key(session.id)
@@ -130,17 +130,17 @@ def test_a_slot_given_back_is_free_before_the_answer_arrives(redis_hubs):
 
 
 @pytest.mark.redis
-def test_the_lean_path_reports_redis_gone_as_unavailable_and_recovers(redis_hubs, redis_server):  # noqa: F811
-    hub = redis_hubs(MCP_REDIS_TIMEOUT_S=0.5)
-    session = new_session(hub)
+def test_the_lean_path_reports_redis_gone_as_unavailable_and_recovers(redis_stores, redis_server):  # noqa: F811
+    store = redis_stores(MCP_REDIS_TIMEOUT_S=0.5)
+    session = new_session(store)
     redis_server.stop()
     try:
         with pytest.raises(StoreUnavailable):
-            hub.sessions.peek_session(session.id)
+            store.sessions.peek_session(session.id)
         with pytest.raises(StoreUnavailable):
-            hub.events.publish(session.id, message(0))
+            store.events.publish(session.id, message(0))
     finally:
         redis_server.start()
     # Pooled connections Redis closed are reconnected before use: the first command after the restart succeeds.
-    assert hub.sessions.peek_session(session.id) is None  # the restarted Redis kept nothing
-    assert hub.events.publish(session.id, message(0)) is None  # a session it does not know takes no event
+    assert store.sessions.peek_session(session.id) is None  # the restarted Redis kept nothing
+    assert store.events.publish(session.id, message(0)) is None  # a session it does not know takes no event

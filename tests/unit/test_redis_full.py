@@ -1,4 +1,4 @@
-"""A Redis at its maxmemory with no eviction refuses writes (-OOM): on the hub's command path that is an outage.
+"""A Redis at its maxmemory with no eviction refuses writes (-OOM): on the store's command path that is an outage.
 
 Clients get 503 -32004 and retry, as for any Redis that cannot serve now, never a 500.
 """
@@ -13,7 +13,7 @@ from redis.exceptions import OutOfMemoryError, ResponseError
 from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.store.redis_connection import unavailable
 from tests.redis_server import RedisServer
-from tests.support.hubs import Hubs, new_session
+from tests.support.stores import Stores, new_session
 
 pytestmark = pytest.mark.redis
 
@@ -33,21 +33,21 @@ def test_an_out_of_memory_refusal_counts_as_the_store_unavailable():
     assert not unavailable(ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value"))
 
 
-def test_through_the_hub_a_full_redis_is_unavailable_and_serves_again_when_it_has_room(small_redis):
-    hubs = Hubs("redis", small_redis)
+def test_through_the_store_a_full_redis_is_unavailable_and_serves_again_when_it_has_room(small_redis):
+    stores = Stores("redis", small_redis)
     admin = small_redis.client()
     try:
         admin.flushdb()
-        hub = hubs(MCP_REDIS_TIMEOUT_S=5)
-        session = new_session(hub)
+        store = stores(MCP_REDIS_TIMEOUT_S=5)
+        session = new_session(store)
         admin.config_set("maxmemory-policy", "noeviction")
         admin.config_set("maxmemory", 1)
         try:
             with pytest.raises(StoreUnavailable):
-                new_session(hub)
+                new_session(store)
         finally:
             admin.config_set("maxmemory", 0)
-        assert hub.sessions.peek_session(session.id).id == session.id
-        assert new_session(hub).id != session.id
+        assert store.sessions.peek_session(session.id).id == session.id
+        assert new_session(store).id != session.id
     finally:
-        hubs.close()
+        stores.close()

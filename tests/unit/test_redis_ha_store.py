@@ -2,7 +2,7 @@
 masters; a master refusing writes (min-replicas-to-write) is an outage like any other; with Sentinel, a planned
 failover moves every worker to the new master by itself.
 
-The store contract runs on a three-master cluster too (the "cluster" backend of tests/support/hubs.py); these are
+The store contract runs on a three-master cluster too (the "cluster" backend of tests/support/stores.py); these are
 the cluster's own cases, against real cluster-enabled redis-servers.
 """
 
@@ -25,19 +25,19 @@ from flask_mcp_gevent.store.redis_link import RedisLink
 from flask_mcp_gevent.store.redis_scripts import SCRIPTS
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, free_port
-from tests.support.hubs import Hubs, message, new_session, numbers, serve, take
+from tests.support.stores import Stores, message, new_session, numbers, serve, take
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
 
 
 @pytest.fixture
-def cluster_hubs(redis_cluster):
+def cluster_stores(redis_cluster):
     """A factory of RedisStore workers on the test run's cluster, emptied first."""
     redis_cluster.flush()
-    hubs = Hubs("cluster", redis_cluster)
-    yield hubs
-    hubs.close()
+    stores = Stores("cluster", redis_cluster)
+    yield stores
+    stores.close()
 
 
 @pytest.fixture
@@ -55,14 +55,14 @@ def masters_in_turn(monkeypatch):
     return used
 
 
-def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_hubs, monkeypatch):
+def test_every_script_the_store_runs_keeps_all_its_keys_in_one_hash_slot(cluster_stores, monkeypatch):
     runs: list[tuple[str, list[str]]] = []
     run, run_each = RedisLink.run, RedisLink.run_each
     monkeypatch.setattr(RedisLink, "run", lambda link, name, keys, args:
                         runs.append((name, keys)) or run(link, name, keys, args))
     monkeypatch.setattr(RedisLink, "run_each", lambda link, name, each:
                         runs.extend((name, keys) for keys, _ in each) or run_each(link, name, each))
-    worker = cluster_hubs(MCP_MAX_SESSIONS=100)
+    worker = cluster_stores(MCP_MAX_SESSIONS=100)
     assert wait_until(worker.fleet.ready)
     session = new_session(worker)
     worker.sessions.create_session(type(session)(), owner="principal:{alice}", owner_limit=5)
@@ -86,12 +86,12 @@ def test_every_script_the_hub_runs_keeps_all_its_keys_in_one_hash_slot(cluster_h
         assert len({key_slot(key.encode()) for key in keys}) == 1, (name, keys)
 
 
-def test_events_reach_workers_subscribed_to_every_master(cluster_hubs, masters_in_turn):
-    workers = [cluster_hubs() for _ in range(3)]
+def test_events_reach_workers_subscribed_to_every_master(cluster_stores, masters_in_turn):
+    workers = [cluster_stores() for _ in range(3)]
     for worker in workers:
         assert wait_until(worker.fleet.ready)
     assert len(set(masters_in_turn)) == 3
-    publisher = cluster_hubs()
+    publisher = cluster_stores()
     for n in range(6):  # sessions on each master, streams on each worker
         session = new_session(publisher)
         holder = workers[n % 3]
@@ -102,8 +102,8 @@ def test_events_reach_workers_subscribed_to_every_master(cluster_hubs, masters_i
         subscription.close()
 
 
-def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(cluster_hubs, masters_in_turn):
-    holder, other = cluster_hubs(), cluster_hubs()
+def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(cluster_stores, masters_in_turn):
+    holder, other = cluster_stores(), cluster_stores()
     assert wait_until(holder.fleet.ready) and wait_until(other.fleet.ready)
     client = holder.link.client
     listening_on = masters_in_turn[0]
@@ -118,8 +118,8 @@ def test_an_exclusive_stream_conflicts_across_workers_on_different_masters(clust
     other.events.subscribe(session.id, exclusive=True).close()
 
 
-def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_turn):
-    workers = [cluster_hubs() for _ in range(3)]
+def test_a_control_message_reaches_every_worker_once(cluster_stores, masters_in_turn):
+    workers = [cluster_stores() for _ in range(3)]
     servers = [serve(worker) for worker in workers]
     heard: list[list[Any]] = [[] for _ in workers]
     for server, worker, log in zip(servers, workers, heard, strict=True):
@@ -134,34 +134,34 @@ def test_a_control_message_reaches_every_worker_once(cluster_hubs, masters_in_tu
 
 
 def test_a_cluster_that_cannot_be_reached_is_an_outage_not_a_crash():
-    hubs = Hubs("cluster", types.SimpleNamespace(url=f"redis://127.0.0.1:{free_port()}"))  # nothing listens there
+    stores = Stores("cluster", types.SimpleNamespace(url=f"redis://127.0.0.1:{free_port()}"))  # nothing listens there
     try:
-        worker = hubs(MCP_REDIS_TIMEOUT_S="0.5")
+        worker = stores(MCP_REDIS_TIMEOUT_S="0.5")
         with pytest.raises(StoreUnavailable):
             worker.sessions.get_session("0" * 32)
         with pytest.raises(StoreUnavailable):  # its token is made before any command: connecting fails there
             worker.sessions.take_call_slot("0" * 32, 1)
         assert not worker.fleet.ready()
     finally:
-        hubs.close()
+        stores.close()
 
 
 def test_a_master_refusing_writes_for_want_of_replicas_is_an_outage_not_a_crash():
     # min-replicas-to-write: a master that lost its replicas answers NOREPLICAS to every write.
     with RedisServer(extra_args=("--min-replicas-to-write", "1", "--min-replicas-max-lag", "1")) as server:
-        hubs = Hubs("redis", server)
+        stores = Stores("redis", server)
         try:
-            worker = hubs()
+            worker = stores()
             with pytest.raises(StoreUnavailable):
                 new_session(worker)
             assert worker.sessions.get_session("0" * 32) is None  # reads still work
         finally:
-            hubs.close()
+            stores.close()
 
 
-def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(redis_hubs, monkeypatch):
+def test_a_script_missing_again_after_redis_pys_reload_is_an_outage_of_a_moment(redis_stores, monkeypatch):
     # The load went to one server and the run to another (the master moved between them): 503, not a crash.
-    worker = redis_hubs()
+    worker = redis_stores()
     assert wait_until(worker.fleet.ready)
     session = new_session(worker)
 
@@ -177,9 +177,9 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
     # SENTINEL FAILOVER promotes the replica while the old master lives on, taking writes until the Sentinels
     # get round to demoting it (about ten seconds): every worker must move by itself well before that.
     with RedisSentinelSet() as sentinels:
-        hubs = Hubs("sentinel", sentinels)
+        stores = Stores("sentinel", sentinels)
         try:
-            holder, publisher = hubs(MCP_REDIS_TIMEOUT_S=1), hubs(MCP_REDIS_TIMEOUT_S=1)
+            holder, publisher = stores(MCP_REDIS_TIMEOUT_S=1), stores(MCP_REDIS_TIMEOUT_S=1)
             assert wait_until(holder.fleet.ready) and wait_until(publisher.fleet.ready)
             session = new_session(publisher)
             subscription = holder.events.subscribe(session.id)
@@ -205,12 +205,12 @@ def test_after_a_planned_failover_writes_and_the_subscriber_move_to_the_new_mast
             assert heard[-5:] == after
             assert [json.loads(fields[b"d"])["params"]["n"] for _, fields in new_master.xrange(replay)][-5:] == after
         finally:
-            hubs.close()
+            stores.close()
 
 
-def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream_open(redis_hubs, monkeypatch):
+def test_a_claim_refresh_while_a_replacing_stream_attaches_leaves_the_new_stream_open(redis_stores, monkeypatch):
     # Slower attaches (a cluster asks every node who holds the claim first) let the refresher run mid-attach.
-    worker = redis_hubs()
+    worker = redis_stores()
     assert wait_until(worker.fleet.ready)
     session = new_session(worker)
     first = worker.events.subscribe(session.id)

@@ -1,4 +1,4 @@
-"""A Redis loading its dataset (after a restart) answers -LOADING: on the hub's command path that is an outage.
+"""A Redis loading its dataset (after a restart) answers -LOADING: on the store's command path that is an outage.
 
 redis-py raises a LOADING reply itself (a BusyLoadingError, which is a ConnectionError, not a ResponseError); the
 multiplexer parses it into the same exception and must raise it too, so the outage guard answers 503, rather than
@@ -19,7 +19,7 @@ from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_link import multiplexer_for
 from flask_mcp_gevent.store.redis_multiplex import Multiplexer
 from tests.redis_server import RedisServer
-from tests.support.hubs import Hubs, new_session
+from tests.support.stores import Stores, new_session
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -76,7 +76,7 @@ def finish_loading(server: RedisServer, reloading: gevent.Greenlet) -> None:
 
 @pytest.fixture
 def mux(debug_redis) -> Iterator[Multiplexer]:
-    """A multiplexer made as the hub makes its own, connected before Redis starts loading."""
+    """A multiplexer made as the store makes its own, connected before Redis starts loading."""
     pool = redis.BlockingConnectionPool.from_url(
         debug_redis.url, connection_class=CooperativeConnection, protocol=2, socket_timeout=5, timeout=5)
     commands = multiplexer_for(redis.Redis(connection_pool=pool))
@@ -108,20 +108,20 @@ def test_a_script_redis_refused_while_loading_raises_the_refusal(mux, debug_redi
     assert debug_redis.client().get("stored") is None  # refused, not run
 
 
-def test_through_the_hub_redis_loading_is_unavailable_for_reads_and_writes(debug_redis):
-    hubs = Hubs("redis", debug_redis)
+def test_through_the_store_redis_loading_is_unavailable_for_reads_and_writes(debug_redis):
+    stores = Stores("redis", debug_redis)
     try:
         debug_redis.client().flushdb()
-        hub = hubs(MCP_REDIS_TIMEOUT_S=5)
-        session = new_session(hub)
+        store = stores(MCP_REDIS_TIMEOUT_S=5)
+        session = new_session(store)
         reloading = start_loading(debug_redis)
         try:
             with pytest.raises(StoreUnavailable):
-                hub.sessions.peek_session(session.id)
+                store.sessions.peek_session(session.id)
             with pytest.raises(StoreUnavailable):  # not a session Redis never stored
-                new_session(hub)
+                new_session(store)
         finally:
             finish_loading(debug_redis, reloading)
-        assert hub.sessions.peek_session(session.id).id == session.id
+        assert store.sessions.peek_session(session.id).id == session.id
     finally:
-        hubs.close()
+        stores.close()

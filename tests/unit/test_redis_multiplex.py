@@ -21,7 +21,7 @@ from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_keys import call_slots_key
 from flask_mcp_gevent.store.redis_link import multiplexer_for
 from flask_mcp_gevent.store.redis_multiplex import Multiplexer, pack
-from tests.support.hubs import new_session
+from tests.support.stores import new_session
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.redis
@@ -31,7 +31,7 @@ NAME = "mux-under-test"
 
 @pytest.fixture
 def muxes(redis_server):
-    """Multiplexers made as the hub makes its own (multiplexer_for over a BlockingConnectionPool of gevent sockets)."""
+    """Multiplexers made as the store makes its own: multiplexer_for over a BlockingConnectionPool of gevent sockets."""
     redis_server.client().flushdb()
     made: list[tuple[Multiplexer, redis.BlockingConnectionPool]] = []
 
@@ -90,24 +90,24 @@ def test_200_greenlets_get_their_own_replies_over_one_connection(muxes, redis_se
     assert len(connections_named(redis_server)) == 1
 
 
-def test_the_hubs_per_call_commands_open_no_connection_of_their_own(redis_hubs, redis_server):
-    hub = redis_hubs()
-    session = new_session(hub)
-    assert isinstance(hub.link.multiplexer, Multiplexer)
-    assert hub.sessions.peek_session(session.id) is not None
-    name = "mcp-" + hub.link.worker_id
+def test_the_stores_per_call_commands_open_no_connection_of_their_own(redis_stores, redis_server):
+    store = redis_stores()
+    session = new_session(store)
+    assert isinstance(store.link.multiplexer, Multiplexer)
+    assert store.sessions.peek_session(session.id) is not None
+    name = "mcp-" + store.link.worker_id
     before = connections_named(redis_server, name)
 
     def call(n: int) -> None:
-        assert hub.sessions.peek_session(session.id).id == session.id
-        token = hub.sessions.take_call_slot(session.id, 1000)
+        assert store.sessions.peek_session(session.id).id == session.id
+        token = store.sessions.take_call_slot(session.id, 1000)
         assert token is not None
-        hub.sessions.give_back_call_slot(session.id, token)
+        store.sessions.give_back_call_slot(session.id, token)
 
     greenlets = [gevent.spawn(call, n) for n in range(100)]
     gevent.joinall(greenlets, raise_error=True, timeout=30)
     assert connections_named(redis_server, name) == before
-    assert hub.link.client.zcard(call_slots_key(session.id)) == 0
+    assert store.link.client.zcard(call_slots_key(session.id)) == 0
 
 
 def recorded_writes(mux, monkeypatch) -> list[bytes]:
@@ -202,15 +202,15 @@ def test_a_connection_redis_kills_fails_what_waits_and_the_next_command_reconnec
     assert second != first
 
 
-def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command_works(redis_hubs, redis_server):
-    hub = redis_hubs(MCP_REDIS_TIMEOUT_S=5)
-    session = new_session(hub)
-    assert hub.sessions.peek_session(session.id) is not None
-    port = hub.link.multiplexer._sock.getsockname()[1]
+def test_through_the_store_a_killed_connection_is_unavailable_and_the_next_command_works(redis_stores, redis_server):
+    store = redis_stores(MCP_REDIS_TIMEOUT_S=5)
+    session = new_session(store)
+    assert store.sessions.peek_session(session.id) is not None
+    port = store.link.multiplexer._sock.getsockname()[1]
 
     def waiting() -> None:
-        with hub.link.guard:
-            hub.link.execute("BLPOP", "nothing", 4)
+        with store.link.guard:
+            store.link.execute("BLPOP", "nothing", 4)
 
     greenlet = gevent.spawn(waiting)
     wait_until(lambda: blocked_clients(redis_server) == 1, what="the BLPOP blocking in Redis")
@@ -219,7 +219,7 @@ def test_through_the_hub_a_killed_connection_is_unavailable_and_the_next_command
     admin.client_kill_filter(_id=mux_id)
     greenlet.join(3)
     assert type(greenlet.exception) is StoreUnavailable
-    assert hub.sessions.peek_session(session.id).id == session.id
+    assert store.sessions.peek_session(session.id).id == session.id
 
 
 def connection_blocked_in(admin: redis.Redis, command: str) -> str | None:
@@ -326,18 +326,18 @@ def test_a_stalled_redis_fails_waiting_commands_with_timeout_and_the_next_one_su
     assert len(connections_named(redis_server)) == 1
 
 
-def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(redis_hubs, redis_server):
-    hub = redis_hubs(MCP_REDIS_TIMEOUT_S=3)
-    session = new_session(hub)
-    assert hub.sessions.peek_session(session.id) is not None
+def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(redis_stores, redis_server):
+    store = redis_stores(MCP_REDIS_TIMEOUT_S=3)
+    session = new_session(store)
+    assert store.sessions.peek_session(session.id) is not None
 
     def blocked() -> None:
-        with hub.link.guard:
-            hub.link.execute("BLPOP", "nothing", 10)
+        with store.link.guard:
+            store.link.execute("BLPOP", "nothing", 10)
 
     def peek() -> str:
         try:
-            hub.sessions.peek_session(session.id)
+            store.sessions.peek_session(session.id)
         except StoreUnavailable:
             return "unavailable"
         return "answered"
@@ -355,8 +355,8 @@ def test_redis_gone_is_unavailable_at_once_and_commands_succeed_when_it_returns(
         assert time.monotonic() - started < 1.5  # refused, not waited out (the timeout is 3 s)
     finally:
         redis_server.start()
-    assert hub.sessions.peek_session(session.id) is None  # the restarted Redis kept nothing
-    counted = [gevent.spawn(hub.link.execute, "INCR", "back") for _ in range(10)]
+    assert store.sessions.peek_session(session.id) is None  # the restarted Redis kept nothing
+    counted = [gevent.spawn(store.link.execute, "INCR", "back") for _ in range(10)]
     gevent.joinall(counted, raise_error=True, timeout=10)
     assert sorted(greenlet.value for greenlet in counted) == list(range(1, 11))
 
@@ -453,11 +453,11 @@ def raw_reply(server, *command: str) -> bytes:
         return sock.recv(1024)
 
 
-def test_through_the_hub_a_slot_is_free_before_the_call_s_answer_can_be_seen(redis_hubs, redis_server):
-    hub = redis_hubs()
-    session = new_session(hub)
-    token = hub.sessions.take_call_slot(session.id, 1)
-    assert token and hub.sessions.take_call_slot(session.id, 1) is None
-    hub.sessions.give_back_call_slot(session.id, token)
+def test_through_the_store_a_slot_is_free_before_the_call_s_answer_can_be_seen(redis_stores, redis_server):
+    store = redis_stores()
+    session = new_session(store)
+    token = store.sessions.take_call_slot(session.id, 1)
+    assert token and store.sessions.take_call_slot(session.id, 1) is None
+    store.sessions.give_back_call_slot(session.id, token)
     # Without a yield in between, as when the HTTP answer is written right after: Redis has the release already.
     assert raw_reply(redis_server, "ZCARD", call_slots_key(session.id)) == b":0\r\n"

@@ -2,7 +2,7 @@
 
 Each worker is a RedisStore instance with its own subscriber connection, on a shared
 redis-server; a test that needs what a worker holds (the calls it runs, the answers its tools wait
-for) builds a Server over it (tests/support/hubs.serve). The behaviour both backends share is in
+for) builds a Server over it (tests/support/stores.serve). The behaviour both backends share is in
 test_store_contract.py.
 """
 
@@ -21,30 +21,30 @@ from flask_mcp_gevent.session import SessionChange
 from flask_mcp_gevent.store.redis import RedisStore, session_keys
 from flask_mcp_gevent.subscription import StreamClosed
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.support.hubs import ask, drain, message, new_session, numbers, serve, take
 from tests.support.store_seam import streaming_session_ids
+from tests.support.stores import ask, drain, message, new_session, numbers, serve, take
 from tests.support.waiting import kill_redis_clients, wait_until
 
 pytestmark = pytest.mark.redis
 
 
-def test_slow_consumer_queue_is_dropped_at_once(redis_hubs):
-    hub = redis_hubs(MCP_QUEUE_MAX=3)
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
+def test_slow_consumer_queue_is_dropped_at_once(redis_stores):
+    store = redis_stores(MCP_QUEUE_MAX=3)
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
     for n in range(10):
-        hub.events.publish(session.id, message(n))
+        store.events.publish(session.id, message(n))
     # The stalled client never reads again, so nothing may wait for it to.
     assert wait_until(lambda: subscription.reason == "slow consumer")
-    assert session.id not in streaming_session_ids(hub)
+    assert session.id not in streaming_session_ids(store)
     assert subscription.queue.qsize() <= 1  # only the close marker is left
     # What it missed stays in the replay log for when it reconnects.
     subscription.close()
-    assert numbers(drain(hub.events.subscribe(session.id))) == list(range(10))
+    assert numbers(drain(store.events.subscribe(session.id))) == list(range(10))
 
 
-def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     subscription = worker_a.events.subscribe(session.id)
     assert wait_until(lambda: worker_b.sessions.get_session(session.id))
@@ -57,8 +57,8 @@ def test_message_published_on_one_worker_reaches_the_stream_on_another(redis_hub
     subscription.close()
 
 
-def test_request_stream_resumed_on_another_worker_gets_events_published_here(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_request_stream_resumed_on_another_worker_gets_events_published_here(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     first = worker_a.events.publish(session.id, message(0), stream="req1")
     resumed = worker_b.events.subscribe(session.id, last_event_id=first)
@@ -69,8 +69,8 @@ def test_request_stream_resumed_on_another_worker_gets_events_published_here(red
     resumed.close()
 
 
-def test_exclusive_stream_conflicts_across_workers(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_exclusive_stream_conflicts_across_workers(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     first = worker_a.events.subscribe(session.id, exclusive=True)
     assert wait_until(worker_a.fleet.ready)
@@ -80,8 +80,8 @@ def test_exclusive_stream_conflicts_across_workers(redis_hubs):
     worker_b.events.subscribe(session.id, exclusive=True).close()
 
 
-def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs()
+def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_stores, redis_server):  # noqa: F811
+    worker = redis_stores()
     session = new_session(worker)
     # A claim left by a worker that was killed: nobody listens on its channel any more.
     redis_server.client().set(session_keys(session.id).claim, "deadbeefdeadbeef|0123", px=20000)
@@ -91,8 +91,8 @@ def test_stream_claimed_by_a_dead_worker_does_not_block_a_new_one(redis_hubs, re
     subscription.close()
 
 
-def test_stream_on_another_worker_is_replaced_and_told_why(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_stream_on_another_worker_is_replaced_and_told_why(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     first = worker_a.events.subscribe(session.id)
     assert wait_until(worker_a.fleet.ready)
@@ -107,8 +107,8 @@ def test_stream_on_another_worker_is_replaced_and_told_why(redis_hubs):
     second.close()
 
 
-def test_closing_a_session_on_one_worker_ends_its_stream_on_another(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_closing_a_session_on_one_worker_ends_its_stream_on_another(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     subscription = worker_a.events.subscribe(session.id)
     assert wait_until(worker_a.fleet.ready)
@@ -118,8 +118,8 @@ def test_closing_a_session_on_one_worker_ends_its_stream_on_another(redis_hubs):
     assert closed.value.reason == "session closed"
 
 
-def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     subscription = worker_a.events.subscribe(session.id)
     server_a, server_b = serve(worker_a), serve(worker_b)
@@ -132,8 +132,8 @@ def test_answer_posted_to_another_worker_wakes_the_waiting_tool(redis_hubs):
     subscription.close()
 
 
-def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_cancel_on_another_worker_kills_the_request_running_here(redis_stores):
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     server_a, server_b = serve(worker_a), serve(worker_b)
     assert wait_until(lambda: worker_a.fleet.ready() and worker_b.fleet.ready())
@@ -144,9 +144,9 @@ def test_cancel_on_another_worker_kills_the_request_running_here(redis_hubs):
     assert running.dead
 
 
-def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
+def test_broadcast_reaches_every_session_of_the_fleet_once(redis_stores):
     """From any worker, a broadcast lands once on each session: streaming on any worker, or waiting in its replay."""
-    workers = [redis_hubs() for _ in range(3)]
+    workers = [redis_stores() for _ in range(3)]
     servers = [serve(worker) for worker in workers]
     assert wait_until(lambda: all(worker.fleet.ready() for worker in workers))
     streaming = [new_session(worker) for worker in workers]
@@ -164,8 +164,8 @@ def test_broadcast_reaches_every_session_of_the_fleet_once(redis_hubs):
     later.close()
 
 
-def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=0.5)
+def test_session_keys_expire_in_redis_after_the_idle_ttl(redis_stores, redis_server):  # noqa: F811
+    worker = redis_stores(MCP_SESSION_TTL_S=0.5)
     session = new_session(worker)
     worker.events.publish(session.id, message(1))
     keys = session_keys(session.id)
@@ -187,8 +187,8 @@ def replay_bytes(client, session_id: str) -> tuple[int, int]:
     return int(client.get(keys.replay_bytes)), sum(len(fields[b"d"]) for _, fields in client.xrange(keys.replay))
 
 
-def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30)
+def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_stores, redis_server):  # noqa: F811
+    worker = redis_stores(MCP_SESSION_TTL_S=30)
     session = new_session(worker)
     client = redis_server.client()
     worker.events.publish(session.id, message(1))  # a new log takes the session's TTL
@@ -210,8 +210,8 @@ def test_the_replay_log_keeps_the_session_s_ttl_as_it_moves(redis_hubs, redis_se
 
 
 def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the_session_s(
-        redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5)
+        redis_stores, redis_server):  # noqa: F811
+    worker = redis_stores(MCP_SESSION_TTL_S=30, MCP_RESUME_WINDOW_S=5)
     session = new_session(worker)
     client = redis_server.client()
     worker.events.publish(session.id, message(1))
@@ -229,8 +229,8 @@ def test_a_stream_s_attach_refresh_and_detach_move_the_replay_log_s_ttl_with_the
     assert wait_until(lambda: all(0 < ttl <= 5_000 for ttl in replay_ttls_ms(client, session.id).values()))
 
 
-def test_closing_a_session_leaves_none_of_its_keys_in_redis(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs()
+def test_closing_a_session_leaves_none_of_its_keys_in_redis(redis_stores, redis_server):  # noqa: F811
+    worker = redis_stores()
     session = new_session(worker)
     client = redis_server.client()
     worker.events.publish(session.id, message(1))
@@ -240,8 +240,8 @@ def test_closing_a_session_leaves_none_of_its_keys_in_redis(redis_hubs, redis_se
     assert client.keys(session_keys(session.id).session + "*") == []
 
 
-def test_a_log_keeps_the_newest_replay_max_and_counts_their_bytes(redis_hubs, redis_server):  # noqa: F811
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=5)
+def test_a_log_keeps_the_newest_replay_max_and_counts_their_bytes(redis_stores, redis_server):  # noqa: F811
+    worker = redis_stores(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=5)
     session = new_session(worker)
     client = redis_server.client()
     for n in range(12):
@@ -263,9 +263,9 @@ def padded(n: int, size: int) -> dict:
 
 
 def test_a_lost_byte_counter_is_summed_again_from_the_log_and_the_byte_bound_holds(
-        redis_hubs, redis_server):  # noqa: F811
+        redis_stores, redis_server):  # noqa: F811
     size = len(dumps(message(0)))
-    worker = redis_hubs(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=4, MCP_REPLAY_MAX_BYTES=3 * size + 50)
+    worker = redis_stores(MCP_SESSION_TTL_S=30, MCP_REPLAY_MAX=4, MCP_REPLAY_MAX_BYTES=3 * size + 50)
     session = new_session(worker)
     client = redis_server.client()
     keys = session_keys(session.id)
@@ -283,8 +283,8 @@ def test_a_lost_byte_counter_is_summed_again_from_the_log_and_the_byte_bound_hol
     assert replay_bytes(client, session.id) == (size,) * 2
 
 
-def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, redis_server):  # noqa: F811
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_stream_catches_up_after_its_subscriber_connection_drops(redis_stores, redis_server):  # noqa: F811
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     subscription = worker_a.events.subscribe(session.id)
     assert wait_until(worker_a.fleet.ready)
@@ -299,8 +299,8 @@ def test_stream_catches_up_after_its_subscriber_connection_drops(redis_hubs, red
     subscription.close()
 
 
-def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, redis_server):  # noqa: F811
-    worker_a, worker_b = redis_hubs(), redis_hubs()
+def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_stores, redis_server):  # noqa: F811
+    worker_a, worker_b = redis_stores(), redis_stores()
     session = new_session(worker_a)
     subscription = worker_a.events.subscribe(session.id)
     assert wait_until(worker_a.fleet.ready)
@@ -315,43 +315,43 @@ def test_stream_whose_claim_vanished_takes_it_back_and_catches_up(redis_hubs, re
     assert redis_server.client().exists(claim) == 0
 
 
-def test_hub_fails_fast_while_redis_is_down_and_recovers_by_itself():
+def test_store_fails_fast_while_redis_is_down_and_recovers_by_itself():
     with RedisServer() as server:
         settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "1"})
-        hub = RedisStore(settings)
+        store = RedisStore(settings)
         try:
-            session = new_session(hub)
-            assert hub.fleet.ready()
+            session = new_session(store)
+            assert store.fleet.ready()
             server.stop()
             started = time.monotonic()
-            for call in (lambda: hub.sessions.get_session(session.id), lambda: new_session(hub),
-                         lambda: hub.events.publish(session.id, message(1))):
+            for call in (lambda: store.sessions.get_session(session.id), lambda: new_session(store),
+                         lambda: store.events.publish(session.id, message(1))):
                 with pytest.raises(StoreUnavailable):
                     call()
             assert time.monotonic() - started < 3.0
-            assert wait_until(lambda: not hub.fleet.ready(), timeout=5.0)
+            assert wait_until(lambda: not store.fleet.ready(), timeout=5.0)
             server.start()
-            assert wait_until(hub.fleet.ready, timeout=10.0)
-            fresh = new_session(hub)  # the data went with the old process (no persistence)
-            assert hub.sessions.get_session(fresh.id) is not None
+            assert wait_until(store.fleet.ready, timeout=10.0)
+            fresh = new_session(store)  # the data went with the old process (no persistence)
+            assert store.sessions.get_session(fresh.id) is not None
         finally:
-            hub.stop()
+            store.stop()
 
 
-def test_hub_calls_are_bounded_when_redis_hangs():
+def test_store_calls_are_bounded_when_redis_hangs():
     with RedisServer() as server:
         settings = Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.5"})
-        hub = RedisStore(settings)
+        store = RedisStore(settings)
         try:
-            session = new_session(hub)
+            session = new_session(store)
             server.pause()
             started = time.monotonic()
             with pytest.raises(StoreUnavailable):
-                hub.sessions.get_session(session.id)
+                store.sessions.get_session(session.id)
             assert time.monotonic() - started < 2.0
             server.resume()
-            assert wait_until(lambda: hub.fleet.ready() and hub.sessions.get_session(session.id) is not None,
+            assert wait_until(lambda: store.fleet.ready() and store.sessions.get_session(session.id) is not None,
                               timeout=10.0)
         finally:
             server.resume()
-            hub.stop()
+            store.stop()

@@ -14,7 +14,7 @@ from flask_mcp_gevent.store import redis_listener
 from flask_mcp_gevent.store.redis_connection import CooperativeConnection
 from flask_mcp_gevent.store.redis_keys import CONTROL_CHANNEL, WORKER_CHANNEL
 from flask_mcp_gevent.store.redis_listener import SubscriberReader
-from tests.support.hubs import new_session, serve
+from tests.support.stores import new_session, serve
 from tests.support.waiting import kill_redis_clients, wait_until
 
 pytestmark = pytest.mark.redis
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.redis
 
 @pytest.fixture
 def readers(redis_server):
-    """SubscriberReaders on fresh connections made as the hub makes its subscriber's."""
+    """SubscriberReaders on fresh connections made as the store makes its subscriber's."""
     connections: list[CooperativeConnection] = []
 
     def make(timeout_s: float = 2.0) -> SubscriberReader:
@@ -129,8 +129,8 @@ def test_subscribe_gives_up_when_redis_does_not_confirm_within_the_socket_timeou
         gevent.sleep(max(0.0, paused_until - time.monotonic()) + 0.1)
 
 
-def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_hubs, redis_server, monkeypatch):
-    worker = redis_hubs()
+def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_stores, redis_server, monkeypatch):
+    worker = redis_stores()
     session = new_session(worker)
     server = serve(worker)
     assert wait_until(worker.fleet.ready)
@@ -161,10 +161,10 @@ def test_a_control_command_right_behind_a_resubscription_is_obeyed(redis_hubs, r
     assert running.dead  # the cancel was heard: nothing but pub/sub carries it, no replay log would bring it back
 
 
-def test_a_quiet_subscriber_connection_pings_and_is_kept(redis_hubs, redis_server, monkeypatch):
+def test_a_quiet_subscriber_connection_pings_and_is_kept(redis_stores, redis_server, monkeypatch):
     monkeypatch.setattr(redis_listener, "LISTEN_PING_S", 0.1)
     monkeypatch.setattr(redis_listener, "LISTEN_DEAD_S", 0.5)
-    worker = redis_hubs()
+    worker = redis_stores()
     assert wait_until(worker.fleet.ready)
     name = "mcp-" + worker.link.worker_id
 

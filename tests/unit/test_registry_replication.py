@@ -160,16 +160,16 @@ def workers(redis_server) -> Iterator[Any]:  # noqa: F811
     made: list[RedisStore] = []
 
     def start() -> tuple[RedisStore, Registry]:
-        hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+        store = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
         registry = Registry()
-        hub.fleet.share_registry(registry)
-        hub.fleet.prepare()
-        made.append(hub)
-        return hub, registry
+        store.fleet.share_registry(registry)
+        store.fleet.prepare()
+        made.append(store)
+        return store, registry
 
     yield start
-    for hub in made:
-        hub.stop()
+    for store in made:
+        store.stop()
 
 
 @pytest.mark.redis

@@ -1,7 +1,7 @@
 """The store contract, checked against both backends: MemoryStore, and RedisStore on a real redis-server.
 
 Every test here runs once per backend, so the two behave the same to the transports.
-Expiry tests let time pass with `make_hub.elapse`: the memory hubs' clock is stepped,
+Expiry tests let time pass with `make_store.elapse`: the in-memory stores' clock is stepped,
 Redis keeps its own time and is waited for. What only Redis has (several workers on
 one Redis, keys expiring in Redis, Redis going away) is in test_redis_store.py.
 """
@@ -22,210 +22,210 @@ from flask_mcp_gevent.metrics import instruments
 from flask_mcp_gevent.session import SessionChange
 from flask_mcp_gevent.store.memory import MemoryStore
 from flask_mcp_gevent.subscription import StreamClosed
-from tests.support.hubs import ask, drain, message, new_session, numbers, payloads, serve, take
 from tests.support.store_seam import streaming_session_ids
+from tests.support.stores import ask, drain, message, new_session, numbers, payloads, serve, take
 from tests.support.waiting import wait_until
 
 
 # sessions
-def test_created_session_loads_with_its_fields(hub):
-    session = new_session(hub, principal="alice", protocol_version="2025-06-18")
-    loaded = hub.sessions.get_session(session.id)
+def test_created_session_loads_with_its_fields(store):
+    session = new_session(store, principal="alice", protocol_version="2025-06-18")
+    loaded = store.sessions.get_session(session.id)
     assert loaded is not None
     assert (loaded.id, loaded.principal, loaded.protocol_version) == (session.id, "alice", "2025-06-18")
 
 
-def test_unknown_session_is_none(hub):
-    assert hub.sessions.get_session("0" * 32) is None
+def test_unknown_session_is_none(store):
+    assert store.sessions.get_session("0" * 32) is None
 
 
-def test_changes_are_seen_by_the_next_load(hub):
-    session = new_session(hub)
-    hub.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning", "initialized": True},
+def test_changes_are_seen_by_the_next_load(store):
+    session = new_session(store)
+    store.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning", "initialized": True},
                                                  subscribe="file:///a"))
-    loaded = hub.sessions.get_session(session.id)
+    loaded = store.sessions.get_session(session.id)
     assert (loaded.log_level, loaded.subscriptions, loaded.initialized) == ("warning", ["file:///a"], True)
 
 
-def test_closed_session_is_gone_and_closing_again_says_so(hub):
-    session = new_session(hub)
-    assert hub.sessions.close_session(session.id) is True
-    assert hub.sessions.get_session(session.id) is None
-    assert hub.sessions.close_session(session.id) is False
+def test_closed_session_is_gone_and_closing_again_says_so(store):
+    session = new_session(store)
+    assert store.sessions.close_session(session.id) is True
+    assert store.sessions.get_session(session.id) is None
+    assert store.sessions.close_session(session.id) is False
 
 
-def test_changing_a_closed_session_does_not_bring_it_back(hub):
-    session = new_session(hub)
-    hub.sessions.close_session(session.id)
-    assert hub.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning"})).session is None
-    assert hub.sessions.get_session(session.id) is None
+def test_changing_a_closed_session_does_not_bring_it_back(store):
+    session = new_session(store)
+    store.sessions.close_session(session.id)
+    assert store.sessions.update_session(session.id, SessionChange(assign={"log_level": "warning"})).session is None
+    assert store.sessions.get_session(session.id) is None
 
 
-def test_creating_past_max_sessions_raises_capacity_error(make_hub):
-    hub = make_hub(MCP_MAX_SESSIONS=2)
-    new_session(hub)
-    new_session(hub)
+def test_creating_past_max_sessions_raises_capacity_error(make_store):
+    store = make_store(MCP_MAX_SESSIONS=2)
+    new_session(store)
+    new_session(store)
     with pytest.raises(CapacityError):
-        new_session(hub)
+        new_session(store)
 
 
-def test_session_count_counts_open_sessions(hub):
-    first = new_session(hub)
-    new_session(hub)
-    assert hub.sessions.session_count() == 2
-    hub.sessions.close_session(first.id)
-    assert hub.sessions.session_count() == 1
+def test_session_count_counts_open_sessions(store):
+    first = new_session(store)
+    new_session(store)
+    assert store.sessions.session_count() == 2
+    store.sessions.close_session(first.id)
+    assert store.sessions.session_count() == 1
 
 
-# Expiry: make_hub.elapse steps the memory hubs' clock and really waits for Redis, whose margins are
+# Expiry: make_store.elapse steps the in-memory stores' clock and really waits for Redis, whose margins are
 # therefore wide (the sleeps may overrun on a loaded machine, by up to about half a second).
-def test_idle_session_expires_after_ttl(make_hub):
-    hub = make_hub(MCP_SESSION_TTL_S=0.3)
-    session = new_session(hub)
-    make_hub.elapse(0.6)
-    # Polling get_session would keep it alive, so wait on the count, which touches nothing: the memory hub's
+def test_idle_session_expires_after_ttl(make_store):
+    store = make_store(MCP_SESSION_TTL_S=0.3)
+    session = new_session(store)
+    make_store.elapse(0.6)
+    # Polling get_session would keep it alive, so wait on the count, which touches nothing: the in-memory store's
     # reaper or Redis's own expiry removes the session.
-    assert wait_until(lambda: hub.sessions.session_count() == 0, timeout=3.0)
-    assert hub.sessions.get_session(session.id) is None
+    assert wait_until(lambda: store.sessions.session_count() == 0, timeout=3.0)
+    assert store.sessions.get_session(session.id) is None
 
 
-def test_get_session_refreshes_the_idle_timer(make_hub):
-    hub = make_hub(MCP_SESSION_TTL_S=2.0)
-    session = new_session(hub)
+def test_get_session_refreshes_the_idle_timer(make_store):
+    store = make_store(MCP_SESSION_TTL_S=2.0)
+    session = new_session(store)
     # One and a half TTLs in all, a quarter of one between lookups: it lives only if every lookup refreshes it.
     # The margin (a second and a half) absorbs sleeps that overrun on a loaded machine.
     for _ in range(6):
-        make_hub.elapse(0.5)
-        assert hub.sessions.get_session(session.id) is not None
+        make_store.elapse(0.5)
+        assert store.sessions.get_session(session.id) is not None
 
 
-def test_session_with_a_stream_open_does_not_expire(make_hub):
-    hub = make_hub(MCP_SESSION_TTL_S=1.0)
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
-    make_hub.elapse(2.0)
-    if isinstance(hub, MemoryStore):
-        hub.sessions.reap()
+def test_session_with_a_stream_open_does_not_expire(make_store):
+    store = make_store(MCP_SESSION_TTL_S=1.0)
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
+    make_store.elapse(2.0)
+    if isinstance(store, MemoryStore):
+        store.sessions.reap()
     else:
-        hub.claims.refresh()
-    assert hub.sessions.get_session(session.id) is not None
+        store.claims.refresh()
+    assert store.sessions.get_session(session.id) is not None
     subscription.close()
 
 
-def test_detached_session_expires_after_the_resume_window(make_hub):
-    hub = make_hub(MCP_RESUME_WINDOW_S=0.3)
-    session = new_session(hub)
-    hub.events.subscribe(session.id).close()
-    make_hub.elapse(0.6)
+def test_detached_session_expires_after_the_resume_window(make_store):
+    store = make_store(MCP_RESUME_WINDOW_S=0.3)
+    session = new_session(store)
+    store.events.subscribe(session.id).close()
+    make_store.elapse(0.6)
     # peek_session watches without counting as client activity, which would end the window.
-    assert wait_until(lambda: hub.sessions.peek_session(session.id) is None, timeout=3.0)
-    assert hub.sessions.get_session(session.id) is None
+    assert wait_until(lambda: store.sessions.peek_session(session.id) is None, timeout=3.0)
+    assert store.sessions.get_session(session.id) is None
 
 
-def test_a_client_request_during_the_resume_window_keeps_the_session(make_hub):
+def test_a_client_request_during_the_resume_window_keeps_the_session(make_store):
     """Streamable HTTP clients need no stream: one that keeps posting after its stream closed stays."""
-    hub = make_hub(MCP_RESUME_WINDOW_S=1.5)
-    session = new_session(hub)
-    hub.events.subscribe(session.id).close()
+    store = make_store(MCP_RESUME_WINDOW_S=1.5)
+    session = new_session(store)
+    store.events.subscribe(session.id).close()
     for _ in range(6):
-        make_hub.elapse(0.3)
-        assert hub.sessions.get_session(session.id) is not None
-    make_hub.elapse(2.0)
-    assert hub.sessions.peek_session(session.id) is not None
+        make_store.elapse(0.3)
+        assert store.sessions.get_session(session.id) is not None
+    make_store.elapse(2.0)
+    assert store.sessions.peek_session(session.id) is not None
 
 
-def test_reattaching_within_the_resume_window_keeps_the_session(make_hub):
+def test_reattaching_within_the_resume_window_keeps_the_session(make_store):
     # The window is wide because Redis keeps real time: the re-attach must land inside it on a loaded machine.
-    hub = make_hub(MCP_RESUME_WINDOW_S=1.5)
-    session = new_session(hub)
-    hub.events.subscribe(session.id).close()
-    subscription = hub.events.subscribe(session.id)
-    make_hub.elapse(2.0)
-    assert hub.sessions.get_session(session.id) is not None
+    store = make_store(MCP_RESUME_WINDOW_S=1.5)
+    session = new_session(store)
+    store.events.subscribe(session.id).close()
+    subscription = store.events.subscribe(session.id)
+    make_store.elapse(2.0)
+    assert store.sessions.get_session(session.id) is not None
     subscription.close()
 
 
 # delivery and replay
-def test_publish_to_unknown_session_returns_none(hub):
-    assert hub.events.publish("0" * 32, message(1)) is None
+def test_publish_to_unknown_session_returns_none(store):
+    assert store.events.publish("0" * 32, message(1)) is None
 
 
-def test_publish_returns_distinct_string_event_ids(hub):
-    session = new_session(hub)
-    ids = [hub.events.publish(session.id, message(n)) for n in range(5)]
+def test_publish_returns_distinct_string_event_ids(store):
+    session = new_session(store)
+    ids = [store.events.publish(session.id, message(n)) for n in range(5)]
     assert all(isinstance(i, str) and i for i in ids)
     assert len(set(ids)) == 5
 
 
-def test_subscribe_to_unknown_session_raises_key_error(hub):
+def test_subscribe_to_unknown_session_raises_key_error(store):
     with pytest.raises(KeyError):
-        hub.events.subscribe("0" * 32)
+        store.events.subscribe("0" * 32)
 
 
-def test_stream_gets_missed_events_then_live_ones_in_order(hub):
-    session = new_session(hub)
+def test_stream_gets_missed_events_then_live_ones_in_order(store):
+    session = new_session(store)
     for n in range(3):
-        hub.events.publish(session.id, message(n))
-    subscription = hub.events.subscribe(session.id)
+        store.events.publish(session.id, message(n))
+    subscription = store.events.subscribe(session.id)
     for n in range(3, 6):
-        hub.events.publish(session.id, message(n))
+        store.events.publish(session.id, message(n))
     assert numbers(drain(subscription)) == [0, 1, 2, 3, 4, 5]
     subscription.close()
 
 
-def test_event_ids_on_the_stream_are_those_publish_returned(hub):
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
-    ids = [hub.events.publish(session.id, message(n)) for n in range(3)]
+def test_event_ids_on_the_stream_are_those_publish_returned(store):
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
+    ids = [store.events.publish(session.id, message(n)) for n in range(3)]
     assert [event_id for event_id, _ in drain(subscription)] == ids
     subscription.close()
 
 
-def test_last_event_id_resumes_right_after_that_event(hub):
-    session = new_session(hub)
-    ids = [hub.events.publish(session.id, message(n)) for n in range(5)]
-    subscription = hub.events.subscribe(session.id, last_event_id=ids[1])
+def test_last_event_id_resumes_right_after_that_event(store):
+    session = new_session(store)
+    ids = [store.events.publish(session.id, message(n)) for n in range(5)]
+    subscription = store.events.subscribe(session.id, last_event_id=ids[1])
     assert numbers(drain(subscription)) == [2, 3, 4]
     subscription.close()
 
 
-def test_unreadable_last_event_id_replays_nothing_but_streams_live_events(hub):
-    session = new_session(hub)
-    hub.events.publish(session.id, message(0))
-    subscription = hub.events.subscribe(session.id, last_event_id="not-an-id")
-    hub.events.publish(session.id, message(1))
+def test_unreadable_last_event_id_replays_nothing_but_streams_live_events(store):
+    session = new_session(store)
+    store.events.publish(session.id, message(0))
+    subscription = store.events.subscribe(session.id, last_event_id="not-an-id")
+    store.events.publish(session.id, message(1))
     assert numbers(drain(subscription)) == [1]
     subscription.close()
 
 
-def test_reconnect_without_last_event_id_gets_only_what_was_never_delivered(hub):
-    session = new_session(hub)
-    first = hub.events.subscribe(session.id)
-    hub.events.publish(session.id, message(0))
-    hub.events.publish(session.id, message(1))
+def test_reconnect_without_last_event_id_gets_only_what_was_never_delivered(store):
+    session = new_session(store)
+    first = store.events.subscribe(session.id)
+    store.events.publish(session.id, message(0))
+    store.events.publish(session.id, message(1))
     assert numbers(drain(first)) == [0, 1]
     first.close()
-    hub.events.publish(session.id, message(2))
-    second = hub.events.subscribe(session.id)
+    store.events.publish(session.id, message(2))
+    second = store.events.subscribe(session.id)
     assert numbers(drain(second)) == [2]
     second.close()
 
 
-def test_message_published_with_no_stream_attached_is_kept_for_replay(hub):
-    session = new_session(hub)
-    hub.events.subscribe(session.id).close()
-    event_id = hub.events.publish(session.id, message(7))
-    subscription = hub.events.subscribe(session.id)
+def test_message_published_with_no_stream_attached_is_kept_for_replay(store):
+    session = new_session(store)
+    store.events.subscribe(session.id).close()
+    event_id = store.events.publish(session.id, message(7))
+    subscription = store.events.subscribe(session.id)
     assert drain(subscription) == [(event_id, dumps(message(7)))]
     subscription.close()
 
 
-def test_replay_keeps_only_the_newest_replay_max_events(make_hub):
-    hub = make_hub(MCP_REPLAY_MAX=5)
-    session = new_session(hub)
+def test_replay_keeps_only_the_newest_replay_max_events(make_store):
+    store = make_store(MCP_REPLAY_MAX=5)
+    session = new_session(store)
     for n in range(400):
-        hub.events.publish(session.id, message(n))
-    subscription = hub.events.subscribe(session.id)
+        store.events.publish(session.id, message(n))
+    subscription = store.events.subscribe(session.id)
     got = numbers(drain(subscription, limit=1000))
     # Redis trims approximately (whole stream nodes), so allow some slack, but never unbounded.
     assert got[-1] == 399 and 5 <= len(got) <= 200
@@ -238,18 +238,18 @@ def replay_gaps() -> float:
     return instruments().registry.get_sample_value("mcp_replay_gaps_total") or 0.0
 
 
-def six_events_in_a_log_of_three(make_hub):
-    """A hub keeping three events per session, and a session that published six (the first three dropped)."""
-    hub = make_hub(MCP_REPLAY_MAX=3)
-    session = new_session(hub)
-    return hub, session, [hub.events.publish(session.id, message(n)) for n in range(6)]
+def six_events_in_a_log_of_three(make_store):
+    """A store keeping three events per session, and a session that published six (the first three dropped)."""
+    store = make_store(MCP_REPLAY_MAX=3)
+    session = new_session(store)
+    return store, session, [store.events.publish(session.id, message(n)) for n in range(6)]
 
 
-def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_hub, caplog):
-    hub, session, ids = six_events_in_a_log_of_three(make_hub)
+def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(make_store, caplog):
+    store, session, ids = six_events_in_a_log_of_three(make_store)
     before = replay_gaps()
     with caplog.at_level(logging.WARNING, logger="mcp.store"):
-        subscription = hub.events.subscribe(session.id, last_event_id=ids[1])
+        subscription = store.events.subscribe(session.id, last_event_id=ids[1])
     # Event 2 was dropped: the stream gets what the log kept, and the hole is said aloud.
     assert numbers(drain(subscription)) == [3, 4, 5]
     assert replay_gaps() == before + 1
@@ -257,14 +257,14 @@ def test_resuming_after_an_event_the_replay_log_dropped_is_logged_and_counted(ma
     subscription.close()
 
 
-def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
-    hub, session, ids = six_events_in_a_log_of_three(make_hub)
+def test_resuming_inside_the_replay_log_reports_no_gap(make_store, caplog):
+    store, session, ids = six_events_in_a_log_of_three(make_store)
     before = replay_gaps()
     with caplog.at_level(logging.WARNING, logger="mcp.store"):
-        subscription = hub.events.subscribe(session.id, last_event_id=ids[3])
+        subscription = store.events.subscribe(session.id, last_event_id=ids[3])
         assert numbers(drain(subscription)) == [4, 5]
         subscription.close()
-        subscription = hub.events.subscribe(session.id, last_event_id=ids[4])
+        subscription = store.events.subscribe(session.id, last_event_id=ids[4])
         assert numbers(drain(subscription)) == [5]
     assert replay_gaps() == before
     assert "has dropped" not in caplog.text
@@ -272,25 +272,25 @@ def test_resuming_inside_the_replay_log_reports_no_gap(make_hub, caplog):
 
 
 # request streams (a Streamable HTTP POST's own event stream, resumable with Last-Event-ID)
-def test_request_stream_events_stay_off_the_sessions_own_stream(hub):
-    session = new_session(hub)
-    own = hub.events.subscribe(session.id)
-    hub.events.publish(session.id, message(1), stream="req1")
-    hub.events.publish(session.id, message(2))
+def test_request_stream_events_stay_off_the_sessions_own_stream(store):
+    session = new_session(store)
+    own = store.events.subscribe(session.id)
+    store.events.publish(session.id, message(1), stream="req1")
+    store.events.publish(session.id, message(2))
     assert numbers(drain(own)) == [2]
     own.close()
-    assert numbers(drain(hub.events.subscribe(session.id, last_event_id=None), first_timeout=0.5)) == []
+    assert numbers(drain(store.events.subscribe(session.id, last_event_id=None), first_timeout=0.5)) == []
 
 
-def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(hub):
-    session = new_session(hub)
-    ids = [hub.events.publish(session.id, message(n), stream="req1") for n in range(3)]
-    hub.events.publish(session.id, message(99), stream="req2")
-    hub.events.publish(session.id, message(98))
+def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(store):
+    session = new_session(store)
+    ids = [store.events.publish(session.id, message(n), stream="req1") for n in range(3)]
+    store.events.publish(session.id, message(99), stream="req2")
+    store.events.publish(session.id, message(98))
     assert all(event_id.endswith("/req1") for event_id in ids)
-    resumed = hub.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    resumed = store.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
     assert resumed.stream == "req1"
-    hub.events.publish(session.id, message(3), stream="req1")
+    store.events.publish(session.id, message(3), stream="req1")
     # Waited for: the live one crosses the cluster's bus, which a loaded machine may hold past drain's pause.
     events = take(resumed, 4)
     assert numbers(events) == [0, 1, 2, 3]
@@ -299,95 +299,95 @@ def test_request_stream_resumes_from_its_priming_id_with_its_own_events_only(hub
     resumed.close()
 
 
-def test_request_stream_resumes_right_after_the_last_event_id(hub):
-    session = new_session(hub)
-    ids = [hub.events.publish(session.id, message(n), stream="req1") for n in range(4)]
-    resumed = hub.events.subscribe(session.id, last_event_id=ids[1])
+def test_request_stream_resumes_right_after_the_last_event_id(store):
+    session = new_session(store)
+    ids = [store.events.publish(session.id, message(n), stream="req1") for n in range(4)]
+    resumed = store.events.subscribe(session.id, last_event_id=ids[1])
     assert numbers(drain(resumed)) == [2, 3]
     resumed.close()
 
 
-def test_resumed_request_stream_is_not_the_sessions_stream(hub):
-    session = new_session(hub)
-    own = hub.events.subscribe(session.id, exclusive=True)
-    resumed = hub.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
-    assert streaming_session_ids(hub) == [session.id]
-    hub.events.publish(session.id, message(1), stream="req1")
-    hub.events.publish(session.id, message(2))
+def test_resumed_request_stream_is_not_the_sessions_stream(store):
+    session = new_session(store)
+    own = store.events.subscribe(session.id, exclusive=True)
+    resumed = store.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    assert streaming_session_ids(store) == [session.id]
+    store.events.publish(session.id, message(1), stream="req1")
+    store.events.publish(session.id, message(2))
     assert numbers(drain(resumed)) == [1]
     assert numbers(drain(own)) == [2]
     resumed.close()
-    assert streaming_session_ids(hub) == [session.id]
+    assert streaming_session_ids(store) == [session.id]
     own.close()
 
 
-def test_closing_a_session_ends_its_request_streams(hub):
-    session = new_session(hub)
-    resumed = hub.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
-    hub.sessions.close_session(session.id)
+def test_closing_a_session_ends_its_request_streams(store):
+    session = new_session(store)
+    resumed = store.events.subscribe(session.id, last_event_id=join_event_id("0", "req1"))
+    store.sessions.close_session(session.id)
     with pytest.raises(StreamClosed):
         for _ in range(5):
             resumed.get(1.0)
 
 
 # one stream per session
-def test_exclusive_subscribe_conflicts_with_an_attached_stream(hub):
-    session = new_session(hub)
-    first = hub.events.subscribe(session.id, exclusive=True)
+def test_exclusive_subscribe_conflicts_with_an_attached_stream(store):
+    session = new_session(store)
+    first = store.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        hub.events.subscribe(session.id, exclusive=True)
+        store.events.subscribe(session.id, exclusive=True)
     first.close()
-    hub.events.subscribe(session.id, exclusive=True).close()
+    store.events.subscribe(session.id, exclusive=True).close()
 
 
-def test_failed_exclusive_subscribe_leaves_the_first_stream_working(hub):
-    session = new_session(hub)
-    first = hub.events.subscribe(session.id, exclusive=True)
+def test_failed_exclusive_subscribe_leaves_the_first_stream_working(store):
+    session = new_session(store)
+    first = store.events.subscribe(session.id, exclusive=True)
     with pytest.raises(StreamConflict):
-        hub.events.subscribe(session.id, exclusive=True)
-    hub.events.publish(session.id, message(1))
+        store.events.subscribe(session.id, exclusive=True)
+    store.events.publish(session.id, message(1))
     assert numbers(drain(first)) == [1]
     first.close()
 
 
-def test_non_exclusive_subscribe_replaces_the_attached_stream(hub):
-    session = new_session(hub)
-    first = hub.events.subscribe(session.id)
-    second = hub.events.subscribe(session.id)
+def test_non_exclusive_subscribe_replaces_the_attached_stream(store):
+    session = new_session(store)
+    first = store.events.subscribe(session.id)
+    second = store.events.subscribe(session.id)
     with pytest.raises(StreamClosed) as closed:
         first.get(1.0)
     assert "replaced" in closed.value.reason
-    hub.events.publish(session.id, message(1))
+    store.events.publish(session.id, message(1))
     assert numbers(drain(second)) == [1]
     first.close()
     second.close()
 
 
-def test_closing_a_session_ends_its_stream(hub):
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
-    hub.sessions.close_session(session.id)
+def test_closing_a_session_ends_its_stream(store):
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
+    store.sessions.close_session(session.id)
     with pytest.raises(StreamClosed) as closed:
         subscription.get(2.0)
     assert closed.value.reason == "session closed"
 
 
-def test_streaming_session_ids_lists_attached_streams_only(hub):
-    streaming = new_session(hub)
-    idle = new_session(hub)
-    subscription = hub.events.subscribe(streaming.id)
-    assert streaming_session_ids(hub) == [streaming.id]
+def test_streaming_session_ids_lists_attached_streams_only(store):
+    streaming = new_session(store)
+    idle = new_session(store)
+    subscription = store.events.subscribe(streaming.id)
+    assert streaming_session_ids(store) == [streaming.id]
     subscription.close()
-    assert idle.id not in streaming_session_ids(hub)
-    assert streaming_session_ids(hub) == []
+    assert idle.id not in streaming_session_ids(store)
+    assert streaming_session_ids(store) == []
 
 
-def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_hub, hub_log):
-    hub = make_hub(MCP_QUEUE_MAX=3)
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
+def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_store, store_log):
+    store = make_store(MCP_QUEUE_MAX=3)
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
     for n in range(10):
-        hub.events.publish(session.id, message(n))
+        store.events.publish(session.id, message(n))
     # Live delivery fills the stream's queue past its bound (at once here, through pub/sub on Redis).
     assert wait_until(lambda: subscription.reason == "slow consumer", timeout=5.0)
     received = 0
@@ -397,14 +397,14 @@ def test_slow_consumer_stream_is_closed_with_a_logged_reason(make_hub, hub_log):
                 received += 1
     assert closed.value.reason == "slow consumer"
     assert received <= 3
-    assert any("slow consumer" in record.getMessage() for record in hub_log)
+    assert any("slow consumer" in record.getMessage() for record in store_log)
     subscription.close()
-    assert session.id not in streaming_session_ids(hub)
+    assert session.id not in streaming_session_ids(store)
 
 
-def test_shutdown_ends_every_stream(hub):
-    subscriptions = [hub.events.subscribe(new_session(hub).id) for _ in range(3)]
-    hub.events.shutdown()
+def test_shutdown_ends_every_stream(store):
+    subscriptions = [store.events.subscribe(new_session(store).id) for _ in range(3)]
+    store.events.shutdown()
     for subscription in subscriptions:
         with pytest.raises(StreamClosed) as closed:
             subscription.get(2.0)
@@ -413,10 +413,10 @@ def test_shutdown_ends_every_stream(hub):
 
 
 # server-to-client requests, cancellation, broadcast
-def test_resolve_wakes_the_tool_waiting_for_the_answer(hub):
-    session = new_session(hub)
-    server = serve(hub)
-    subscription = hub.events.subscribe(session.id)
+def test_resolve_wakes_the_tool_waiting_for_the_answer(store):
+    session = new_session(store)
+    server = serve(store)
+    subscription = store.events.subscribe(session.id)
     waiter = gevent.spawn(ask, server, session, "roots/list", {}, 5.0)
     event = subscription.get(2.0)
     assert event is not None
@@ -427,20 +427,20 @@ def test_resolve_wakes_the_tool_waiting_for_the_answer(hub):
     subscription.close()
 
 
-def test_request_without_an_answer_times_out_and_tells_the_client(hub):
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
+def test_request_without_an_answer_times_out_and_tells_the_client(store):
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
     with pytest.raises(RpcError) as failed:
-        ask(serve(hub), session, "roots/list", {}, 0.2)
+        ask(serve(store), session, "roots/list", {}, 0.2)
     assert failed.value.code == REQUEST_TIMEOUT
     methods = [json.loads(data)["method"] for data in payloads(drain(subscription))]
     assert methods == ["roots/list", "notifications/cancelled"]
     subscription.close()
 
 
-def test_cancel_kills_the_running_request(hub):
-    server = serve(hub)
-    session = new_session(hub)
+def test_cancel_kills_the_running_request(store):
+    server = serve(store)
+    session = new_session(store)
     running = gevent.spawn(gevent.sleep, 30)
     server.calls.add(session.id, 7, running)
     server.cancel(session.id, 7)
@@ -449,27 +449,27 @@ def test_cancel_kills_the_running_request(hub):
     assert len(server.calls) == 0
 
 
-def test_broadcast_reaches_this_workers_session_once(hub):
-    server = serve(hub)
-    listener = new_session(hub, initialized=True)
-    stream = hub.events.subscribe(listener.id)
-    assert wait_until(hub.fleet.ready)
+def test_broadcast_reaches_this_workers_session_once(store):
+    server = serve(store)
+    listener = new_session(store, initialized=True)
+    stream = store.events.subscribe(listener.id)
+    assert wait_until(store.fleet.ready)
     server.announce_list_changed("tool")
     # A second copy would come down this worker's one subscriber connection ahead of the marker's event,
     # so once the marker is here every copy is too.
-    hub.events.publish(listener.id, message(1))
+    store.events.publish(listener.id, message(1))
     events = [json.loads(data) for data in payloads(take(stream, 2))]
     assert events == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, message(1)]
     assert drain(stream, first_timeout=0.5) == []
     stream.close()
 
 
-def test_ready_is_true_when_the_backing_store_answers(hub):
-    assert hub.fleet.ready() is True
+def test_ready_is_true_when_the_backing_store_answers(store):
+    assert store.fleet.ready() is True
 
 
-def test_broadcast_session_ids_include_sessions_without_a_stream(hub):
-    streaming, quiet = new_session(hub), new_session(hub)
-    subscription = hub.events.subscribe(streaming.id)
-    assert {streaming.id, quiet.id} <= set(hub.events.broadcast_session_ids())
+def test_broadcast_session_ids_include_sessions_without_a_stream(store):
+    streaming, quiet = new_session(store), new_session(store)
+    subscription = store.events.subscribe(streaming.id)
+    assert {streaming.id, quiet.id} <= set(store.events.broadcast_session_ids())
     subscription.close()

@@ -17,16 +17,16 @@ from flask_mcp_gevent.store.redis import RedisStore, session_keys
 from flask_mcp_gevent.store.redis_events import RedisEvents
 from flask_mcp_gevent.store.redis_keys import delivery_key
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
-from tests.support.hubs import new_session, queued_commands, take
+from tests.support.stores import new_session, queued_commands, take
 
 EARLIER = {"jsonrpc": "2.0", "id": 6, "result": {}}
 ANSWER = {"jsonrpc": "2.0", "id": 7, "result": {}}
 
 
 @contextmanager
-def stalling_hub(retry_s: float) -> Iterator[tuple[RedisServer, RedisStore]]:
-    """A Redis of its own and a hub with a short command timeout, so a paused Redis fails each attempt quickly;
-    afterwards Redis is resumed and the hub stopped."""
+def stalling_store(retry_s: float) -> Iterator[tuple[RedisServer, RedisStore]]:
+    """A Redis of its own and a store with a short command timeout, so a paused Redis fails each attempt quickly;
+    afterwards Redis is resumed and the store stopped."""
     with RedisServer() as server:
         stalling = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": server.url, "MCP_REDIS_TIMEOUT_S": "0.3",
                                                    "MCP_DELIVERY_RETRY_S": str(retry_s)}))
@@ -65,10 +65,10 @@ def given_up_line(session_id: str) -> str:
             "unreachable for MCP_DELIVERY_RETRY_S (0.5 s); the client may never get it")
 
 
-def test_a_delivered_answer_reaches_the_stream_once(hub):  # noqa: F811
-    session = new_session(hub)
-    subscription = hub.events.subscribe(session.id)
-    event_id = hub.events.deliver(session.id, ANSWER)
+def test_a_delivered_answer_reaches_the_stream_once(store):  # noqa: F811
+    session = new_session(store)
+    subscription = store.events.subscribe(session.id)
+    event_id = store.events.deliver(session.id, ANSWER)
     assert event_id is not None
     assert take(subscription, 2, timeout=1.0) == [(event_id, b'{"jsonrpc":"2.0","id":7,"result":{}}')]
     subscription.close()
@@ -76,7 +76,7 @@ def test_a_delivered_answer_reaches_the_stream_once(hub):  # noqa: F811
 
 @pytest.mark.redis
 def test_an_answer_delivered_through_a_stall_is_stored_exactly_once():
-    with stalling_hub(retry_s=20) as (server, stalling):
+    with stalling_store(retry_s=20) as (server, stalling):
         session = new_session(stalling)
         # Redis knows the script now, so an attempt that times out still runs when Redis resumes.
         assert stalling.events.deliver(session.id, EARLIER) is not None
@@ -92,12 +92,12 @@ def test_an_answer_delivered_through_a_stall_is_stored_exactly_once():
 
 
 @pytest.mark.redis
-def test_an_answer_is_given_up_with_an_error_log_past_the_bound(hub_log):  # noqa: F811
-    with stalling_hub(retry_s=0.5) as (server, stalling):
+def test_an_answer_is_given_up_with_an_error_log_past_the_bound(store_log):  # noqa: F811
+    with stalling_store(retry_s=0.5) as (server, stalling):
         session = new_session(stalling)
         server.pause()
         assert stalling.events.deliver(session.id, ANSWER) is None
-    assert [r.getMessage() for r in hub_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
+    assert [r.getMessage() for r in store_log if r.levelname == "ERROR"] == [given_up_line(session.id)]
 
 
 def test_a_negative_delivery_retry_is_refused_at_start():
@@ -126,35 +126,35 @@ def test_delivery_tokens_differ_across_calls_and_across_workers(redis_server):  
 
 @pytest.mark.redis
 def test_an_answer_delivered_to_a_redis_that_forgot_the_script_is_stored_once(redis_server):  # noqa: F811
-    hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    store = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
-        session = new_session(hub)
-        assert hub.events.deliver(session.id, EARLIER) is not None
+        session = new_session(store)
+        assert store.events.deliver(session.id, EARLIER) is not None
         redis_server.client().script_flush()  # a restarted Redis: the EVALSHA gets NOSCRIPT
-        assert hub.events.deliver(session.id, ANSWER) is not None
+        assert store.events.deliver(session.id, ANSWER) is not None
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
     finally:
-        hub.stop()
+        store.stop()
 
 
 @pytest.mark.redis
 @pytest.mark.parametrize("stream", [None, "req-1"], ids=["session-stream", "request-stream"])
 def test_a_delivered_answer_is_one_deliver_script_run_that_remembers_its_token(redis_server, stream):  # noqa: F811
-    hub = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
+    store = RedisStore(Settings.from_mapping({"MCP_REDIS_URL": redis_server.url}))
     try:
-        session = new_session(hub)
-        assert hub.events.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded
-        with delivery_tokens(hub.events) as tokens, queued_commands(hub) as sent:
-            assert hub.events.deliver(session.id, ANSWER, stream) is not None
+        session = new_session(store)
+        assert store.events.deliver(session.id, EARLIER, stream) is not None  # connected, the script loaded
+        with delivery_tokens(store.events) as tokens, queued_commands(store) as sent:
+            assert store.events.deliver(session.id, ANSWER, stream) is not None
         assert len(tokens) == 1
-        keys, args = hub.events.publish_arguments(session.id, ANSWER, stream)
+        keys, args = store.events.publish_arguments(session.id, ANSWER, stream)
         # What a generic packer makes of EVALSHA, the SHA, the key count, the keys, the token's and the arguments.
-        assert sent == [(redis_multiplex.pack(("EVALSHA", hub.link.scripts["deliver"].sha, len(keys) + 1, *keys,
+        assert sent == [(redis_multiplex.pack(("EVALSHA", store.link.scripts["deliver"].sha, len(keys) + 1, *keys,
                                           delivery_key(session.id, tokens[0]), *args,
-                                          hub.events.remember_ms_arg)), 1)]
+                                          store.events.remember_ms_arg)), 1)]
         assert replayed(redis_server, session.id) == [b'{"jsonrpc":"2.0","id":6,"result":{}}',
                                                       b'{"jsonrpc":"2.0","id":7,"result":{}}']
         assert redis_server.client().exists(delivery_key(session.id, tokens[0]))  # remembered for its retries
     finally:
-        hub.stop()
+        store.stop()

@@ -15,7 +15,7 @@ import pytest
 from flask_mcp_gevent.conditions import CapacityError
 from flask_mcp_gevent.store.memory import MemoryStore, UsedOnce
 from flask_mcp_gevent.store.redis_keys import used_rounds_key
-from tests.support.hubs import SteppedClock
+from tests.support.stores import SteppedClock
 
 
 def new_id() -> bytes:
@@ -23,50 +23,50 @@ def new_id() -> bytes:
     return secrets.token_bytes(16)
 
 
-def test_an_id_is_used_once_and_then_known_as_used(hub):
+def test_an_id_is_used_once_and_then_known_as_used(store):
     rounds_id = new_id()
-    assert hub.fleet.is_used(rounds_id) is False
-    assert hub.fleet.use_once(rounds_id, 60) is True
-    assert hub.fleet.use_once(rounds_id, 60) is False
-    assert hub.fleet.is_used(rounds_id) is True
-    assert hub.fleet.is_used(new_id()) is False
+    assert store.fleet.is_used(rounds_id) is False
+    assert store.fleet.use_once(rounds_id, 60) is True
+    assert store.fleet.use_once(rounds_id, 60) is False
+    assert store.fleet.is_used(rounds_id) is True
+    assert store.fleet.is_used(new_id()) is False
 
 
-def test_every_worker_sees_an_id_another_used(make_hub):
-    first, second = make_hub(), make_hub()
+def test_every_worker_sees_an_id_another_used(make_store):
+    first, second = make_store(), make_store()
     rounds_id = new_id()
     assert first.fleet.use_once(rounds_id, 60) is True
     if isinstance(first, MemoryStore):
-        assert second.fleet.use_once(rounds_id, 60) is True  # the memory hub's record is its own process's
+        assert second.fleet.use_once(rounds_id, 60) is True  # the in-memory store's record is its own process's
     else:
         assert second.fleet.use_once(rounds_id, 60) is False
         assert second.fleet.is_used(rounds_id) is True
 
 
-def test_of_many_greenlets_using_one_id_at_once_one_wins(make_hub):
-    hubs = [make_hub() for _ in range(2)]
-    shared = hubs[0] if isinstance(hubs[0], MemoryStore) else None
+def test_of_many_greenlets_using_one_id_at_once_one_wins(make_store):
+    stores = [make_store() for _ in range(2)]
+    shared = stores[0] if isinstance(stores[0], MemoryStore) else None
     rounds_id = new_id()
-    greenlets = [gevent.spawn((shared or hubs[n % 2]).fleet.use_once, rounds_id, 60) for n in range(20)]
+    greenlets = [gevent.spawn((shared or stores[n % 2]).fleet.use_once, rounds_id, 60) for n in range(20)]
     gevent.joinall(greenlets, timeout=10, raise_error=True)
     assert sorted(g.value for g in greenlets) == [False] * 19 + [True]
 
 
-def test_an_id_is_forgotten_when_its_time_is_over(make_hub):
-    hub = make_hub()
+def test_an_id_is_forgotten_when_its_time_is_over(make_store):
+    store = make_store()
     rounds_id = new_id()
-    hub.fleet.use_once(rounds_id, 0.3)
-    make_hub.elapse(0.6)
-    assert hub.fleet.is_used(rounds_id) is False
-    assert hub.fleet.use_once(rounds_id, 60) is True
+    store.fleet.use_once(rounds_id, 0.3)
+    make_store.elapse(0.6)
+    assert store.fleet.is_used(rounds_id) is False
+    assert store.fleet.use_once(rounds_id, 60) is True
 
 
 @pytest.mark.redis
-def test_redis_keeps_one_key_per_id_that_expires_with_the_state(redis_hubs):
-    hub = redis_hubs(MCP_REQUEST_STATE_TTL_S=600)
+def test_redis_keeps_one_key_per_id_that_expires_with_the_state(redis_stores):
+    store = redis_stores(MCP_REQUEST_STATE_TTL_S=600)
     rounds_id = new_id()
-    hub.fleet.use_once(rounds_id, 600)
-    client = redis_hubs.server.client()
+    store.fleet.use_once(rounds_id, 600)
+    client = redis_stores.server.client()
     assert 599_000 < client.pttl(used_rounds_key(rounds_id)) <= 600_000
     assert client.memory_usage(used_rounds_key(rounds_id)) < 200
 

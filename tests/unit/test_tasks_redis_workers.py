@@ -32,14 +32,14 @@ def name_please(ctx) -> str:
 
 
 @pytest.fixture
-def workers(redis_hubs):
+def workers(redis_stores):
     """Two servers, each on its own RedisStore of the same redis-server."""
     registry = Registry()
     registry.add_function(nap)
     registry.add_function(name_please)
     servers = []
     for _ in range(2):
-        store = redis_hubs()
+        store = redis_stores()
         servers.append(Server(store.settings, registry=registry, store=store))
         assert wait_until(store.fleet.ready, timeout=WAIT_S)
     yield servers

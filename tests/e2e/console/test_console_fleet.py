@@ -1,4 +1,4 @@
-"""The console against two gunicorn workers on the Redis hub: the same page, the same answers.
+"""The console against two gunicorn workers on the Redis store: the same page, the same answers.
 
 Which worker takes each of the page's POSTs is the kernel's choice; tests/e2e/test_scale_out.py pins
 answers to chosen workers. This proves the page needs nothing of a single in-memory worker.
@@ -32,7 +32,7 @@ def page(browser, fleet):
     return console
 
 
-def test_add_elicitation_and_progress_work_on_the_redis_hub(page):
+def test_add_elicitation_and_progress_work_on_the_redis_store(page):
     assert page.run_tool("add", a="10", b="20").find_element(By.CSS_SELECTOR, ".content-text").text == "30"
 
     page.open_tool("greet_user")

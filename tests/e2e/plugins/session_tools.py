@@ -19,7 +19,7 @@ def read_item(n: str) -> str:
 
 @tool(input_schema=NO_ARGUMENTS)
 def stored_session(ctx) -> dict:
-    """Report the session's subscriptions and log level as the hub stored them when this call began."""
+    """Report the session's subscriptions and log level as the store stored them when this call began."""
     return {"subscriptions": sorted(ctx.session.subscriptions), "logLevel": ctx.session.log_level}
 
 

@@ -1,4 +1,4 @@
-"""Store test helpers: hubs of either backend built from settings overrides, a clock tests step, event readers."""
+"""Store test helpers: stores of either backend built from settings overrides, a clock tests step, event readers."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tests.redis_cluster import RedisClusterSet, redis_cluster  # noqa: F401  (f
 from tests.redis_sentinel import MASTER_NAME, RedisSentinelSet
 from tests.redis_server import RedisServer, redis_server  # noqa: F401  (fixture)
 
-# The backends whose hub is a RedisStore: one redis-server, a three-master Redis Cluster, a master behind Sentinels.
+# The backends whose store is a RedisStore: one redis-server, a three-master Redis Cluster, a master behind Sentinels.
 REDIS_BACKENDS = ("redis", "cluster", "sentinel")
 
 
@@ -45,8 +45,8 @@ class SteppedClock:
         self.now += seconds
 
 
-class Hubs:
-    """Builds hubs of one backend with settings overrides, and stops them after the test."""
+class Stores:
+    """Builds stores of one backend with settings overrides, and stops them after the test."""
 
     def __init__(self, backend: str, server: RedisServer | RedisClusterSet | RedisSentinelSet | None) -> None:
         self.backend = backend
@@ -55,7 +55,7 @@ class Hubs:
         self.made: list[Store] = []
 
     def __call__(self, **overrides: Any) -> Store:
-        """A fresh hub (for redis: a fresh worker on the shared server); memory hubs read self.clock."""
+        """A fresh store (for redis: a fresh worker on the shared server); in-memory stores read self.clock."""
         config: dict[str, Any] = {"MCP_RESUME_WINDOW_S": "60", **{k: str(v) for k, v in overrides.items()}}
         if self.backend == "sentinel":
             config.update(MCP_REDIS_SENTINELS=self.server.addresses, MCP_REDIS_SENTINEL_MASTER=MASTER_NAME)
@@ -64,23 +64,26 @@ class Hubs:
         if self.backend == "cluster":
             config["MCP_REDIS_CLUSTER"] = "1"
         settings = Settings.from_mapping(config)
-        hub: Store = RedisStore(settings) if self.backend in REDIS_BACKENDS else MemoryStore(settings, clock=self.clock)
-        self.made.append(hub)
-        return hub
+        if self.backend in REDIS_BACKENDS:
+            store: Store = RedisStore(settings)
+        else:
+            store = MemoryStore(settings, clock=self.clock)
+        self.made.append(store)
+        return store
 
     def elapse(self, seconds: float) -> None:
-        """Let seconds pass for the hubs: step the memory hubs' clock; Redis keeps its own time, so wait."""
+        """Let seconds pass for the stores: step the in-memory stores' clock; Redis keeps its own time, so wait."""
         if self.backend in REDIS_BACKENDS:
             gevent.sleep(seconds)
         else:
             self.clock.step(seconds)
 
     def close(self) -> None:
-        """Stop every hub's greenlets and connections."""
-        for hub in self.made:
-            hub.events.shutdown()
-            if isinstance(hub, RedisStore):
-                hub.stop()
+        """Stop every store's greenlets and connections."""
+        for store in self.made:
+            store.events.shutdown()
+            if isinstance(store, RedisStore):
+                store.stop()
 
 
 def take(subscription, count: int, timeout: float = 5.0) -> list[tuple[str, bytes]]:
@@ -115,28 +118,28 @@ def payloads(events: list[tuple[str, bytes]]) -> list[bytes]:
     return [data for _, data in events]
 
 
-def new_session(hub: Store, **fields: Any) -> Session:
+def new_session(store: Store, **fields: Any) -> Session:
     """Create and store a session."""
     session = Session(**fields)
-    hub.sessions.create_session(session)
+    store.sessions.create_session(session)
     return session
 
 
 @contextmanager
-def queued_commands(hub: RedisStore) -> Iterator[list[tuple[bytes, int]]]:
-    """What the hub's multiplexed connection is given to write meanwhile: each queued RESP and its replies expected."""
+def queued_commands(store: RedisStore) -> Iterator[list[tuple[bytes, int]]]:
+    """What the store's multiplexed connection is given to write meanwhile: each queued RESP, its replies expected."""
     queued: list[tuple[bytes, int]] = []
-    enqueue = hub.link.multiplexer._enqueue
+    enqueue = store.link.multiplexer._enqueue
 
     def recorded(data: bytes, *args: Any, **kwargs: Any) -> Any:
         queued.append((data, kwargs.get("expected", 1)))
         return enqueue(data, *args, **kwargs)
 
-    hub.link.multiplexer._enqueue = recorded
+    store.link.multiplexer._enqueue = recorded
     try:
         yield queued
     finally:
-        del hub.link.multiplexer._enqueue
+        del store.link.multiplexer._enqueue
 
 
 def message(n: int) -> dict[str, Any]:
@@ -154,8 +157,8 @@ BACKENDS = ["memory", pytest.param("redis", marks=pytest.mark.redis),
 
 
 @pytest.fixture(params=BACKENDS)
-def make_hub(request) -> Iterator[Hubs]:
-    """A hub factory for each backend; the Redis one starts on an empty database."""
+def make_store(request) -> Iterator[Stores]:
+    """A store factory for each backend; the Redis one starts on an empty database."""
     server = None
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
@@ -163,25 +166,25 @@ def make_hub(request) -> Iterator[Hubs]:
     elif request.param == "cluster":
         server = request.getfixturevalue("redis_cluster")
         server.flush()
-    hubs = Hubs(request.param, server)
-    yield hubs
-    hubs.close()
+    stores = Stores(request.param, server)
+    yield stores
+    stores.close()
 
 
 @pytest.fixture
-def hub(make_hub) -> Store:
-    """A hub with default settings."""
-    return make_hub()
+def store(make_store) -> Store:
+    """A store with default settings."""
+    return make_store()
 
 
 @pytest.fixture
-def task_store(hub) -> TaskStore:
-    """The task store beside the hub, as a server over it makes one: in Redis beside a RedisStore, else in memory."""
-    return task_store_for(hub, hub.settings)
+def task_store(store) -> TaskStore:
+    """The task store a server over store makes beside it: in Redis beside a RedisStore, else in memory."""
+    return task_store_for(store, store.settings)
 
 
 @pytest.fixture
-def hub_log() -> Iterator[list[logging.LogRecord]]:
+def store_log() -> Iterator[list[logging.LogRecord]]:
     """Records written to the mcp.store logger during the test."""
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
@@ -193,12 +196,12 @@ def hub_log() -> Iterator[list[logging.LogRecord]]:
 
 
 @pytest.fixture
-def redis_hubs(redis_server) -> Iterator[Hubs]:  # noqa: F811
+def redis_stores(redis_server) -> Iterator[Stores]:  # noqa: F811
     """A factory of RedisStore 'workers' sharing the module's redis-server."""
     redis_server.client().flushdb()
-    hubs = Hubs("redis", redis_server)
-    yield hubs
-    hubs.close()
+    stores = Stores("redis", redis_server)
+    yield stores
+    stores.close()
 
 
 def ask(server: Server, session: Session, method: str, params: dict[str, Any], timeout: float,
@@ -207,6 +210,6 @@ def ask(server: Server, session: Session, method: str, params: dict[str, Any], t
     return RequestContext(server.services, session, send).ask(method, params, timeout)
 
 
-def serve(hub: Store, registry: Registry | None = None) -> Server:
-    """A server over hub (a worker's, for the fleet tests), with an empty registry unless one is given."""
-    return Server(hub.settings, registry=registry if registry is not None else Registry(), store=hub)  # type: ignore[attr-defined]
+def serve(store: Store, registry: Registry | None = None) -> Server:
+    """A server over the store (a worker's, for the fleet tests), with an empty registry unless one is given."""
+    return Server(store.settings, registry=registry if registry is not None else Registry(), store=store)  # type: ignore[attr-defined]
