@@ -47,10 +47,23 @@ def shorten_session_ids(text: str) -> str:
     return SESSION_ID.sub(r"\1...", text) if HEX_RUN.search(text) else text
 
 
-def record_of(created: float, level: int, name: str, message: str) -> logging.LogRecord:
-    """A LogRecord of a finished message, as logging would have made it at that time."""
+def log_moment() -> tuple[float, float]:
+    """Now as the running Python's LogRecord takes it: its created time and its whole milliseconds."""
+    if sys.version_info >= (3, 13):
+        # 3.13 reads the clock in nanoseconds and takes the milliseconds from them, not from the float.
+        ns = time.time_ns()
+        created, msecs = ns / 1e9, (ns % 1_000_000_000) // 1_000_000 + 0.0
+        if msecs == 999.0 and int(created) != ns // 1_000_000_000:
+            msecs = 0.0  # the float rounded up into the next second
+        return created, msecs
+    created = time.time()
+    return created, int((created - int(created)) * 1000) + 0.0
+
+
+def record_of(created: float, msecs: float, level: int, name: str, message: str) -> logging.LogRecord:
+    """A LogRecord of a finished message, as logging would have made it at that moment."""
     record = logging.LogRecord(name, level, "", 0, message, None, None)
-    record.created, record.msecs = created, int((created - int(created)) * 1000) + 0.0
+    record.created, record.msecs = created, msecs
     return record
 
 
@@ -81,11 +94,11 @@ class TextFormatter(logging.Formatter):
             return self._second_text
         return self.default_msec_format % (self._second_text, msecs)
 
-    def render(self, created: float, level: int, name: str, message: str) -> str:
+    def render(self, created: float, msecs: float, level: int, name: str, message: str) -> str:
         """The text format(record) gives a record of this finished message, without making the record."""
         if self._fmt != TEXT_FORMAT or self.datefmt is not None:
-            return self.format(record_of(created, level, name, message))
-        stamp = self.stamp(created, int((created - int(created)) * 1000))
+            return self.format(record_of(created, msecs, level, name, message))
+        stamp = self.stamp(created, msecs)
         # The prefix holds no session id (a time stamp, a level, our logger's name): only the message is searched.
         return f"{stamp} {logging.getLevelName(level)} {name} {shorten_session_ids(message)}"
 
@@ -113,12 +126,12 @@ class JsonFormatter(logging.Formatter):
             "message": message,
         }
 
-    def render(self, created: float, level: int, name: str, message: str) -> str:
+    def render(self, created: float, msecs: float, level: int, name: str, message: str) -> str:
         """The line format(record) gives a record of this finished message, without making the record."""
         pid = os.getpid() if logging.logProcesses else None
         # Cut in the message alone, before JSON escapes it: the other fields hold no session id, and escaping
         # puts a backslash only before characters that are not hex, so it neither makes nor splits an id.
-        entry = self.entry(created, int((created - int(created)) * 1000), logging.getLevelName(level), name, pid,
+        entry = self.entry(created, msecs, logging.getLevelName(level), name, pid,
                            shorten_session_ids(message))
         return json.dumps(entry, ensure_ascii=False)
 
@@ -128,14 +141,14 @@ class StderrHandler(logging.StreamHandler):
 
     def write_line(self, level: int, name: str, message: str) -> None:
         """Write a finished message of logger name at level, formatted as emit would, under the handler's lock."""
-        created = time.time()
+        created, msecs = log_moment()
         try:
-            text = cast(TextFormatter | JsonFormatter, self.formatter).render(created, level, name, message)
+            text = cast(TextFormatter | JsonFormatter, self.formatter).render(created, msecs, level, name, message)
             with self.lock:  # type: ignore[union-attr]  # createLock made it
                 self.stream.write(text + self.terminator)
                 self.stream.flush()
         except Exception:
-            self.handleError(record_of(created, level, name, message))
+            self.handleError(record_of(created, msecs, level, name, message))
 
 
 def sole_handler(logger: logging.Logger, level: int) -> StderrHandler | None:

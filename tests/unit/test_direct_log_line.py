@@ -16,6 +16,7 @@ from flask_mcp_gevent.logs import (
     TextFormatter,
     configure_logging,
     log_line,
+    log_moment,
     loggable,
 )
 
@@ -43,8 +44,9 @@ def record_at(created: float, message: str) -> logging.LogRecord:
 def test_a_rendered_line_is_the_formatted_record_to_the_character(formatter):
     for created in MOMENTS:
         for message in MESSAGES:
-            assert formatter.render(created, logging.INFO, "mcp.rpc", message) == formatter.format(
-                record_at(created, message))
+            record = record_at(created, message)
+            assert formatter.render(created, record.msecs, logging.INFO, "mcp.rpc", message) == formatter.format(
+                record)
 
 
 @pytest.fixture
@@ -81,6 +83,17 @@ def both_ways(stream: io.StringIO, monkeypatch, message: str) -> tuple[str, str]
     log_line(rpc, logging.INFO, message)
     first, second = stream.getvalue().splitlines()
     return first, second
+
+
+@pytest.mark.parametrize("ns", [1700000000_123_000_000, 1677903920_999_999_900, 1700000000_000_000_001,
+                                1800000000_250_000_000, 1700000000_999_000_000])
+def test_the_moment_of_a_line_is_the_one_this_pythons_log_record_takes(monkeypatch, ns):
+    # 3.11 and 3.12 take the milliseconds from time.time()'s float, 3.13 from time.time_ns(): .123 s is 122 ms in one
+    # and 123 ms in the other, and a float that rounds up into the next second is 0 ms in 3.13.
+    monkeypatch.setattr(time, "time", lambda: ns / 1e9)
+    monkeypatch.setattr(time, "time_ns", lambda: ns)
+    record = logging.LogRecord("mcp.rpc", logging.INFO, "", 0, "m", None, None)
+    assert log_moment() == (record.created, record.msecs)
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
