@@ -30,6 +30,11 @@ __all__ = ["LocalFleet", "MemoryEvents", "MemorySessions", "MemoryStore", "UsedO
 log = logging.getLogger("mcp.store")
 # Secrets the fleet shares (shared_secret): 256 random bits.
 SHARED_SECRET_BYTES = 32
+# A replay log this long becomes a deque, which drops its oldest entry in O(1). Shorter ones, most sessions' (an
+# idle one keeps its initialize answer), stay lists: a deque holds a 64-slot block from its first entry (0.7 KiB).
+REPLAY_DEQUE_FROM = 64
+# (event id, JSON, request stream or None for the session's own stream)
+ReplayEntry = tuple[str, bytes, str | None]
 
 
 class MemorySubscription(Subscription):
@@ -60,8 +65,8 @@ class MemorySubscription(Subscription):
 class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
-    __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
-                 "streams", "last_seen", "detached_at", "pending", "clock")
+    __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max", "replay_max_bytes", "next_event_id",
+                 "delivered", "streams", "last_seen", "detached_at", "pending", "clock")
 
     def __init__(self, session: Session, owner: str | None, replay_max: int, replay_max_bytes: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -69,9 +74,10 @@ class SessionSlot:
         # Whose quota the session counts against (None: only the total applies).
         self.owner = owner
         self.clock = clock
-        # (event id, JSON, request stream or None for the session's own stream), oldest first.
-        self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
+        # The replay log, oldest first.
+        self.replay: list[ReplayEntry] | deque[ReplayEntry] = []
         self.replay_bytes = 0
+        self.replay_max = replay_max
         self.replay_max_bytes = replay_max_bytes
         self.next_event_id = 1
         self.delivered = 0
@@ -91,12 +97,14 @@ class SessionSlot:
 
     def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
         """Append to the replay log, dropping the oldest entries past its length or bytes (never the newest)."""
-        if len(self.replay) == self.replay.maxlen:
-            self.replay_bytes -= len(self.replay[0][1])  # the deque drops it on append
-        self.replay.append((event_id, data, stream))
+        replay = self.replay
+        if type(replay) is list and len(replay) >= REPLAY_DEQUE_FROM:
+            replay = self.replay = deque(replay)
+        replay.append((event_id, data, stream))
         self.replay_bytes += len(data)
-        while self.replay_bytes > self.replay_max_bytes and len(self.replay) > 1:
-            self.replay_bytes -= len(self.replay.popleft()[1])
+        while len(replay) > self.replay_max or (self.replay_bytes > self.replay_max_bytes and len(replay) > 1):
+            self.replay_bytes -= len(replay[0][1])
+            del replay[0]
 
 
 class MemorySessions(SessionStore):

@@ -10,7 +10,7 @@ from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
 from flask_mcp_gevent.session import Session, SessionChange
-from flask_mcp_gevent.store.memory import MemoryStore
+from flask_mcp_gevent.store.memory import REPLAY_DEQUE_FROM, MemoryStore
 from flask_mcp_gevent.subscription import StreamClosed
 from tests.support.store_seam import streaming_session_ids
 from tests.support.stores import ask, serve
@@ -177,6 +177,16 @@ def test_replay_is_bounded(make_store):
     ids = [store.events.publish(session.id, message(n)) for n in range(5)]
     subscription = store.events.subscribe(session.id, last_event_id="0")
     assert [receive(subscription)[0] for _ in range(2)] == ids[-2:]
+    assert subscription.get(0.01) is None
+
+
+def test_a_replay_log_longer_than_a_list_holds_keeps_the_newest_replay_max(make_store):
+    store = make_store(replay_max=REPLAY_DEQUE_FROM + 10)
+    session = Session()
+    store.sessions.create_session(session)
+    ids = [store.events.publish(session.id, message(n)) for n in range(3 * REPLAY_DEQUE_FROM)]
+    subscription = store.events.subscribe(session.id, last_event_id="0")
+    assert [receive(subscription)[0] for _ in range(REPLAY_DEQUE_FROM + 10)] == ids[-(REPLAY_DEQUE_FROM + 10):]
     assert subscription.get(0.01) is None
 
 
