@@ -42,14 +42,19 @@ def priming_frame(event_id: str, retry_ms: int) -> bytes:
     return format_sse_event(b"", event=None, event_id=event_id, retry_ms=retry_ms)
 
 
-def stream_events(
-    subscription: Subscription, keepalive_s: float, first_frames: tuple[bytes, ...] = (), kind: str = "legacy"
-) -> Iterator[bytes]:
-    """Yield SSE frames from a subscription until it closes; always release it at the end."""
+def stream_events(subscription: Subscription, keepalive_s: float, opening: bytes = b"", kind: str = "legacy"
+                  ) -> Iterator[bytes]:
+    """Yield SSE frames from a subscription until it closes, opening first if given; always release it at the end.
+
+    While it waits, a stream holds its subscription and none of the frames it sent, nor does the server: an idle
+    stream may wait for hours, and thousands of them may wait at once.
+    """
     metrics = instruments()
     metrics.stream_opened(kind)
     try:
-        yield from first_frames
+        if opening:
+            yield opening
+            del opening
         while True:
             try:
                 item = subscription.get(keepalive_s)
@@ -63,6 +68,10 @@ def stream_events(
                 # A resumed request stream is over once it has carried the request's response.
                 if subscription.stream is not None and is_response(item[1]):
                     return
+                if subscription.idle():
+                    # The server holds the chunk it wrote last until it gets the next one; an empty chunk, which
+                    # it writes as nothing, lets that frame go before the stream waits.
+                    yield b""
     finally:
         # A disconnect surfaces here as GeneratorExit at the next write.
         subscription.close()

@@ -69,7 +69,7 @@ def open_stream(server: Server, environ: Mapping[str, Any], endpoint_path: str, 
     subscription.on_cut_off = connection_closer(environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(
-        stream_events(subscription, server.settings.keepalive_s, (endpoint,)),
+        stream_events(subscription, server.settings.keepalive_s, endpoint),
         mimetype=EVENT_STREAM,
         headers=SSE_HEADERS,
         # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping

@@ -246,7 +246,7 @@ def open_stream(server: Server, environ: Mapping[str, Any], session: Session) ->
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
     subscription.on_cut_off = connection_closer(environ)
-    return Response(stream_events(subscription, server.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
+    return Response(stream_events(subscription, server.settings.keepalive_s, KEEPALIVE_FRAME, kind="standalone"),
                     mimetype=EVENT_STREAM, headers=SSE_HEADERS)
 
 
