@@ -144,6 +144,9 @@ class HeadersWithBody:
     response (chunked, no length) goes out at once, so a client sees an event stream open before its first event.
     """
 
+    # One per request, held for a stream's whole life.
+    __slots__ = ("held", "sock")
+
     def __init__(self, sock: Any) -> None:
         self.sock = sock
         self.held = b""

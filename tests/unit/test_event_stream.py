@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import socket
+
 import gevent
 import gevent.event
 
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.session import Session
 from flask_mcp_gevent.store.memory import MemoryStore
-from flask_mcp_gevent.transports.event_stream import RequestStream, is_response, priming_frame, stream_events
+from flask_mcp_gevent.transports.event_stream import (
+    RequestStream,
+    connection_closer,
+    is_response,
+    priming_frame,
+    stream_events,
+)
 
 
 def test_the_priming_frame_has_an_id_a_retry_and_empty_data_but_no_event_name():
@@ -19,6 +27,16 @@ def test_only_results_and_errors_are_responses():
     assert is_response(b'{"jsonrpc":"2.0","id":1,"result":{}}')
     assert is_response(b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}')
     assert not is_response(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+
+
+def test_the_connection_closer_shuts_the_clients_socket_down_and_there_is_none_without_a_socket():
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        close = connection_closer({"gunicorn.socket": server_side})
+        assert close is not None
+        close()
+        assert client_side.recv(1) == b""  # the client sees the end of the stream
+    assert connection_closer({}) is None
 
 
 def notification(n: int) -> dict:
