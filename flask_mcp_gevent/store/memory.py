@@ -54,10 +54,8 @@ class MemorySubscription(Subscription):
 
     def close(self, reason: str = "client gone") -> None:
         """Detach from the slot; the session waits resume_window_s for a reconnect."""
-        if self.slot.streams.get(self.stream) is self:
-            del self.slot.streams[self.stream]
-            if self.stream is None:
-                self.slot.detached_at = self.slot.clock()
+        if self.slot.detach(self) and self.stream is None:
+            self.slot.detached_at = self.slot.clock()
         if self.reason is None:
             self.reason = reason
 
@@ -66,7 +64,7 @@ class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
     __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max", "replay_max_bytes", "next_event_id",
-                 "delivered", "streams", "last_seen", "detached_at", "pending", "clock")
+                 "delivered", "own_stream", "request_streams", "last_seen", "detached_at", "pending", "clock")
 
     def __init__(self, session: Session, owner: str | None, replay_max: int, replay_max_bytes: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -81,9 +79,10 @@ class SessionSlot:
         self.replay_max_bytes = replay_max_bytes
         self.next_event_id = 1
         self.delivered = 0
-        # The attached streams: the session's own (None), and request streams (Streamable HTTP POST streams picked up
-        # again with Last-Event-ID) by their key.
-        self.streams: dict[str | None, MemorySubscription] = {}
+        # The attached streams: the session's own, and request streams (Streamable HTTP POST streams picked up again
+        # with Last-Event-ID) by their key, in a dict made for the first (a dict with an entry is 0.2 KiB).
+        self.own_stream: MemorySubscription | None = None
+        self.request_streams: dict[str, MemorySubscription] | None = None
         self.last_seen = clock()
         self.detached_at: float | None = None
         # Until the client comes back after initialize, the session lives only the short pending TTL.
@@ -94,6 +93,44 @@ class SessionSlot:
         self.last_seen = self.clock()
         self.detached_at = None
         self.pending = False
+
+    def stream(self, key: str | None) -> MemorySubscription | None:
+        """The stream attached under key (None: the session's own), if any."""
+        if key is None:
+            return self.own_stream
+        return self.request_streams.get(key) if self.request_streams is not None else None
+
+    def attach(self, subscription: MemorySubscription) -> None:
+        """Attach a stream under its key, in place of any attached there."""
+        if subscription.stream is None:
+            self.own_stream = subscription
+        elif self.request_streams is None:
+            self.request_streams = {subscription.stream: subscription}
+        else:
+            self.request_streams[subscription.stream] = subscription
+
+    def detach(self, subscription: MemorySubscription) -> bool:
+        """Detach a stream, unless another took its place; whether it was attached."""
+        key = subscription.stream
+        if key is None:
+            if self.own_stream is not subscription:
+                return False
+            self.own_stream = None
+            return True
+        streams = self.request_streams
+        if streams is None or streams.get(key) is not subscription:
+            return False
+        del streams[key]
+        if not streams:
+            self.request_streams = None
+        return True
+
+    def attached(self) -> list[MemorySubscription]:
+        """Every attached stream."""
+        streams = [] if self.own_stream is None else [self.own_stream]
+        if self.request_streams is not None:
+            streams.extend(self.request_streams.values())
+        return streams
 
     def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
         """Append to the replay log, dropping the oldest entries past its length or bytes (never the newest)."""
@@ -186,7 +223,7 @@ class MemorySessions(SessionStore):
             left = self.sessions_per_owner.pop(slot.owner) - 1
             if left:
                 self.sessions_per_owner[slot.owner] = left
-        for subscription in list(slot.streams.values()):
+        for subscription in slot.attached():
             subscription.end("session closed")
         return True
 
@@ -211,7 +248,7 @@ class MemorySessions(SessionStore):
 
     def _expired(self, slot: SessionSlot, now: float) -> bool:
         """A session expires when idle past the TTL, or detached past the resume window."""
-        if slot.streams:
+        if slot.own_stream is not None or slot.request_streams is not None:
             return False
         if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
             return True
@@ -250,7 +287,7 @@ class MemoryEvents(EventLog):
         slot.next_event_id += 1
         data = dumps(message)
         slot.remember(event_id, data, stream)
-        subscription = slot.streams.get(stream)
+        subscription = slot.stream(stream)
         if subscription is not None:
             subscription.offer(event_id, data)
         return event_id
@@ -262,7 +299,7 @@ class MemoryEvents(EventLog):
         if slot is None:
             raise KeyError(session_id)
         position, stream = split_event_id(last_event_id)
-        current = slot.streams.get(stream)
+        current = slot.stream(stream)
         if current is not None:
             if exclusive:
                 raise StreamConflict(session_id)
@@ -275,7 +312,7 @@ class MemoryEvents(EventLog):
         for event_id, data, event_stream in slot.replay:
             if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
                 subscription.enqueue((event_id, data))
-        slot.streams[stream] = subscription
+        slot.attach(subscription)
         slot.touch()
         return subscription
 
@@ -286,7 +323,7 @@ class MemoryEvents(EventLog):
     def shutdown(self) -> None:
         """End every stream so the worker can exit promptly."""
         for slot in list(self.sessions.slots.values()):
-            for subscription in list(slot.streams.values()):
+            for subscription in slot.attached():
                 subscription.end("server shutting down")
         self.sessions.stop_reaping()
 

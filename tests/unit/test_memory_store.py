@@ -9,6 +9,7 @@ from flask_mcp_gevent.conditions import CapacityError, QuotaFull, StreamConflict
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
+from flask_mcp_gevent.event_ids import join_event_id
 from flask_mcp_gevent.session import Session, SessionChange
 from flask_mcp_gevent.store.memory import REPLAY_DEQUE_FROM, MemoryStore
 from flask_mcp_gevent.subscription import StreamClosed
@@ -241,6 +242,17 @@ def test_a_plain_subscribe_replaces_the_old_stream(store, session):
         old.get(WAIT_S)
     store.events.publish(session.id, message(1))
     assert receive(new)[1] == message(1)
+
+
+def test_a_resumed_request_stream_attaches_beside_the_sessions_own_and_leaves_nothing_behind(store, session):
+    own = store.events.subscribe(session.id)
+    resumed = store.events.subscribe(session.id, last_event_id=join_event_id("0", "request-key"))
+    slot = store.sessions.slots[session.id]
+    assert slot.attached() == [own, resumed]
+    resumed.close()
+    assert slot.attached() == [own] and slot.request_streams is None
+    own.close()
+    assert slot.attached() == [] and slot.detached_at is not None
 
 
 def test_streaming_session_ids_lists_attached_streams_only(store, session):
