@@ -40,7 +40,7 @@ TARGETS = (
 TRANSPORTS = ("sse", "streamable", "stateless")
 # The floor is bare JSON-RPC with no MCP wire: it has no 2026-07-28 to compare. The WSGI floor (wsgi) is
 # only that: a plain WSGI function answering 2026-07-28 and Streamable HTTP calls under the same gunicorn + gevent
-# worker (it has no legacy SSE).
+# worker (its legacy SSE sessions are there for --idle: what the stack alone keeps per idle stream).
 FLOOR_TRANSPORTS = ("sse", "streamable")
 WSGI_FLOOR_TRANSPORTS = ("stateless", "streamable")
 IDLE_TARGET_KIB = 25.0
@@ -415,7 +415,8 @@ def run_idle(args: Any) -> dict[str, Any]:
     results = []
     for name in names:
         server = paired_factory(name, env, args)() if name == "base" else {
-            "ours": lambda: our_server(1, env), "sdk": lambda: sdk_server("sse"), "floor": floor_server}[name]()
+            "ours": lambda: our_server(1, env), "sdk": lambda: sdk_server("sse"), "floor": floor_server,
+            "wsgi": wsgi_floor_server}[name]()
         server.name = name
         with server:
             result = asyncio.run(hold_idle_sessions(server, args.idle, 2.0, max(args.timeout, 30.0)))

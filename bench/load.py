@@ -9,6 +9,7 @@ pair ours with the WSGI floor (bench/floor.py).
     python -m bench.load --compare --servers ours,base,ours-redis,base-redis --base-tree ../before --rounds 5
                                                                       # a change against the commit before it
     python -m bench.load --idle 10000 --servers ours                  # memory per idle SSE session
+    python -m bench.load --idle 1000 --servers wsgi,ours              # ... and the least the stack keeps per session
     python -m bench.load --floor --duration 10                        # ours vs the WSGI floor, paired, 5 rounds
 
 A plain run prints one JSON line: req/s, p50/p90/p99 latency and errors by kind.
@@ -67,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="plain mode: PIDs whose CPU time to charge per call (children included)")
     parser.add_argument("--servers", default="ours,sdk,floor",
                         help="compare/idle: which servers, comma-separated (ours, sdk, floor; "
-                             "wsgi: gunicorn + gevent alone, stateless and streamable only)")
+                             "wsgi: gunicorn + gevent alone, stateless and streamable; with --idle, legacy SSE)")
     parser.add_argument("--transports",
                         help="compare: which transports (sse, streamable, stateless; default sse,streamable); "
                              "floor: stateless, streamable (default both)")

@@ -197,7 +197,9 @@ def wsgi_floor_server() -> ServerUnderTest:
     argv = [str(BIN / "gunicorn"), "-k", "gevent", "--bind", f"127.0.0.1:{port}", "-w", "1",
             "--worker-connections", "12000", "--no-control-socket", "--graceful-timeout", "2",
             "bench.peers.wsgi_floor:app"]
-    return ServerUnderTest("wsgi", argv, port, {"stateless": "/mcp", "streamable": "/mcp"}, ready_path="/mcp")
+    # Any path but /mcp answers a GET at once (405), which is how the bench sees it is up; GET /mcp opens a stream.
+    return ServerUnderTest("wsgi", argv, port, {"sse": "/mcp", "stateless": "/mcp", "streamable": "/mcp"},
+                           ready_path="/healthz")
 
 
 class RedisProcess:

@@ -6,7 +6,7 @@ import re
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, NamedTuple
 from urllib.parse import parse_qs
 
@@ -75,7 +75,8 @@ def session_id_from(environ: Mapping[str, Any], *, header: bool = True, query: b
     return params.get("session_id", params.get("sessionId"))
 
 
-@dataclass
+# Slotted: the memory store keeps one per session for the session's whole life.
+@dataclass(slots=True)
 class Session:
     """One client's state; the store stores it and every worker can load it."""
 
@@ -119,13 +120,8 @@ class Session:
 
     def copy(self) -> Session:
         """A copy to change freely: its subscriptions and client fields are its own (shallow copies)."""
-        fields = self.__dict__.copy()
-        fields["subscriptions"] = self.subscriptions.copy()
-        fields["client_info"] = self.client_info.copy()
-        fields["client_capabilities"] = self.client_capabilities.copy()
-        twin = object.__new__(Session)
-        twin.__dict__ = fields
-        return twin
+        return replace(self, subscriptions=self.subscriptions.copy(), client_info=self.client_info.copy(),
+                       client_capabilities=self.client_capabilities.copy())
 
     def take_fields(self, other: Session) -> None:
         """Copy every field of another copy of this session (keeps objects that share this one in step)."""

@@ -79,6 +79,10 @@ class Subscription(ABC):
             return
         self.enqueue((event_id, data))
 
+    def idle(self) -> bool:
+        """Whether nothing waits to be read: the next get() waits."""
+        return self.queue.qsize() == 0
+
     def is_full(self, data: bytes) -> bool:
         """Whether queueing data would pass the bounds; an empty queue takes one event of any size."""
         if self.queue.qsize() >= self.maxsize:

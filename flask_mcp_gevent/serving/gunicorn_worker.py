@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
+from collections.abc import Mapping
 from functools import partial
 from http import HTTPStatus
 from ssl import SSLError
@@ -37,9 +39,11 @@ from gunicorn.workers.ggevent import GeventWorker
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
 from flask_mcp_gevent.logs import loggable
 
-__all__ = ["HeadersWithBody", "McpWorker", "accept_queued", "error_page"]
+__all__ = ["HeadersWithBody", "McpWorker", "accept_queued", "error_page", "spawn_untracked"]
 
 log = logging.getLogger("mcp.http")
+# gevent's setting, read from the environment, that says whether each greenlet records its spawning tree.
+TRACK_GREENLET_TREE = "GEVENT_TRACK_GREENLET_TREE"
 # How gunicorn decides a refusal's status, in its order; anything else a worker raises is a 500.
 STATUS_BY_ERROR: tuple[tuple[tuple[type[BaseException], ...], int], ...] = (
     ((InvalidResponseHeader, InvalidResponseHeaderName, ConfigurationProblem), 500),
@@ -101,6 +105,16 @@ def accept_queued(server: StreamServer) -> int:
         taken += 1
 
 
+def spawn_untracked(environ: Mapping[str, str]) -> None:
+    """Have gevent's greenlets record no spawning tree, unless the environment sets GEVENT_TRACK_GREENLET_TREE.
+
+    gevent keeps, for every greenlet, its spawner and spawning stack: a debugging aid that costs time at every spawn
+    and 0.2 KiB per connection, held for the connection's whole life (an idle SSE stream's, for hours).
+    """
+    if TRACK_GREENLET_TREE not in environ:
+        gevent.config.track_greenlet_tree = False
+
+
 class NamedListener:
     """A listening socket whose name is read once, up front.
 
@@ -129,6 +143,9 @@ class HeadersWithBody:
     send (gunicorn's `Response.write` sends the body right after it) or until the request ends; a streamed
     response (chunked, no length) goes out at once, so a client sees an event stream open before its first event.
     """
+
+    # One per request, held for a stream's whole life.
+    __slots__ = ("held", "sock")
 
     def __init__(self, sock: Any) -> None:
         self.sock = sock
@@ -178,6 +195,11 @@ class McpWorker(GeventWorker):
     """
 
     servers: list[StreamServer]
+
+    def init_process(self) -> None:
+        """Start as gevent's worker does, its greenlets without a record of who spawned them (spawn_untracked)."""
+        spawn_untracked(os.environ)
+        super().init_process()
 
     def run(self) -> None:
         """Serve every listener, beat the heartbeat, then drain until graceful_timeout: the gevent worker's job.

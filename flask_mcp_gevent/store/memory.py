@@ -30,6 +30,11 @@ __all__ = ["LocalFleet", "MemoryEvents", "MemorySessions", "MemoryStore", "UsedO
 log = logging.getLogger("mcp.store")
 # Secrets the fleet shares (shared_secret): 256 random bits.
 SHARED_SECRET_BYTES = 32
+# A replay log this long becomes a deque, which drops its oldest entry in O(1). Shorter ones, most sessions' (an
+# idle one keeps its initialize answer), stay lists: a deque holds a 64-slot block from its first entry (0.7 KiB).
+REPLAY_DEQUE_FROM = 64
+# (event id, JSON, request stream or None for the session's own stream)
+ReplayEntry = tuple[str, bytes, str | None]
 
 
 class MemorySubscription(Subscription):
@@ -49,10 +54,8 @@ class MemorySubscription(Subscription):
 
     def close(self, reason: str = "client gone") -> None:
         """Detach from the slot; the session waits resume_window_s for a reconnect."""
-        if self.slot.streams.get(self.stream) is self:
-            del self.slot.streams[self.stream]
-            if self.stream is None:
-                self.slot.detached_at = self.slot.clock()
+        if self.slot.detach(self) and self.stream is None:
+            self.slot.detached_at = self.slot.clock()
         if self.reason is None:
             self.reason = reason
 
@@ -60,8 +63,8 @@ class MemorySubscription(Subscription):
 class SessionSlot:
     """One session with its replay log and the streams attached to it, if any."""
 
-    __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max_bytes", "next_event_id", "delivered",
-                 "streams", "last_seen", "detached_at", "pending", "clock")
+    __slots__ = ("session", "owner", "replay", "replay_bytes", "replay_max", "replay_max_bytes", "next_event_id",
+                 "delivered", "own_stream", "request_streams", "last_seen", "detached_at", "pending", "clock")
 
     def __init__(self, session: Session, owner: str | None, replay_max: int, replay_max_bytes: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -69,15 +72,17 @@ class SessionSlot:
         # Whose quota the session counts against (None: only the total applies).
         self.owner = owner
         self.clock = clock
-        # (event id, JSON, request stream or None for the session's own stream), oldest first.
-        self.replay: deque[tuple[str, bytes, str | None]] = deque(maxlen=replay_max)
+        # The replay log, oldest first.
+        self.replay: list[ReplayEntry] | deque[ReplayEntry] = []
         self.replay_bytes = 0
+        self.replay_max = replay_max
         self.replay_max_bytes = replay_max_bytes
         self.next_event_id = 1
         self.delivered = 0
-        # The attached streams: the session's own (None), and request streams (Streamable HTTP POST streams picked up
-        # again with Last-Event-ID) by their key.
-        self.streams: dict[str | None, MemorySubscription] = {}
+        # The attached streams: the session's own, and request streams (Streamable HTTP POST streams picked up again
+        # with Last-Event-ID) by their key, in a dict made for the first (a dict with an entry is 0.2 KiB).
+        self.own_stream: MemorySubscription | None = None
+        self.request_streams: dict[str, MemorySubscription] | None = None
         self.last_seen = clock()
         self.detached_at: float | None = None
         # Until the client comes back after initialize, the session lives only the short pending TTL.
@@ -89,14 +94,54 @@ class SessionSlot:
         self.detached_at = None
         self.pending = False
 
+    def stream(self, key: str | None) -> MemorySubscription | None:
+        """The stream attached under key (None: the session's own), if any."""
+        if key is None:
+            return self.own_stream
+        return self.request_streams.get(key) if self.request_streams is not None else None
+
+    def attach(self, subscription: MemorySubscription) -> None:
+        """Attach a stream under its key, in place of any attached there."""
+        if subscription.stream is None:
+            self.own_stream = subscription
+        elif self.request_streams is None:
+            self.request_streams = {subscription.stream: subscription}
+        else:
+            self.request_streams[subscription.stream] = subscription
+
+    def detach(self, subscription: MemorySubscription) -> bool:
+        """Detach a stream, unless another took its place; whether it was attached."""
+        key = subscription.stream
+        if key is None:
+            if self.own_stream is not subscription:
+                return False
+            self.own_stream = None
+            return True
+        streams = self.request_streams
+        if streams is None or streams.get(key) is not subscription:
+            return False
+        del streams[key]
+        if not streams:
+            self.request_streams = None
+        return True
+
+    def attached(self) -> list[MemorySubscription]:
+        """Every attached stream."""
+        streams = [] if self.own_stream is None else [self.own_stream]
+        if self.request_streams is not None:
+            streams.extend(self.request_streams.values())
+        return streams
+
     def remember(self, event_id: str, data: bytes, stream: str | None) -> None:
         """Append to the replay log, dropping the oldest entries past its length or bytes (never the newest)."""
-        if len(self.replay) == self.replay.maxlen:
-            self.replay_bytes -= len(self.replay[0][1])  # the deque drops it on append
-        self.replay.append((event_id, data, stream))
+        replay = self.replay
+        if type(replay) is list and len(replay) >= REPLAY_DEQUE_FROM:
+            replay = self.replay = deque(replay)
+        replay.append((event_id, data, stream))
         self.replay_bytes += len(data)
-        while self.replay_bytes > self.replay_max_bytes and len(self.replay) > 1:
-            self.replay_bytes -= len(self.replay.popleft()[1])
+        while len(replay) > self.replay_max or (self.replay_bytes > self.replay_max_bytes and len(replay) > 1):
+            self.replay_bytes -= len(replay[0][1])
+            del replay[0]
 
 
 class MemorySessions(SessionStore):
@@ -178,7 +223,7 @@ class MemorySessions(SessionStore):
             left = self.sessions_per_owner.pop(slot.owner) - 1
             if left:
                 self.sessions_per_owner[slot.owner] = left
-        for subscription in list(slot.streams.values()):
+        for subscription in slot.attached():
             subscription.end("session closed")
         return True
 
@@ -203,7 +248,7 @@ class MemorySessions(SessionStore):
 
     def _expired(self, slot: SessionSlot, now: float) -> bool:
         """A session expires when idle past the TTL, or detached past the resume window."""
-        if slot.streams:
+        if slot.own_stream is not None or slot.request_streams is not None:
             return False
         if slot.detached_at is not None and now - slot.detached_at > self.settings.resume_window_s:
             return True
@@ -242,7 +287,7 @@ class MemoryEvents(EventLog):
         slot.next_event_id += 1
         data = dumps(message)
         slot.remember(event_id, data, stream)
-        subscription = slot.streams.get(stream)
+        subscription = slot.stream(stream)
         if subscription is not None:
             subscription.offer(event_id, data)
         return event_id
@@ -254,7 +299,7 @@ class MemoryEvents(EventLog):
         if slot is None:
             raise KeyError(session_id)
         position, stream = split_event_id(last_event_id)
-        current = slot.streams.get(stream)
+        current = slot.stream(stream)
         if current is not None:
             if exclusive:
                 raise StreamConflict(session_id)
@@ -267,7 +312,7 @@ class MemoryEvents(EventLog):
         for event_id, data, event_stream in slot.replay:
             if event_stream == stream and parse_position(split_event_id(event_id)[0]) > after:
                 subscription.enqueue((event_id, data))
-        slot.streams[stream] = subscription
+        slot.attach(subscription)
         slot.touch()
         return subscription
 
@@ -278,7 +323,7 @@ class MemoryEvents(EventLog):
     def shutdown(self) -> None:
         """End every stream so the worker can exit promptly."""
         for slot in list(self.sessions.slots.values()):
-            for subscription in list(slot.streams.values()):
+            for subscription in slot.attached():
                 subscription.end("server shutting down")
         self.sessions.stop_reaping()
 

@@ -304,7 +304,7 @@ class RedisSubscription(Subscription):
 
     def cut_off(self) -> None:
         """Drop what a stream whose client stopped reading queued, let go of its claim, and cut it off."""
-        self.queue.items.clear()
+        self.queue.clear()
         self.queued_bytes = 0
         self.held = None
         self.claims.forget(self)

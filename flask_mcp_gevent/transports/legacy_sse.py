@@ -24,7 +24,12 @@ from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import SSE, Session, session_id_from
-from flask_mcp_gevent.transports.event_stream import EVENT_STREAM, SSE_HEADERS, connection_closer, stream_events
+from flask_mcp_gevent.transports.event_stream import (
+    EVENT_STREAM_CONTENT_TYPE,
+    SSE_HEADERS,
+    connection_closer,
+    stream_events,
+)
 from flask_mcp_gevent.transports.http_io import HttpProblem, empty_response, lookup_session, server_busy
 
 __all__ = ["legacy_get", "legacy_post", "open_stream", "post_message"]
@@ -69,8 +74,8 @@ def open_stream(server: Server, environ: Mapping[str, Any], endpoint_path: str, 
     subscription.on_cut_off = connection_closer(environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(
-        stream_events(subscription, server.settings.keepalive_s, (endpoint,)),
-        mimetype=EVENT_STREAM,
+        stream_events(subscription, server.settings.keepalive_s, endpoint),
+        content_type=EVENT_STREAM_CONTENT_TYPE,
         headers=SSE_HEADERS,
         # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping
         # iterators (less work per event, and a shallower stack for every idle stream to keep).

@@ -34,7 +34,7 @@ from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Sess
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.transports.event_stream import (
     DONE,
-    EVENT_STREAM,
+    EVENT_STREAM_CONTENT_TYPE,
     SSE_HEADERS,
     RequestStream,
     connection_closer,
@@ -195,7 +195,8 @@ def post_messages(server: Server, session: Session, body: Body, accepted: Accept
         return store_unavailable_response(greenlet.value, headers)
     if first is DONE and not isinstance(greenlet.value, dict):
         # Cancelled before it said anything: an event stream that ends without a response.
-        return Response(iter([KEEPALIVE_FRAME]), mimetype=EVENT_STREAM, headers={**SSE_HEADERS, **headers})
+        return Response(iter([KEEPALIVE_FRAME]), content_type=EVENT_STREAM_CONTENT_TYPE,
+                        headers={**SSE_HEADERS, **headers})
     if first is DONE and accepted.json:
         return json_response(greenlet.value, headers=headers)
     # The priming event (an id, no data) lets the client resume even before any message.
@@ -246,8 +247,8 @@ def open_stream(server: Server, environ: Mapping[str, Any], session: Session) ->
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
     subscription.on_cut_off = connection_closer(environ)
-    return Response(stream_events(subscription, server.settings.keepalive_s, (KEEPALIVE_FRAME,), kind="standalone"),
-                    mimetype=EVENT_STREAM, headers=SSE_HEADERS)
+    return Response(stream_events(subscription, server.settings.keepalive_s, KEEPALIVE_FRAME, kind="standalone"),
+                    content_type=EVENT_STREAM_CONTENT_TYPE, headers=SSE_HEADERS)
 
 
 def close_session(server: Server, session: Session) -> Response:

@@ -6,8 +6,11 @@ Each request runs in a thread of its own, marked as ConnectionLimit marks it, as
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -101,6 +104,25 @@ def test_a_request_marks_its_thread_until_it_ends_and_then_destroys_the_hub_it_m
     assert seen["value"] == THREADS
     assert seen["marked_after"] is None and seen["hub_after"] is None
     assert SERVED.without_gevent is None  # a thread-local: the test's own thread was never marked
+
+
+# Run in a process gevent has patched, as its worker is: the tests themselves run unpatched.
+READ_IN_GREENLETS = """
+from gevent import monkey
+monkey.patch_all()
+import gevent
+from flask_mcp_gevent.without_gevent import SERVED
+readers = [gevent.spawn(lambda: SERVED.without_gevent) for _ in range(3)]
+gevent.joinall(readers)
+print([reader.value for reader in readers], sorted({name for reader in readers for name in vars(reader)}))
+"""
+
+
+def test_under_gevent_a_greenlet_that_reads_the_mark_gets_no_local_of_its_own():
+    # A greenlet-local would leave each connection's greenlet a dict and weakref callbacks for its whole life.
+    done = subprocess.run([sys.executable, "-c", READ_IN_GREENLETS], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[2], check=True)
+    assert done.stdout.strip() == "[None, None, None] []"
 
 
 def test_a_question_on_the_requests_own_stream_may_go_out_in_a_threaded_server():

@@ -32,5 +32,5 @@ def streaming_session_ids(store: Store) -> list[str]:
     """Sessions whose own stream is attached in this worker, read from either backend's bookkeeping."""
     slots = getattr(store.sessions, "slots", None)
     if slots is not None:
-        return [session_id for session_id, slot in slots.items() if None in slot.streams]
+        return [session_id for session_id, slot in slots.items() if slot.own_stream is not None]
     return [session_id for session_id, stream in store.claims.local if stream is None]  # type: ignore[attr-defined]

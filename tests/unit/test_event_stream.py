@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import socket
+
 import gevent
 import gevent.event
 
-from flask_mcp_gevent.transports.event_stream import RequestStream, is_response, priming_frame
+from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.session import Session
+from flask_mcp_gevent.store.memory import MemoryStore
+from flask_mcp_gevent.transports.event_stream import (
+    RequestStream,
+    connection_closer,
+    is_response,
+    priming_frame,
+    stream_events,
+)
 
 
 def test_the_priming_frame_has_an_id_a_retry_and_empty_data_but_no_event_name():
@@ -16,6 +27,39 @@ def test_only_results_and_errors_are_responses():
     assert is_response(b'{"jsonrpc":"2.0","id":1,"result":{}}')
     assert is_response(b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}')
     assert not is_response(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+
+
+def test_the_connection_closer_shuts_the_clients_socket_down_and_there_is_none_without_a_socket():
+    server_side, client_side = socket.socketpair()
+    with server_side, client_side:
+        close = connection_closer({"gunicorn.socket": server_side})
+        assert close is not None
+        close()
+        assert client_side.recv(1) == b""  # the client sees the end of the stream
+    assert connection_closer({}) is None
+
+
+def notification(n: int) -> dict:
+    """A distinguishable notification."""
+    return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"n": n}}
+
+
+def test_a_session_stream_hands_the_server_an_empty_chunk_before_it_waits_so_no_sent_frame_stays_held():
+    store = MemoryStore(Settings.from_mapping({}))
+    try:
+        session = Session()
+        store.sessions.create_session(session)
+        frames = stream_events(store.events.subscribe(session.id), 5.0, b": open\n\n")
+        assert next(frames) == b": open\n\n"
+        for n in (1, 2):
+            store.events.publish(session.id, notification(n))
+        # Two events queued: the first follows the second at once; only when none waits comes the empty chunk.
+        assert [next(frames)[:6] for _ in range(3)] == [b"id: 1\n", b"id: 2\n", b""]
+        store.events.publish(session.id, notification(3))
+        assert [next(frames)[:6] for _ in range(2)] == [b"id: 3\n", b""]
+        frames.close()
+    finally:
+        store.stop()
 
 
 class FakeReplay:

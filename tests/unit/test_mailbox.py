@@ -59,3 +59,22 @@ def test_a_put_racing_the_timeout_is_not_lost():
         assert box.get(0.1) == "late"  # the reader timed out first: the item waits for the next read
     else:
         assert reader.value == "late" and box.qsize() == 0
+
+
+def test_a_mailbox_holds_a_deque_only_while_items_wait():
+    box = Mailbox()
+    assert box.items is None  # an idle stream's mailbox: no 64-slot block
+    box.put_nowait("a")
+    box.put_nowait("b")
+    assert box.get(0.1) == "a" and box.items is not None
+    assert box.get_nowait() == "b"
+    assert box.items is None and box.qsize() == 0
+
+
+def test_clear_drops_every_waiting_item():
+    box = Mailbox()
+    box.put_nowait("dropped")
+    box.clear()
+    assert box.qsize() == 0
+    with pytest.raises(Empty):
+        box.get_nowait()

@@ -9,8 +9,9 @@ from flask_mcp_gevent.conditions import CapacityError, QuotaFull, StreamConflict
 from flask_mcp_gevent.config import Settings
 from flask_mcp_gevent.encoding import loads
 from flask_mcp_gevent.errors import REQUEST_TIMEOUT, RpcError
+from flask_mcp_gevent.event_ids import join_event_id
 from flask_mcp_gevent.session import Session, SessionChange
-from flask_mcp_gevent.store.memory import MemoryStore
+from flask_mcp_gevent.store.memory import REPLAY_DEQUE_FROM, MemoryStore
 from flask_mcp_gevent.subscription import StreamClosed
 from tests.support.store_seam import streaming_session_ids
 from tests.support.stores import ask, serve
@@ -180,6 +181,16 @@ def test_replay_is_bounded(make_store):
     assert subscription.get(0.01) is None
 
 
+def test_a_replay_log_longer_than_a_list_holds_keeps_the_newest_replay_max(make_store):
+    store = make_store(replay_max=REPLAY_DEQUE_FROM + 10)
+    session = Session()
+    store.sessions.create_session(session)
+    ids = [store.events.publish(session.id, message(n)) for n in range(3 * REPLAY_DEQUE_FROM)]
+    subscription = store.events.subscribe(session.id, last_event_id="0")
+    assert [receive(subscription)[0] for _ in range(REPLAY_DEQUE_FROM + 10)] == ids[-(REPLAY_DEQUE_FROM + 10):]
+    assert subscription.get(0.01) is None
+
+
 def test_an_unreadable_last_event_id_replays_nothing(store, session):
     store.events.publish(session.id, message(1))
     assert store.events.subscribe(session.id, last_event_id="garbage").get(0.01) is None
@@ -231,6 +242,17 @@ def test_a_plain_subscribe_replaces_the_old_stream(store, session):
         old.get(WAIT_S)
     store.events.publish(session.id, message(1))
     assert receive(new)[1] == message(1)
+
+
+def test_a_resumed_request_stream_attaches_beside_the_sessions_own_and_leaves_nothing_behind(store, session):
+    own = store.events.subscribe(session.id)
+    resumed = store.events.subscribe(session.id, last_event_id=join_event_id("0", "request-key"))
+    slot = store.sessions.slots[session.id]
+    assert slot.attached() == [own, resumed]
+    resumed.close()
+    assert slot.attached() == [own] and slot.request_streams is None
+    own.close()
+    assert slot.attached() == [] and slot.detached_at is not None
 
 
 def test_streaming_session_ids_lists_attached_streams_only(store, session):

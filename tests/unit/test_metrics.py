@@ -62,7 +62,7 @@ def test_open_streams_gauge_follows_the_stream_generator_from_first_frame_to_clo
     session = Session()
     store.sessions.create_session(session)
     before = value(metrics, "mcp_open_streams", kind="legacy")
-    frames = stream_events(store.events.subscribe(session.id), 5.0, (b": hello\n\n",))
+    frames = stream_events(store.events.subscribe(session.id), 5.0, b": hello\n\n")
     assert value(metrics, "mcp_open_streams", kind="legacy") == before  # not started: nothing sent yet
     assert next(frames) == b": hello\n\n"
     assert value(metrics, "mcp_open_streams", kind="legacy") == before + 1

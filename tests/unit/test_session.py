@@ -26,3 +26,15 @@ def test_a_session_survives_storage_and_ignores_unknown_fields():
     data["field_from_a_newer_version"] = 1
     restored = Session.from_dict(data)
     assert restored == session
+
+
+def test_a_copy_changes_freely_without_touching_the_original():
+    session = Session(client_info={"name": "c"}, client_capabilities={"roots": {}}, subscriptions=["file:///a"])
+    twin = session.copy()
+    assert twin == session and twin is not session
+    twin.subscriptions.append("file:///b")
+    twin.client_info["name"] = "d"
+    twin.client_capabilities.clear()
+    twin.protocol_version = "2025-06-18"
+    assert session == Session(id=session.id, client_info={"name": "c"}, client_capabilities={"roots": {}},
+                              subscriptions=["file:///a"], created_at=session.created_at)

@@ -6,6 +6,7 @@ import json
 import socket
 from types import SimpleNamespace
 
+import gevent
 import pytest
 from gunicorn.config import Config
 from gunicorn.http import wsgi
@@ -21,7 +22,14 @@ from gunicorn.http.errors import (
 )
 from gunicorn.http.parser import RequestParser
 
-from flask_mcp_gevent.serving.gunicorn_worker import HeadersWithBody, NamedListener, error_page, explain, status_for
+from flask_mcp_gevent.serving.gunicorn_worker import (
+    HeadersWithBody,
+    NamedListener,
+    error_page,
+    explain,
+    spawn_untracked,
+    status_for,
+)
 from flask_mcp_gevent.web.response_headers import SECURITY_HEADERS_WITH_CACHE
 
 
@@ -136,3 +144,26 @@ def test_a_direct_send_goes_out_after_the_headers_held_before_it():
     assert sock.sends == []
     response_socket.send(b"HTTP/1.1 100 Continue\r\n\r\n")
     assert sock.sends == [b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", b"HTTP/1.1 100 Continue\r\n\r\n"]
+
+
+@pytest.fixture
+def greenlet_tree_setting():
+    """gevent's track_greenlet_tree, put back as it was after the test."""
+    before = gevent.config.track_greenlet_tree
+    yield
+    gevent.config.track_greenlet_tree = before
+
+
+def test_the_workers_greenlets_keep_no_spawning_tree(greenlet_tree_setting):
+    spawn_untracked({})
+    greenlet = gevent.spawn(lambda: None)
+    assert greenlet.spawning_stack is None and greenlet.spawning_greenlet is None
+    greenlet.join()
+
+
+def test_gevents_own_variable_keeps_the_spawning_tree(greenlet_tree_setting):
+    gevent.config.track_greenlet_tree = True
+    spawn_untracked({"GEVENT_TRACK_GREENLET_TREE": "1"})
+    greenlet = gevent.spawn(lambda: None)
+    assert greenlet.spawning_stack is not None
+    greenlet.join()
