@@ -28,7 +28,7 @@ from tests.oauth_issuer import ISSUER, TestIssuer
 pytestmark = pytest.mark.e2e
 
 MAX_EXAMPLES = 200
-VERSION = "2025-03-26"  # batches are part of this version, so they reach the dispatcher
+VERSION = "2025-03-26"  # batches are part of this version, so they reach the app's MCP server
 FUZZER_KEY = new_key()
 VICTIM_KEY = new_key()
 # What must never reach a client: server file paths, tracebacks, interpreter and library details.
@@ -187,8 +187,8 @@ class Case:
 
 @st.composite
 def cases(draw) -> Case:
-    """Any endpoint, any body, mostly with valid credentials so that the body reaches the dispatcher."""
-    # Weighted towards the fuzzer's live sessions, where bodies reach the dispatcher.
+    """Any endpoint, any body, mostly with valid credentials so that the body reaches the app's MCP server."""
+    # Weighted towards the fuzzer's live sessions, where bodies reach the app's MCP server.
     route = draw(st.sampled_from(["streamable-session"] * 5 + ["legacy-mcp"] * 3 + ["streamable-new"] * 2 + [
         "legacy-messages", "legacy-unknown", "victim-session", "garbage-session", "get-garbage", "delete-garbage",
         "sse-post"]))

@@ -254,7 +254,7 @@ def test_an_input_rounds_retry_runs_in_a_fresh_app_context(app, client, observer
     check_calls_ran_in_the_app(app, observer, ["ask", "ask"])
 
 
-def test_a_dispatcher_without_an_app_runs_tools_outside_any_app_context():
+def test_a_server_without_an_app_runs_tools_outside_any_app_context():
     seen: list[bool] = []
 
     @tool("outside", input_schema={"type": "object"})
@@ -265,15 +265,15 @@ def test_a_dispatcher_without_an_app_runs_tools_outside_any_app_context():
 
     registry = Registry()
     registry.declare(spec_of(outside))
-    dispatcher = Server(Settings.from_environ({}), registry=registry)
+    server = Server(Settings.from_environ({}), registry=registry)
     try:
         meta = {"io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
                 "io.modelcontextprotocol/clientCapabilities": {}}
         message = parse_body(dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                     "params": {"name": "outside", "arguments": {}, "_meta": meta}})).messages[0]
-        response = loads(dumps(dispatcher.handle_request(ephemeral_session(message.meta, None), message,
-                                                         lambda _: None)))
+        response = loads(dumps(server.handle_request(ephemeral_session(message.meta, None), message,
+                                                     lambda _: None)))
     finally:
-        dispatcher.shutdown()
+        server.shutdown()
     assert response["result"]["content"][0]["text"] == "ran"
     assert seen == [False]

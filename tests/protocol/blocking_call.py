@@ -23,13 +23,13 @@ def wait_for_release() -> str:
     return "released"
 
 
-def blocking_rpc(make_dispatcher: Callable[..., Any], environ: dict[str, str]) -> Rpc:
-    """An initialized legacy session of a dispatcher built from environ whose only tool blocks (RELEASE cleared)."""
+def blocking_rpc(make_server: Callable[..., Any], environ: dict[str, str]) -> Rpc:
+    """An initialized legacy session of a server built from environ whose only tool blocks (RELEASE cleared)."""
     RELEASE.clear()
     registry = Registry()
     registry.add_function(wait_for_release)
-    dispatcher = make_dispatcher(environ, registry=registry)
-    client = Rpc(dispatcher, dispatcher.open_session("sse"))
+    server = make_server(environ, registry=registry)
+    client = Rpc(server, server.open_session("sse"))
     client.initialize()
     return client
 
@@ -38,8 +38,8 @@ def start_call(rpc: Rpc, request_id: int, on_done: Callable[[Any], None]) -> gev
     """Start the blocking call; its answer goes to on_done from the call's greenlet, as a legacy POST's does."""
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
                "params": {"name": "wait_for_release", "arguments": {}}}
-    (greenlet,), errors = rpc.dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append,
-                                          on_done=on_done)
+    (greenlet,), errors = rpc.server.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append,
+                                            on_done=on_done)
     assert errors == []
     gevent.sleep(0)
     return greenlet

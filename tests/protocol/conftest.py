@@ -1,8 +1,8 @@
-"""Protocol-layer fixtures: JSON text in, the JSON messages the dispatcher answers with out, no HTTP.
+"""Protocol-layer fixtures: JSON text in, the JSON messages the server answers with out, no HTTP.
 
 `rpc(text)` plays a transport: it parses the body, hands it to `Server.accept`, waits
 for every request's greenlet and returns the responses (immediate errors first, then
-each request's answer in order). Whatever the dispatcher sent through `send` (notifications,
+each request's answer in order). Whatever the server sent through `send` (notifications,
 server-to-client requests) is kept in `rpc.sent`.
 """
 
@@ -28,10 +28,10 @@ JOIN_TIMEOUT_S = 10.0
 
 
 class Rpc:
-    """Send JSON text to one session of a dispatcher and collect what comes back."""
+    """Send JSON text to one session of a server and collect what comes back."""
 
-    def __init__(self, dispatcher: Server, session: Session, caller: Principal | None = None) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, server: Server, session: Session, caller: Principal | None = None) -> None:
+        self.server = server
         self.session = session
         # Who sends every body (None: nobody is checked, as with authentication off).
         self.caller = caller
@@ -44,10 +44,10 @@ class Rpc:
             body = parse_body(data)
         except ParseFailure as failure:
             return [failure.response]
-        refused = self.dispatcher.batch_error(self.session, body)  # as every transport checks first
+        refused = self.server.batch_error(self.session, body)  # as every transport checks first
         if refused is not None:
             return [refused]
-        greenlets, errors = self.dispatcher.accept(self.session, body, self.sent.append, caller=self.caller)
+        greenlets, errors = self.server.accept(self.session, body, self.sent.append, caller=self.caller)
         finished = gevent.joinall(greenlets, timeout=JOIN_TIMEOUT_S)
         assert len(finished) == len(greenlets), "a request did not finish in time"
         for greenlet in greenlets:
@@ -87,44 +87,44 @@ class Rpc:
 
 @pytest.fixture
 def registry() -> Registry | None:
-    """The registry the dispatcher uses; None means discover mcp_tools. Override to test other tools."""
+    """The registry the server uses; None means discover mcp_tools. Override to test other tools."""
     return None
 
 
 @pytest.fixture
-def make_dispatcher():
-    """Build dispatchers from an environ mapping (optionally a registry); shut them all down after."""
-    dispatchers: list[Server] = []
+def make_server():
+    """Build servers from an environ mapping (optionally a registry); shut them all down after."""
+    servers: list[Server] = []
 
     def make(environ: dict[str, str] | None = None, registry: Registry | None = None) -> Server:
         instance = Server(Settings.from_environ(environ or {}), registry=registry)
-        dispatchers.append(instance)
+        servers.append(instance)
         return instance
 
     yield make
-    for instance in dispatchers:
+    for instance in servers:
         # Also stops the in-memory store's reaper greenlet.
         instance.shutdown()
 
 
 @pytest.fixture
-def dispatcher(make_dispatcher, registry) -> Server:
-    """A dispatcher on the in-memory store with default settings."""
-    return make_dispatcher(registry=registry)
+def server(make_server, registry) -> Server:
+    """A server on the in-memory store with default settings."""
+    return make_server(registry=registry)
 
 
 @pytest.fixture
-def rpc(dispatcher) -> Rpc:
-    """A fresh, uninitialized session of dispatcher."""
-    return Rpc(dispatcher, dispatcher.open_session("sse"))
+def rpc(server) -> Rpc:
+    """A fresh, uninitialized session of server."""
+    return Rpc(server, server.open_session("sse"))
 
 
 @pytest.fixture
-def make_rpc(dispatcher):
+def make_rpc(server):
     """Open sessions: make_rpc(version) returns one initialized at version (None: uninitialized)."""
 
     def make(version: str | None = None, on: Server | None = None) -> Rpc:
-        target = on if on is not None else dispatcher
+        target = on if on is not None else server
         client = Rpc(target, target.open_session("sse"))
         if version is not None:
             client.initialize(version)

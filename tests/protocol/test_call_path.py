@@ -23,9 +23,9 @@ def test_handshake_era_tools_call_enters_neither_input_rounds_nor_tasks(make_rpc
     assert ROUNDS not in entered and TASKS not in entered
 
 
-def test_2026_tools_call_of_a_tool_without_task_support_enters_the_rounds_but_not_tasks(dispatcher):
+def test_2026_tools_call_of_a_tool_without_task_support_enters_the_rounds_but_not_tasks(server):
     capabilities = {metadata.PROTOCOL_VERSION: "2026-07-28", metadata.CLIENT_CAPABILITIES: {}}
-    client = Rpc(dispatcher, ephemeral_session(capabilities, None))
+    client = Rpc(server, ephemeral_session(capabilities, None))
     params = {**ECHO, "_meta": capabilities}
     client.request("tools/call", params)
     entered, answer = trace_modules(lambda: client.request("tools/call", params, request_id=2))

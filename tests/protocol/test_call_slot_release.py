@@ -12,17 +12,17 @@ from tests.support.waiting import wait_until
 
 
 @pytest.fixture
-def rpc(make_dispatcher, redis_server) -> Rpc:  # noqa: F811
-    """An initialized legacy session of a dispatcher on the Redis store whose only tool blocks."""
+def rpc(make_server, redis_server) -> Rpc:  # noqa: F811
+    """An initialized legacy session of a server on the Redis store whose only tool blocks."""
     redis_server.client().flushdb()
-    client = blocking_rpc(make_dispatcher, {"MCP_REDIS_URL": redis_server.url})
+    client = blocking_rpc(make_server, {"MCP_REDIS_URL": redis_server.url})
     yield client
     RELEASE.set()
 
 
 def store_as_legacy_posts_do(rpc: Rpc, answers: list):
     """The on_done a legacy POST gives its call: the answer is stored from the call's greenlet."""
-    return lambda answer: answers.append(answer) or rpc.dispatcher.store.events.deliver(rpc.session.id, answer)
+    return lambda answer: answers.append(answer) or rpc.server.store.events.deliver(rpc.session.id, answer)
 
 
 def running_calls(rpc: Rpc, redis_server) -> int:  # noqa: F811
@@ -46,7 +46,7 @@ def test_a_cancelled_legacy_call_that_sends_no_answer_still_frees_its_slot(rpc, 
     answers: list = []
     call = start_call(rpc, 2, store_as_legacy_posts_do(rpc, answers))
     assert wait_until(lambda: running_calls(rpc, redis_server) == 1)
-    rpc.dispatcher.cancel(rpc.session.id, 2)
+    rpc.server.cancel(rpc.session.id, 2)
     call.join(5)
     assert answers == []  # a cancelled request gets no response
     assert wait_until(lambda: running_calls(rpc, redis_server) == 0)

@@ -45,7 +45,7 @@ def registry() -> Registry:
 
 def start(rpc: Rpc, message: dict) -> gevent.Greenlet:
     """Accept one request without waiting; return its greenlet once it has started running."""
-    (greenlet,), errors = rpc.dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), errors = rpc.server.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     assert errors == []
     gevent.sleep(0)
     return greenlet
@@ -131,11 +131,11 @@ def test_a_session_cannot_cancel_another_sessions_request(make_rpc):
     assert SEEN["owned"] == ["started", "finished"]
 
 
-def test_initialize_cannot_be_cancelled(dispatcher):
-    rpc = Rpc(dispatcher, dispatcher.open_session("sse"))
+def test_initialize_cannot_be_cancelled(server):
+    rpc = Rpc(server, server.open_session("sse"))
     message = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}}
-    (greenlet,), _ = dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), _ = server.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     # The cancellation arrives before initialize has even run.
     assert cancel(rpc, "init") == []
     greenlet.join(timeout=WAIT_S)

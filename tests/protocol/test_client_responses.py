@@ -22,24 +22,24 @@ def test_a_client_response_nobody_waits_for_is_accepted_silently(make_rpc, body)
     assert rpc.sent == []
 
 
-def test_a_client_response_resolves_the_waiting_request(dispatcher, make_rpc):
+def test_a_client_response_resolves_the_waiting_request(server, make_rpc):
     rpc = make_rpc("2025-06-18")
-    request_id, waiting = dispatcher.questions.open(rpc.session.id)
+    request_id, waiting = server.questions.open(rpc.session.id)
     assert rpc(f'{{"jsonrpc": "2.0", "id": "{request_id}", "result": {{"roots": []}}}}') == []
     assert waiting.ready()
     assert waiting.get(timeout=1) == {"jsonrpc": "2.0", "id": request_id, "result": {"roots": []}}
 
 
-def test_a_client_error_response_resolves_the_waiting_request(dispatcher, make_rpc):
+def test_a_client_error_response_resolves_the_waiting_request(server, make_rpc):
     rpc = make_rpc("2025-06-18")
-    request_id, waiting = dispatcher.questions.open(rpc.session.id)
+    request_id, waiting = server.questions.open(rpc.session.id)
     assert rpc(f'{{"jsonrpc": "2.0", "id": "{request_id}", "error": {{"code": -1, "message": "denied"}}}}') == []
     assert waiting.get(timeout=1)["error"]["message"] == "denied"
 
 
-def test_a_response_from_another_session_does_not_resolve(dispatcher, make_rpc):
+def test_a_response_from_another_session_does_not_resolve(server, make_rpc):
     owner, stranger = make_rpc("2025-06-18"), make_rpc("2025-06-18")
-    request_id, waiting = dispatcher.questions.open(owner.session.id)
+    request_id, waiting = server.questions.open(owner.session.id)
     assert stranger(f'{{"jsonrpc": "2.0", "id": "{request_id}", "result": {{}}}}') == []
     assert not waiting.ready()
 
@@ -51,7 +51,7 @@ def test_a_message_with_both_result_and_error_is_invalid_request(make_rpc):
     assert response["id"] == 3
 
 
-def test_a_tool_waiting_on_the_client_gets_the_answer_routed_to_it(make_dispatcher):
+def test_a_tool_waiting_on_the_client_gets_the_answer_routed_to_it(make_server):
     @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def roots(ctx) -> list:
         """Ask the client for its roots."""
@@ -59,15 +59,15 @@ def test_a_tool_waiting_on_the_client_gets_the_answer_routed_to_it(make_dispatch
 
     registry = Registry()
     registry.add_function(roots)
-    dispatcher = make_dispatcher(registry=registry)
-    session = dispatcher.open_session("sse")
+    server = make_server(registry=registry)
+    session = server.open_session("sse")
     sent: list[dict] = []
     init = (
         b'{"jsonrpc": "2.0", "id": 0, "method": "initialize",'
         b' "params": {"protocolVersion": "2025-06-18", "capabilities": {"roots": {}}}}'
     )
-    dispatcher.accept(session, parse_body(init), sent.append)[0][0].join(timeout=10)
-    (call,), _ = dispatcher.accept(
+    server.accept(session, parse_body(init), sent.append)[0][0].join(timeout=10)
+    (call,), _ = server.accept(
         session, parse_body(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "roots"}}'),
         sent.append,
     )
@@ -77,6 +77,6 @@ def test_a_tool_waiting_on_the_client_gets_the_answer_routed_to_it(make_dispatch
     (question,) = sent
     assert question["method"] == "roots/list"
     answer = f'{{"jsonrpc": "2.0", "id": "{question["id"]}", "result": {{"roots": [{{"uri": "file:///w"}}]}}}}'
-    assert dispatcher.accept(session, parse_body(answer.encode()), sent.append) == ([], [])
+    assert server.accept(session, parse_body(answer.encode()), sent.append) == ([], [])
     call.join(timeout=10)
     assert call.value["result"]["structuredContent"] == {"result": ["file:///w"]}

@@ -110,7 +110,7 @@ def test_null_params_are_treated_as_no_params(make_rpc):
 
 
 # -32603 internal error
-def test_an_unexpected_handler_exception_is_internal_error_without_detail(dispatcher, make_rpc, monkeypatch, mcp_log):
+def test_an_unexpected_handler_exception_is_internal_error_without_detail(server, make_rpc, monkeypatch, mcp_log):
     rpc = make_rpc("2025-06-18")
 
     def broken(*_args, **_kwargs):
@@ -146,7 +146,7 @@ def test_error_codes_have_their_json_rpc_and_mcp_values():
     assert errors.RESOURCE_NOT_FOUND == -32002
 
 
-def test_a_denied_tool_call_is_permission_denied(dispatcher, make_rpc, monkeypatch):
+def test_a_denied_tool_call_is_permission_denied(server, make_rpc, monkeypatch):
     rpc = make_rpc("2025-06-18")
     monkeypatch.setattr(RequestContext, "permits", lambda ctx, kind, name: name != "add")
     response = rpc.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})

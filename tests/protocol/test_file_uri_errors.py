@@ -24,9 +24,9 @@ def root(tmp_path):
 
 
 @pytest.fixture
-def rpc(make_dispatcher, make_rpc, root):
-    """An initialized session of a dispatcher serving root."""
-    return make_rpc("2025-06-18", on=make_dispatcher({"MCP_FILES_ROOT": str(root)}))
+def rpc(make_server, make_rpc, root):
+    """An initialized session of a server serving root."""
+    return make_rpc("2025-06-18", on=make_server({"MCP_FILES_ROOT": str(root)}))
 
 
 BAD_PATHS = {

@@ -33,10 +33,10 @@ def registry() -> Registry:
 
 
 class Stateless:
-    """Send 2026-07-28 requests to a dispatcher as the stateless wire does; keep what it sent besides answers."""
+    """Send 2026-07-28 requests to a server as the stateless wire does; keep what it sent besides answers."""
 
-    def __init__(self, dispatcher, principal: str | None = None) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, server, principal: str | None = None) -> None:
+        self.server = server
         self.principal = principal
         self.sent: list[dict[str, Any]] = []
 
@@ -46,7 +46,7 @@ class Stateless:
         session = Session(transport="stateless", principal=self.principal, protocol_version="2026-07-28",
                           client_capabilities=ALL_CAPABILITIES if capabilities is None else capabilities,
                           initialized=True)
-        ctx = RequestContext(self.dispatcher.services, session, self.sent.append, request_id, method, {},
+        ctx = RequestContext(self.server.services, session, self.sent.append, request_id, method, {},
                              era=STATELESS_ERA,
                              params=params)
         request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
@@ -61,9 +61,9 @@ class Stateless:
 
 
 @pytest.fixture
-def stateless(dispatcher) -> Stateless:
-    """A stateless client of dispatcher without authentication (principal none)."""
-    return Stateless(dispatcher)
+def stateless(server) -> Stateless:
+    """A stateless client of server without authentication (principal none)."""
+    return Stateless(server)
 
 
 def accept(content: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +112,7 @@ def test_a_legacy_session_still_gets_a_server_to_client_request(make_rpc):
     rpc.initialize("2025-11-25", capabilities=ALL_CAPABILITIES)
     message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                "params": {"name": "test_input_required_result_elicitation", "arguments": {}}}
-    (greenlet,), _ = rpc.dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), _ = rpc.server.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     with gevent.Timeout(WAIT_S, AssertionError("no elicitation/create request was sent")):
         while not (asked := [m for m in rpc.sent if m.get("method") == "elicitation/create"]):
             gevent.sleep(0.001)
@@ -180,13 +180,13 @@ def test_an_undeclared_capability_is_32021_naming_it_never_an_input_request(stat
     assert response["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
 
 
-def test_url_elicitation_needs_the_url_mode_declared(dispatcher, stateless):
+def test_url_elicitation_needs_the_url_mode_declared(server, stateless):
     @tool(name="visit_page", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def visit_page(ctx) -> str:
         """Send the user to a page."""
         return str(ctx.ask_all([InputRequest.elicitation_url("Sign in", "https://example.com/a", key="visit")]))
 
-    dispatcher.registry.add_function(visit_page)
+    server.registry.add_function(visit_page)
     refused = stateless.call("visit_page", capabilities={"elicitation": {}})
     assert refused["error"]["data"] == {"requiredCapabilities": {"elicitation": {"url": {}}}}
     asked = stateless.call("visit_page", capabilities={"elicitation": {"url": {}}})["result"]
@@ -222,10 +222,10 @@ def refusal(response: dict[str, Any]) -> str:
 CONFIRMED = {"confirm": accept({"ok": True})}
 
 
-def test_a_state_replayed_by_another_principal_is_refused(dispatcher):
-    state = first_state(Stateless(dispatcher, principal="alice"))
-    response = Stateless(dispatcher, principal="bob").call("test_input_required_result_request_state",
-                                                  inputResponses=CONFIRMED, requestState=state)
+def test_a_state_replayed_by_another_principal_is_refused(server):
+    state = first_state(Stateless(server, principal="alice"))
+    response = Stateless(server, principal="bob").call("test_input_required_result_request_state",
+                                                       inputResponses=CONFIRMED, requestState=state)
     assert refusal(response) == "principal"
 
 
@@ -242,39 +242,39 @@ def test_a_tampered_state_is_refused(stateless):
     assert refusal(response) == "tampered"
 
 
-def test_an_expired_state_is_refused(dispatcher, stateless):
+def test_an_expired_state_is_refused(server, stateless):
     state = first_state(stateless)
-    codec = dispatcher.services.request_state()
+    codec = server.services.request_state()
     minted_clock = codec.clock
-    codec.clock = lambda: minted_clock() + dispatcher.settings.request_state_ttl_s + 1
+    codec.clock = lambda: minted_clock() + server.settings.request_state_ttl_s + 1
     response = stateless.call("test_input_required_result_request_state", inputResponses=CONFIRMED, requestState=state)
     assert refusal(response) == "expired"
 
 
-def test_workers_with_the_same_key_accept_each_others_states(make_dispatcher, registry):
+def test_workers_with_the_same_key_accept_each_others_states(make_server, registry):
     environ = {"MCP_REQUEST_STATE_KEY": "ab" * 32}
-    minted_by = Stateless(make_dispatcher(environ, registry=registry))
-    opened_by = Stateless(make_dispatcher(environ, registry=Registry.discover(plugins=FIXTURES)))
+    minted_by = Stateless(make_server(environ, registry=registry))
+    opened_by = Stateless(make_server(environ, registry=Registry.discover(plugins=FIXTURES)))
     state = first_state(minted_by)
     assert text_of(opened_by.call("test_input_required_result_request_state", inputResponses=CONFIRMED,
                                   requestState=state)) == "state-ok: confirmed=True"
 
 
-def test_without_a_key_or_redis_each_process_mints_with_its_own_key(make_dispatcher, registry):
-    state = first_state(Stateless(make_dispatcher(registry=registry)))
-    other = Stateless(make_dispatcher(registry=Registry.discover(plugins=FIXTURES)))
+def test_without_a_key_or_redis_each_process_mints_with_its_own_key(make_server, registry):
+    state = first_state(Stateless(make_server(registry=registry)))
+    other = Stateless(make_server(registry=Registry.discover(plugins=FIXTURES)))
     assert refusal(other.call("test_input_required_result_request_state", inputResponses=CONFIRMED,
                               requestState=state)) == "unknown_key"
 
 
-def test_a_resource_reader_may_ask_too(dispatcher, stateless):
+def test_a_resource_reader_may_ask_too(server, stateless):
     @resource("test://asking", name="asking")
     def asking(ctx) -> str:
         """Ask which part to read."""
         return ctx.elicit("Which part?", {"type": "object", "properties": {"part": {"type": "string"}}},
                           key="part")["content"]["part"]
 
-    dispatcher.registry.add_function(asking)
+    server.registry.add_function(asking)
     first = stateless("resources/read", {"uri": "test://asking"})["result"]
     assert list(first["inputRequests"]) == ["part"]
     retry = stateless("resources/read", {"uri": "test://asking", "inputResponses": {"part": accept({"part": "intro"})},
@@ -282,14 +282,14 @@ def test_a_resource_reader_may_ask_too(dispatcher, stateless):
     assert retry["contents"] == [{"uri": "test://asking", "text": "intro"}]
 
 
-def test_asking_outside_the_three_methods_is_refused_without_input_required(dispatcher, stateless):
+def test_asking_outside_the_three_methods_is_refused_without_input_required(server, stateless):
     @tool(name="nested", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
     def nested(ctx) -> str:
         """Pretend to be another method, then ask."""
         ctx.method = "completion/complete"
         return str(ctx.list_roots(key="r"))
 
-    dispatcher.registry.add_function(nested)
+    server.registry.add_function(nested)
     result = stateless.call("nested")["result"]
     assert result["isError"] is True
     assert "only within tools/call, prompts/get and resources/read" in result["content"][0]["text"]

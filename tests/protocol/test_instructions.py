@@ -37,32 +37,32 @@ def discover_instructions(rpc: Rpc) -> str | None:
     return rpc.request("server/discover", {"_meta": STATELESS_META})["result"].get("instructions")
 
 
-def stateless_client(dispatcher, principal: Principal | None = None) -> Rpc:
-    """A client of dispatcher on the 2026-07-28 wire, as principal."""
-    return Rpc(dispatcher, ephemeral_session(STATELESS_META, name_of(principal)), principal)
+def stateless_client(server, principal: Principal | None = None) -> Rpc:
+    """A client of server on the 2026-07-28 wire, as principal."""
+    return Rpc(server, ephemeral_session(STATELESS_META, name_of(principal)), principal)
 
 
-def test_initialize_and_discover_name_a_tool_added_to_the_registry(dispatcher, make_rpc):
-    for instructions in (initialize_instructions(make_rpc()), discover_instructions(stateless_client(dispatcher))):
+def test_initialize_and_discover_name_a_tool_added_to_the_registry(server, make_rpc):
+    for instructions in (initialize_instructions(make_rpc()), discover_instructions(stateless_client(server))):
         assert "multiply (Multiply two numbers)" in instructions
         assert "echo (Return the text unchanged)" in instructions
 
 
-def test_mcp_instructions_replaces_the_derived_line(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_INSTRUCTIONS": "Use multiply."}, registry=registry)
-    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("sse"))) == "Use multiply."
-    assert discover_instructions(stateless_client(dispatcher)) == "Use multiply."
+def test_mcp_instructions_replaces_the_derived_line(make_server, registry):
+    server = make_server({"MCP_INSTRUCTIONS": "Use multiply."}, registry=registry)
+    assert initialize_instructions(Rpc(server, server.open_session("sse"))) == "Use multiply."
+    assert discover_instructions(stateless_client(server)) == "Use multiply."
 
 
-def test_an_empty_mcp_instructions_leaves_them_out(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_INSTRUCTIONS": ""}, registry=registry)
-    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("sse"))) is None
-    assert discover_instructions(stateless_client(dispatcher)) is None
+def test_an_empty_mcp_instructions_leaves_them_out(make_server, registry):
+    server = make_server({"MCP_INSTRUCTIONS": ""}, registry=registry)
+    assert initialize_instructions(Rpc(server, server.open_session("sse"))) is None
+    assert discover_instructions(stateless_client(server)) is None
 
 
-def test_a_principal_is_told_only_of_the_tools_it_may_call(make_dispatcher, registry):
-    dispatcher = make_dispatcher(registry=registry)
+def test_a_principal_is_told_only_of_the_tools_it_may_call(make_server, registry):
+    server = make_server(registry=registry)
     alice = caller("alice", tools=("echo",))
     expected = "Tools: echo (Return the text unchanged)."
-    assert initialize_instructions(Rpc(dispatcher, dispatcher.open_session("streamable", "alice"), alice)) == expected
-    assert discover_instructions(stateless_client(dispatcher, alice)) == expected
+    assert initialize_instructions(Rpc(server, server.open_session("streamable", "alice"), alice)) == expected
+    assert discover_instructions(stateless_client(server, alice)) == expected

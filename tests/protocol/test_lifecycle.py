@@ -23,7 +23,7 @@ def test_requests_before_initialize_get_a_clear_error(rpc, method, params):
     assert "result" not in response
 
 
-def test_tools_are_not_run_before_initialize(make_dispatcher, make_rpc):
+def test_tools_are_not_run_before_initialize(make_server, make_rpc):
     calls: list[str] = []
 
     @tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
@@ -34,7 +34,7 @@ def test_tools_are_not_run_before_initialize(make_dispatcher, make_rpc):
 
     registry = Registry()
     registry.add_function(record)
-    rpc = make_rpc(on=make_dispatcher(registry=registry))
+    rpc = make_rpc(on=make_server(registry=registry))
     response = rpc.request("tools/call", {"name": "record", "arguments": {}})
     assert response["error"]["code"] == -32600
     assert calls == []

@@ -46,9 +46,9 @@ def recording_registry(calls: list[str]) -> Registry:
     return registry
 
 
-def test_a_tool_call_sent_as_a_notification_does_not_run_the_tool(make_dispatcher, make_rpc):
+def test_a_tool_call_sent_as_a_notification_does_not_run_the_tool(make_server, make_rpc):
     calls: list[str] = []
-    rpc = make_rpc(on=make_dispatcher(registry=recording_registry(calls)))
+    rpc = make_rpc(on=make_server(registry=recording_registry(calls)))
     assert rpc('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "record", "arguments": {}}}') == []
     assert calls == []
 
@@ -58,7 +58,7 @@ def test_initialize_sent_as_a_notification_does_not_negotiate(rpc):
     assert not rpc.session.negotiated
 
 
-def test_cancelled_notification_stops_the_running_request(make_dispatcher):
+def test_cancelled_notification_stops_the_running_request(make_server):
     release = Event()
     finished: list[str] = []
 
@@ -71,18 +71,18 @@ def test_cancelled_notification_stops_the_running_request(make_dispatcher):
 
     registry = Registry()
     registry.add_function(wait_forever)
-    dispatcher = make_dispatcher(registry=registry)
-    session = dispatcher.open_session("sse")
+    server = make_server(registry=registry)
+    session = server.open_session("sse")
     init = b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}'
-    dispatcher.accept(session, parse_body(init), lambda message: None)[0][0].join(timeout=10)
-    (running,), _ = dispatcher.accept(
+    server.accept(session, parse_body(init), lambda message: None)[0][0].join(timeout=10)
+    (running,), _ = server.accept(
         session,
         parse_body(b'{"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": "wait_forever"}}'),
         lambda message: None,
     )
     gevent.sleep(0)  # let the call start and block
     assert not running.dead
-    greenlets, errors = dispatcher.accept(
+    greenlets, errors = server.accept(
         session,
         parse_body(b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}'),
         lambda message: None,

@@ -44,12 +44,12 @@ def b64(text: str) -> str:
 
 @pytest.mark.parametrize(("method", "key", "table", "field"), LISTS)
 @pytest.mark.parametrize("page_size", ["1", "2", "3"])
-def test_walking_the_cursors_returns_every_item_once_in_order(make_dispatcher, make_rpc, method, key, table, field,
+def test_walking_the_cursors_returns_every_item_once_in_order(make_server, make_rpc, method, key, table, field,
                                                               page_size):
-    dispatcher = make_dispatcher({"MCP_PAGE_SIZE": page_size},
-                                 registry=Registry.discover(plugins=["tests.conformance.fixtures"]))
-    items, cursors = walk(make_rpc("2025-06-18", on=dispatcher), method, key)
-    expected = list(getattr(dispatcher.registry, table))
+    server = make_server({"MCP_PAGE_SIZE": page_size},
+                         registry=Registry.discover(plugins=["tests.conformance.fixtures"]))
+    items, cursors = walk(make_rpc("2025-06-18", on=server), method, key)
+    expected = list(getattr(server.registry, table))
     assert [item[field] for item in items] == expected
     size = int(page_size)
     assert len(cursors) == (len(expected) - 1) // size
@@ -57,9 +57,9 @@ def test_walking_the_cursors_returns_every_item_once_in_order(make_dispatcher, m
 
 
 @pytest.mark.parametrize(("method", "key", "table", "field"), LISTS)
-def test_one_page_holds_everything_by_default_and_has_no_next_cursor(make_rpc, dispatcher, method, key, table, field):
+def test_one_page_holds_everything_by_default_and_has_no_next_cursor(make_rpc, server, method, key, table, field):
     result = make_rpc("2025-06-18").request(method)["result"]
-    assert [item[field] for item in result[key]] == list(getattr(dispatcher.registry, table))
+    assert [item[field] for item in result[key]] == list(getattr(server.registry, table))
     assert "nextCursor" not in result
 
 

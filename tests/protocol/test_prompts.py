@@ -53,9 +53,9 @@ def user_text(text: str) -> dict:
 
 
 # listing
-def test_prompts_list_describes_each_prompt_with_its_arguments(make_rpc, dispatcher):
+def test_prompts_list_describes_each_prompt_with_its_arguments(make_rpc, server):
     result = make_rpc("2025-06-18").request("prompts/list")["result"]
-    assert [p["name"] for p in result["prompts"]] == list(dispatcher.registry.prompts)
+    assert [p["name"] for p in result["prompts"]] == list(server.registry.prompts)
     by_name = {p["name"]: p for p in result["prompts"]}
     assert by_name["test_prompt_with_arguments"] == {
         "name": "test_prompt_with_arguments",
@@ -178,10 +178,10 @@ def test_a_failing_prompt_is_internal_error_without_detail(make_rpc, mcp_log):
     assert response["error"]["data"]["correlationId"] in mcp_log.text
 
 
-def test_prompt_list_changes_reach_initialized_sessions(dispatcher, make_rpc):
+def test_prompt_list_changes_reach_initialized_sessions(server, make_rpc):
     rpc = make_rpc("2025-06-18")
-    stream = dispatcher.store.events.subscribe(rpc.session.id)
-    dispatcher.registry.remove("prompt", "exploding_prompt")
+    stream = server.store.events.subscribe(rpc.session.id)
+    server.registry.remove("prompt", "exploding_prompt")
     event = stream.get(timeout=0)
     assert event is not None and b'"notifications/prompts/list_changed"' in event[1]
     assert get(rpc, "exploding_prompt")["error"]["code"] == -32602

@@ -54,9 +54,9 @@ def root(tmp_path):
 
 
 @pytest.fixture
-def dispatcher(make_dispatcher, registry, root):
-    """A dispatcher serving the files root, with the three principals' grants."""
-    return make_dispatcher({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry)
+def server(make_server, registry, root):
+    """A server serving the files root, with the three principals' grants."""
+    return make_server({"MCP_FILES_ROOT": str(root), "MCP_COMPLETION_SCAN_MAX": "50"}, registry=registry)
 
 
 @pytest.fixture
@@ -73,9 +73,9 @@ def grants(root) -> dict[str, tuple[str, ...]]:
 def session_of(grants):
     """An initialized session of a principal, each request sent with that principal's credential."""
 
-    def open_session(dispatcher, principal: str, resources: tuple[str, ...] | None = None) -> Rpc:
+    def open_session(server, principal: str, resources: tuple[str, ...] | None = None) -> Rpc:
         granted = grants[principal] if resources is None else resources
-        rpc = Rpc(dispatcher, dispatcher.open_session("streamable", principal), caller(principal, resources=granted))
+        rpc = Rpc(server, server.open_session("streamable", principal), caller(principal, resources=granted))
         rpc.initialize()
         return rpc
 
@@ -89,35 +89,35 @@ def complete(rpc: Rpc, ref_uri: str, name: str, value: str) -> dict:
 
 
 # completion
-def test_a_principal_who_may_not_see_the_template_gets_no_file_names(dispatcher, root, session_of):
-    answer = complete(session_of(dispatcher, "outsider"), FILES, "path", f"{root}/")
+def test_a_principal_who_may_not_see_the_template_gets_no_file_names(server, root, session_of):
+    answer = complete(session_of(server, "outsider"), FILES, "path", f"{root}/")
     assert answer["error"]["code"] == PERMISSION_DENIED
     assert answer["id"] == "c"
     assert "secret" not in json.dumps(answer) and "readme" not in json.dumps(answer)
 
 
-def test_completion_suggests_only_files_the_principal_may_read_through_links_too(dispatcher, root, session_of):
-    completion = complete(session_of(dispatcher, "reader"), FILES, "path", f"{root}/")["result"]["completion"]
+def test_completion_suggests_only_files_the_principal_may_read_through_links_too(server, root, session_of):
+    completion = complete(session_of(server, "reader"), FILES, "path", f"{root}/")["result"]["completion"]
     # private/secret.txt is outside the grant; public/link.txt is inside it but names private/secret.txt.
     assert completion == {"values": [f"{root}/public/readme.txt"], "hasMore": False, "total": 1}
 
 
-def test_the_allowed_principal_still_gets_every_file(dispatcher, root, session_of):
-    values = complete(session_of(dispatcher, "admin"), FILES, "path", f"{root}/")["result"]["completion"]["values"]
+def test_the_allowed_principal_still_gets_every_file(server, root, session_of):
+    values = complete(session_of(server, "admin"), FILES, "path", f"{root}/")["result"]["completion"]["values"]
     assert values == [f"{root}/private/secret.txt", f"{root}/public/link.txt", f"{root}/public/readme.txt"]
 
 
-def test_any_template_s_values_are_filtered_by_the_uri_they_make(dispatcher, session_of):
-    completion = complete(session_of(dispatcher, "reader"), "mem://{id}", "id", "")["result"]["completion"]
+def test_any_template_s_values_are_filtered_by_the_uri_they_make(server, session_of):
+    completion = complete(session_of(server, "reader"), "mem://{id}", "id", "")["result"]["completion"]
     assert completion == {"values": ["alpha", "gamma"], "hasMore": False, "total": 2}
 
 
-def test_filtering_an_endless_completer_stops_at_the_scan_bound(dispatcher, session_of):
+def test_filtering_an_endless_completer_stops_at_the_scan_bound(server, session_of):
     # None of the first MCP_COMPLETION_SCAN_MAX values is refused here, so the 100-value cap is never reached...
-    capped = complete(session_of(dispatcher, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
+    capped = complete(session_of(server, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
     assert (len(capped["values"]), capped["hasMore"]) == (50, True)
     # ...and a principal refused every value gets none, without looking forever.
-    refused_every_value = session_of(dispatcher, "reader", resources=("mem://endless/{id}",))
+    refused_every_value = session_of(server, "reader", resources=("mem://endless/{id}",))
     refused = complete(refused_every_value, "mem://endless/{id}", "id", "")["result"]["completion"]
     assert refused == {"values": [], "hasMore": True}
 
@@ -125,20 +125,20 @@ def test_filtering_an_endless_completer_stops_at_the_scan_bound(dispatcher, sess
 # reads and subscriptions through links
 @pytest.mark.parametrize("path", ["public/link.txt", "public/linkdir/secret.txt"], ids=["file-link", "directory-link"])
 @pytest.mark.parametrize("method", ["resources/read", "resources/subscribe"])
-def test_a_link_to_a_file_outside_the_grant_is_refused_naming_the_link(dispatcher, root, method, path, session_of):
+def test_a_link_to_a_file_outside_the_grant_is_refused_naming_the_link(server, root, method, path, session_of):
     uri = f"file://{root}/{path}"
-    answer = session_of(dispatcher, "reader").request(method, {"uri": uri}, request_id="r")
+    answer = session_of(server, "reader").request(method, {"uri": uri}, request_id="r")
     assert answer["error"] == {"code": PERMISSION_DENIED, "data": {"resource": uri},
                                "message": f"Permission denied: you may not use resource '{uri}'"}
     assert answer["id"] == "r"
 
 
 @pytest.mark.parametrize("method", ["resources/read", "resources/subscribe"])
-def test_files_inside_the_grant_are_still_read_and_subscribed(dispatcher, root, method, session_of):
-    answer = session_of(dispatcher, "reader").request(method, {"uri": f"file://{root}/public/readme.txt"})
+def test_files_inside_the_grant_are_still_read_and_subscribed(server, root, method, session_of):
+    answer = session_of(server, "reader").request(method, {"uri": f"file://{root}/public/readme.txt"})
     assert "result" in answer, answer
 
 
-def test_the_allowed_principal_reads_through_the_link(dispatcher, root, session_of):
-    answer = session_of(dispatcher, "admin").request("resources/read", {"uri": f"file://{root}/public/link.txt"})
+def test_the_allowed_principal_reads_through_the_link(server, root, session_of):
+    answer = session_of(server, "admin").request("resources/read", {"uri": f"file://{root}/public/link.txt"})
     assert answer["result"]["contents"][0]["text"] == "secret words"

@@ -62,9 +62,9 @@ def drain(subscription) -> list[dict]:
 
 
 # listing
-def test_resources_list_describes_each_fixed_resource(make_rpc, dispatcher):
+def test_resources_list_describes_each_fixed_resource(make_rpc, server):
     result = make_rpc("2025-06-18").request("resources/list")["result"]
-    assert [r["uri"] for r in result["resources"]] == list(dispatcher.registry.resources)
+    assert [r["uri"] for r in result["resources"]] == list(server.registry.resources)
     assert "nextCursor" not in result
     by_uri = {r["uri"]: r for r in result["resources"]}
     assert by_uri["test://static-binary"] == {
@@ -197,39 +197,39 @@ def test_subscribe_and_unsubscribe_need_a_string_uri(make_rpc, method, uri):
     assert make_rpc("2025-06-18").request(method, {"uri": uri})["error"]["code"] == -32602
 
 
-def test_resource_updated_reaches_only_subscribed_sessions(dispatcher, make_rpc):
+def test_resource_updated_reaches_only_subscribed_sessions(server, make_rpc):
     watcher, bystander = make_rpc("2025-06-18"), make_rpc("2025-06-18")
     watcher.request("resources/subscribe", {"uri": "test://watched-resource"})
     bystander.request("resources/subscribe", {"uri": "test://static-text"})
-    watching = dispatcher.store.events.subscribe(watcher.session.id)
-    bystanding = dispatcher.store.events.subscribe(bystander.session.id)
-    dispatcher.resource_updated("test://watched-resource")
+    watching = server.store.events.subscribe(watcher.session.id)
+    bystanding = server.store.events.subscribe(bystander.session.id)
+    server.resource_updated("test://watched-resource")
     assert drain(watching) == [{"jsonrpc": "2.0", "method": "notifications/resources/updated",
                                 "params": {"uri": "test://watched-resource"}}]
     assert drain(bystanding) == []
 
 
-def test_no_update_arrives_after_unsubscribe(dispatcher, make_rpc):
+def test_no_update_arrives_after_unsubscribe(server, make_rpc):
     rpc = make_rpc("2025-06-18")
     rpc.request("resources/subscribe", {"uri": "test://watched-resource"})
     rpc.request("resources/unsubscribe", {"uri": "test://watched-resource"})
-    stream = dispatcher.store.events.subscribe(rpc.session.id)
-    dispatcher.resource_updated("test://watched-resource")
+    stream = server.store.events.subscribe(rpc.session.id)
+    server.resource_updated("test://watched-resource")
     assert drain(stream) == []
 
 
-def test_resource_list_changes_reach_every_initialized_session_but_not_uninitialized_ones(dispatcher, make_rpc):
+def test_resource_list_changes_reach_every_initialized_session_but_not_uninitialized_ones(server, make_rpc):
     ready, fresh = make_rpc("2025-06-18"), make_rpc()
-    ready_stream = dispatcher.store.events.subscribe(ready.session.id)
-    fresh_stream = dispatcher.store.events.subscribe(fresh.session.id)
+    ready_stream = server.store.events.subscribe(ready.session.id)
+    fresh_stream = server.store.events.subscribe(fresh.session.id)
 
     @resource("test://later")
     def later() -> str:
         """Added while the server runs."""
         return "later"
 
-    dispatcher.registry.add_function(later)
-    dispatcher.registry.remove("resource template", "test://rows/{row}")
+    server.registry.add_function(later)
+    server.registry.remove("resource template", "test://rows/{row}")
     assert drain(ready_stream) == [{"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}] * 2
     assert drain(fresh_stream) == []
     assert read(ready, "test://later")["result"]["contents"][0]["text"] == "later"

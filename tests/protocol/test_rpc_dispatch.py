@@ -1,4 +1,4 @@
-"""jsonrpc_dispatch: one classified message through jsonrpcserver's dispatch steps, as the dispatcher takes them."""
+"""jsonrpc_dispatch: one classified message through jsonrpcserver's dispatch steps, as the server takes them."""
 
 from __future__ import annotations
 

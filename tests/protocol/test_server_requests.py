@@ -55,13 +55,13 @@ def client(rpc):
 def start_call(rpc, name: str, request_id: int = 1) -> gevent.Greenlet:
     """Start a tools/call without waiting for it; return its greenlet."""
     message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": {}}}
-    (greenlet,), errors = rpc.dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), errors = rpc.server.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     assert errors == []
     return greenlet
 
 
 def wait_for_request(rpc, method: str) -> dict:
-    """Wait until the dispatcher has sent the client a request with method; return it."""
+    """Wait until the server has sent the client a request with method; return it."""
     with gevent.Timeout(WAIT_S, AssertionError(f"no {method} request was sent")):
         while not (found := [m for m in rpc.sent if m.get("method") == method and "id" in m]):
             gevent.sleep(0.001)
@@ -162,11 +162,11 @@ def test_a_roots_answer_without_roots_means_none(client):
 
 
 # timeouts and cancellation
-def test_a_client_that_never_answers_times_out_with_an_error_result_and_a_cancellation(make_dispatcher):
+def test_a_client_that_never_answers_times_out_with_an_error_result_and_a_cancellation(make_server):
     registry = Registry()
     registry.add_function(roots)
-    dispatcher = make_dispatcher({"MCP_CLIENT_REQUEST_TIMEOUT_S": "0.2"}, registry=registry)
-    rpc = Rpc(dispatcher, dispatcher.open_session("sse"))
+    server = make_server({"MCP_CLIENT_REQUEST_TIMEOUT_S": "0.2"}, registry=registry)
+    rpc = Rpc(server, server.open_session("sse"))
     rpc.initialize("2025-06-18", capabilities=ALL_CAPABILITIES)
     call = start_call(rpc, "roots")
     question = wait_for_request(rpc, "roots/list")
@@ -177,7 +177,7 @@ def test_a_client_that_never_answers_times_out_with_an_error_result_and_a_cancel
                             "params": {"requestId": question["id"], "reason": "timed out"}}
     # A late answer finds nobody waiting and is dropped without a reply.
     assert rpc(dumps({"jsonrpc": "2.0", "id": question["id"], "result": {"roots": []}})) == []
-    assert not dispatcher.resolve(rpc.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": {}})
+    assert not server.resolve(rpc.session.id, {"jsonrpc": "2.0", "id": question["id"], "result": {}})
 
 
 def test_cancelling_a_tool_that_waits_on_the_client_forgets_the_request(client):
@@ -188,4 +188,4 @@ def test_cancelling_a_tool_that_waits_on_the_client_forgets_the_request(client):
     assert call.dead and call.value is None
     answer = {"jsonrpc": "2.0", "id": question["id"],
               "result": {"role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}}
-    assert not client.dispatcher.resolve(client.session.id, answer)
+    assert not client.server.resolve(client.session.id, answer)

@@ -17,7 +17,7 @@ def registry() -> Registry:
 
 def stored(rpc):
     """The session as the store holds it now."""
-    return rpc.dispatcher.store.sessions.peek_session(rpc.session.id)
+    return rpc.server.store.sessions.peek_session(rpc.session.id)
 
 
 def test_subscriptions_past_the_bound_are_refused_and_not_kept(make_rpc, monkeypatch):

@@ -32,10 +32,10 @@ def charges(tmp_path) -> Path:
 
 
 @pytest.fixture
-def stateless(make_dispatcher, charges) -> Stateless:
-    """A stateless client of a dispatcher with the charging tool."""
+def stateless(make_server, charges) -> Stateless:
+    """A stateless client of a server with the charging tool."""
     environ = {"MCP_TEST_CHARGE_LOG": str(charges)}
-    return Stateless(make_dispatcher(environ, registry=Registry.discover(plugins=PLUGINS)))
+    return Stateless(make_server(environ, registry=Registry.discover(plugins=PLUGINS)))
 
 
 def charged(charges: Path) -> int:
@@ -101,7 +101,7 @@ def test_an_earlier_rounds_state_with_every_answer_is_refused_once_the_request_w
         made.append(where)
         return f"shipped to {where}"
 
-    stateless.dispatcher.registry.add_function(ship_order)
+    stateless.server.registry.add_function(ship_order)
     first = stateless.call("ship_order")["result"]
     address = {"address": accept({"city": "Oslo"})}
     second = stateless.call("ship_order", 2, inputResponses=address, requestState=first["requestState"])["result"]
@@ -124,7 +124,7 @@ def test_a_tool_that_asks_after_consume_answers_fails_instead_of_minting_a_state
         ctx.elicit("Receipt?", {"type": "object"}, key="second")
         return "done"
 
-    stateless.dispatcher.registry.add_function(ask_late)
+    stateless.server.registry.add_function(ask_late)
     state = stateless.call("ask_late")["result"]["requestState"]
     result = stateless.call("ask_late", 2, inputResponses={"first": accept({})}, requestState=state)["result"]
     assert result["isError"] is True
@@ -140,15 +140,15 @@ def test_consuming_twice_in_one_run_is_one_use(stateless):
         ctx.consume_answers()
         return "both"
 
-    stateless.dispatcher.registry.add_function(two_effects)
+    stateless.server.registry.add_function(two_effects)
     state = stateless.call("two_effects")["result"]["requestState"]
     done = stateless.call("two_effects", 2, inputResponses={"ok": accept({})}, requestState=state)
     assert done["result"]["content"][0]["text"] == "both"
 
 
-def test_a_full_record_refuses_with_32004_and_charges_nothing(make_dispatcher, charges):
+def test_a_full_record_refuses_with_32004_and_charges_nothing(make_server, charges):
     environ = {"MCP_TEST_CHARGE_LOG": str(charges), "MCP_REQUEST_STATE_USED_MAX": "1"}
-    client = Stateless(make_dispatcher(environ, registry=Registry.discover(plugins=PLUGINS)))
+    client = Stateless(make_server(environ, registry=Registry.discover(plugins=PLUGINS)))
     for request_id in (1, 3):
         state = charge(client, request_id)["result"]["requestState"]
         last = charge(client, request_id + 1, inputResponses=CONFIRMED, requestState=state)
@@ -157,12 +157,12 @@ def test_a_full_record_refuses_with_32004_and_charges_nothing(make_dispatcher, c
     assert charged(charges) == 1
 
 
-def test_in_a_2025_session_consume_answers_is_a_no_op(make_dispatcher, charges):
-    dispatcher = make_dispatcher({"MCP_TEST_CHARGE_LOG": str(charges)}, registry=Registry.discover(plugins=PLUGINS))
-    rpc = Rpc(dispatcher, dispatcher.open_session("sse"))
+def test_in_a_2025_session_consume_answers_is_a_no_op(make_server, charges):
+    server = make_server({"MCP_TEST_CHARGE_LOG": str(charges)}, registry=Registry.discover(plugins=PLUGINS))
+    rpc = Rpc(server, server.open_session("sse"))
     rpc.initialize("2025-11-25", capabilities={"elicitation": {}})
     message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": TOOL, "arguments": {"amount": 5}}}
-    (greenlet,), _ = dispatcher.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
+    (greenlet,), _ = server.accept(rpc.session, parse_body(dumps(message)), rpc.sent.append)
     with gevent.Timeout(WAIT_S, AssertionError("no elicitation/create request was sent")):
         while not (asked := [m for m in rpc.sent if m.get("method") == "elicitation/create"]):
             gevent.sleep(0.001)
@@ -172,7 +172,7 @@ def test_in_a_2025_session_consume_answers_is_a_no_op(make_dispatcher, charges):
     assert charged(charges) == 1
 
 
-def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_consumes_nothing(dispatcher):
+def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_consumes_nothing(server):
     shipped: list[str] = []
 
     @tool(name="ship_later", input_schema={"type": "object", "properties": {}, "additionalProperties": False},
@@ -185,8 +185,8 @@ def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_c
         shipped.append("box")
         return "shipped"
 
-    dispatcher.registry.add_function(ship_later)
-    alice = Client(dispatcher, "alice")
+    server.registry.add_function(ship_later)
+    alice = Client(server, "alice")
     state = alice.call("ship_later")["requestState"]
     task_id = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
                     requestState=state)["result"]["taskId"]
@@ -194,5 +194,5 @@ def test_consumed_before_start_task_one_confirmation_starts_one_task_whose_run_c
     replay = alice("tools/call", name="ship_later", arguments={}, inputResponses={"ok": accept({})},
                    requestState=state)
     assert used(replay), replay
-    assert len(dispatcher.tasks.store.tasks) == 1
+    assert len(server.tasks.store.tasks) == 1
     assert shipped == ["box"]

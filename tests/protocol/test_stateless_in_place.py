@@ -57,9 +57,9 @@ def stateless_call(name: str, meta: dict | None = None):
 NO_SOCKET: dict[str, str] = {}
 
 
-def serve(dispatcher, message) -> gevent.Greenlet:
+def serve(server, message) -> gevent.Greenlet:
     """Answer message as the POST would, in a greenlet standing for the POST's own."""
-    return gevent.spawn(stateless_http.answer, dispatcher, ephemeral_session(message.meta, None), message, NO_SOCKET,
+    return gevent.spawn(stateless_http.answer, server, ephemeral_session(message.meta, None), message, NO_SOCKET,
                        None)
 
 
@@ -69,18 +69,18 @@ def json_body(response) -> dict:
     return loads(response.get_data())
 
 
-def test_a_request_with_nothing_to_stream_runs_in_the_posts_own_greenlet(dispatcher):
-    post = serve(dispatcher, stateless_call("hold"))
+def test_a_request_with_nothing_to_stream_runs_in_the_posts_own_greenlet(server):
+    post = serve(server, stateless_call("hold"))
     assert STARTED.wait(WAIT_S)
     assert GREENLETS == [post]  # no greenlet spawned for the request
     RELEASE.set()
     body = json_body(post.get(timeout=WAIT_S))
     assert body["result"]["content"][0]["text"] == "released"
-    assert len(dispatcher.calls) == 0
+    assert len(server.calls) == 0
 
 
-def test_a_request_that_asked_for_progress_gets_its_own_greenlet_and_a_stream(dispatcher):
-    post = serve(dispatcher, stateless_call("hold", {"progressToken": "p1"}))
+def test_a_request_that_asked_for_progress_gets_its_own_greenlet_and_a_stream(server):
+    post = serve(server, stateless_call("hold", {"progressToken": "p1"}))
     assert STARTED.wait(WAIT_S)
     assert GREENLETS and GREENLETS[0] is not post
     RELEASE.set()
@@ -89,13 +89,13 @@ def test_a_request_that_asked_for_progress_gets_its_own_greenlet_and_a_stream(di
     assert json_body(response)["result"]["content"][0]["text"] == "released"
 
 
-def test_a_shutdown_stops_a_request_running_in_place_with_the_documented_error(dispatcher, monkeypatch):
-    monkeypatch.setattr(dispatcher.events, "outlives_worker", True)  # as on Redis, where answers outlive the worker
-    monkeypatch.setattr(dispatcher, "settings", dataclasses.replace(dispatcher.settings, graceful_timeout_s=1))
-    post = serve(dispatcher, stateless_call("hold"))
+def test_a_shutdown_stops_a_request_running_in_place_with_the_documented_error(server, monkeypatch):
+    monkeypatch.setattr(server.events, "outlives_worker", True)  # as on Redis, where answers outlive the worker
+    monkeypatch.setattr(server, "settings", dataclasses.replace(server.settings, graceful_timeout_s=1))
+    post = serve(server, stateless_call("hold"))
     assert STARTED.wait(WAIT_S)
     with gevent.Timeout(WAIT_S):
-        stopped = dispatcher.drain()
+        stopped = server.drain()
     assert stopped == 1
     body = json_body(post.get(timeout=WAIT_S))
     assert body["id"] == 41
@@ -103,21 +103,21 @@ def test_a_shutdown_stops_a_request_running_in_place_with_the_documented_error(d
     assert "stopped before it finished" in body["error"]["message"]
 
 
-def test_a_shutdown_does_not_wait_for_a_posts_greenlet_whose_request_is_over(dispatcher, monkeypatch):
-    monkeypatch.setattr(dispatcher.events, "outlives_worker", True)
+def test_a_shutdown_does_not_wait_for_a_posts_greenlet_whose_request_is_over(server, monkeypatch):
+    monkeypatch.setattr(server.events, "outlives_worker", True)
     RELEASE.set()
     connection_done = Event()
 
     def keep_alive_connection():
         """Answer one request in place, then live on as a kept-alive connection does."""
         hold = stateless_call("hold")
-        stateless_http.answer(dispatcher, ephemeral_session(hold.meta, None), hold, NO_SOCKET, None)
+        stateless_http.answer(server, ephemeral_session(hold.meta, None), hold, NO_SOCKET, None)
         connection_done.wait(WAIT_S)
 
     connection = gevent.spawn(keep_alive_connection)
     gevent.sleep(0.05)
     assert not connection.dead
-    assert dispatcher.drain() == 0
+    assert server.drain() == 0
     assert not connection.dead  # nothing killed: the request it served had finished
     connection_done.set()
     connection.join(WAIT_S)

@@ -1,4 +1,4 @@
-"""The 2026-07-28 method table and result decoration, through the dispatcher (no HTTP)."""
+"""The 2026-07-28 method table and result decoration, through the server (no HTTP)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ REMOVED = ("initialize", "notifications/initialized", "ping", "logging/setLevel"
 
 
 @pytest.fixture
-def stateless(dispatcher) -> Rpc:
-    """A client of dispatcher on the stateless wire: every request runs in an ephemeral session."""
-    return Rpc(dispatcher, ephemeral_session(STATELESS_META, None))
+def stateless(server) -> Rpc:
+    """A client of server on the stateless wire: every request runs in an ephemeral session."""
+    return Rpc(server, ephemeral_session(STATELESS_META, None))
 
 
 def call(client: Rpc, method: str, params: dict[str, Any] | None = None, extra_meta: dict | None = None) -> dict:
@@ -84,13 +84,13 @@ def test_listen_with_a_malformed_filter_is_invalid_params(stateless):
         == -32602
 
 
-def test_logging_needs_a_log_level_in_meta(stateless, dispatcher):
+def test_logging_needs_a_log_level_in_meta(stateless, server):
     call(stateless, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
     assert not [m for m in stateless.sent if m.get("method") == "notifications/message"]
 
 
-def test_unknown_log_level_is_invalid_params(dispatcher):
-    client = Rpc(dispatcher, ephemeral_session({**STATELESS_META, metadata.LOG_LEVEL: "loud"}, None))
+def test_unknown_log_level_is_invalid_params(server):
+    client = Rpc(server, ephemeral_session({**STATELESS_META, metadata.LOG_LEVEL: "loud"}, None))
     assert call(client, "tools/list", extra_meta={metadata.LOG_LEVEL: "loud"})["error"]["code"] == -32602
 
 
@@ -100,7 +100,7 @@ def test_requests_log_one_line_with_status_ok(stateless, mcp_log):
     assert "rpc method=server/discover id=1 session=- status=ok " in mcp_log.text
 
 
-def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_dispatcher_starts(make_dispatcher):
+def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_server_starts(make_server):
     @tool(input_schema={"type": "object", "properties": {
         "ratio": {"type": "number", "x-mcp-header": "Ratio", "description": "number is not allowed"}}})
     def bad_header(ratio: float = 0.0) -> str:
@@ -110,4 +110,4 @@ def test_a_tool_with_a_bad_x_mcp_header_is_refused_when_the_dispatcher_starts(ma
     registry = Registry()
     registry.add_function(bad_header)
     with pytest.raises(ValueError, match="bad_header"):
-        make_dispatcher(registry=registry)
+        make_server(registry=registry)

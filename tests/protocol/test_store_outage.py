@@ -20,7 +20,7 @@ STORE_UNAVAILABLE = {"code": SERVER_UNAVAILABLE, "message": STORE_UNAVAILABLE_ME
 def outage(monkeypatch) -> Callable[[], None]:
     """A switch that makes every session change fail from then on, as during a Redis outage.
 
-    Put in the store before the server is built (the dispatcher fixture below): the server binds its methods then.
+    Put in the store before the server is built (the server fixture below): the server binds its methods then.
     """
     stalled: list[bool] = []
     update = MemorySessions.update_session
@@ -36,9 +36,9 @@ def outage(monkeypatch) -> Callable[[], None]:
 
 
 @pytest.fixture
-def dispatcher(outage, make_dispatcher, registry) -> Server:
+def server(outage, make_server, registry) -> Server:
     """A server on the in-memory store, built with the outage switch in it."""
-    return make_dispatcher(registry=registry)
+    return make_server(registry=registry)
 
 
 def test_initialize_caught_by_the_outage_answers_store_unavailable(rpc, outage):
@@ -59,4 +59,4 @@ def test_a_notification_caught_by_the_outage_is_not_acknowledged(rpc, outage):
     body = parse_body(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     # The transport answers 503 instead of 202, so the client sends it again.
     with pytest.raises(StoreUnavailable):
-        rpc.dispatcher.accept(rpc.session, body, rpc.sent.append)
+        rpc.server.accept(rpc.session, body, rpc.sent.append)

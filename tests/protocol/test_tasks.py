@@ -1,4 +1,4 @@
-"""The tasks extension through the dispatcher, as the 2026-07-28 wire sends it: each method, each error, each bound.
+"""The tasks extension through the server, as the 2026-07-28 wire sends it: each method, each error, each bound.
 
 Requests go through `Server.handle_request` with an ephemeral session built from their _meta, exactly as
 stateless/http.py does, so results come back decorated (resultType) as the wire answers them.
@@ -63,9 +63,9 @@ def registry() -> Registry:
 
 
 @pytest.fixture
-def client(dispatcher) -> Client:
+def client(server) -> Client:
     """A client of principal alice that declares the extension."""
-    return Client(dispatcher, "alice")
+    return Client(server, "alice")
 
 
 def test_a_task_is_created_polled_and_completed_with_its_result_inlined(client):
@@ -89,14 +89,14 @@ def test_discover_announces_the_extension(client):
     assert "tasks" not in capabilities
 
 
-def test_a_required_task_tool_without_the_extension_is_32021_naming_it(dispatcher):
-    response = Client(dispatcher, "alice", WITHOUT_TASKS)("tools/call", name="quick", arguments={})
+def test_a_required_task_tool_without_the_extension_is_32021_naming_it(server):
+    response = Client(server, "alice", WITHOUT_TASKS)("tools/call", name="quick", arguments={})
     assert code_of(response) == -32021
     assert response["error"]["data"] == {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
 
 
-def test_an_optional_task_tool_without_the_extension_runs_at_once(dispatcher):
-    result = Client(dispatcher, "alice", WITHOUT_TASKS).call("sleepy", seconds=0)
+def test_an_optional_task_tool_without_the_extension_runs_at_once(server):
+    result = Client(server, "alice", WITHOUT_TASKS).call("sleepy", seconds=0)
     assert (result["resultType"], result["content"][0]["text"]) == ("complete", "slept 0")
     assert "taskId" not in result
 
@@ -109,18 +109,18 @@ def test_a_handshake_era_session_runs_a_required_task_tool_as_a_plain_call(make_
 
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
-def test_tasks_methods_without_the_extension_are_32021(dispatcher, client, method):
+def test_tasks_methods_without_the_extension_are_32021(server, client, method):
     task_id = client.call("quick")["taskId"]
-    response = Client(dispatcher, "alice", WITHOUT_TASKS)(method, taskId=task_id, inputResponses={})
+    response = Client(server, "alice", WITHOUT_TASKS)(method, taskId=task_id, inputResponses={})
     assert code_of(response) == -32021
     assert response["error"]["data"]["requiredCapabilities"] == {"extensions": {TASKS_EXTENSION: {}}}
 
 
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
-def test_another_principals_task_is_as_unknown_as_a_made_up_id(dispatcher, client, method):
+def test_another_principals_task_is_as_unknown_as_a_made_up_id(server, client, method):
     task_id = client.call("sleepy", seconds=5)["taskId"]
-    foreign = Client(dispatcher, "mallory")(method, taskId=task_id, inputResponses={})
-    anonymous = Client(dispatcher, None)(method, taskId=task_id, inputResponses={})
+    foreign = Client(server, "mallory")(method, taskId=task_id, inputResponses={})
+    anonymous = Client(server, None)(method, taskId=task_id, inputResponses={})
     unknown = client(method, taskId="no-such-task", inputResponses={})
     assert code_of(foreign) == code_of(anonymous) == code_of(unknown) == -32602
     assert foreign["error"]["message"] == unknown["error"]["message"]
@@ -155,11 +155,11 @@ def test_update_refuses_malformed_input_responses_and_ignores_unasked_keys(clien
     assert sorted(client.get(task_id)["inputRequests"]) == ["name"]
 
 
-def test_cancel_stops_a_running_task_which_ends_cancelled_and_cancel_again_is_an_ack(client, dispatcher):
+def test_cancel_stops_a_running_task_which_ends_cancelled_and_cancel_again_is_an_ack(client, server):
     task_id = client.call("sleepy", seconds=30)["taskId"]
     assert client("tasks/cancel", taskId=task_id)["result"]["resultType"] == "complete"
     assert client.get(task_id)["status"] == "cancelled"
-    wait_until(lambda: not dispatcher.tasks.running, timeout=WAIT_S)
+    wait_until(lambda: not server.tasks.running, timeout=WAIT_S)
     assert "result" in client("tasks/cancel", taskId=task_id)
     assert client.get(task_id)["status"] == "cancelled"
 
@@ -171,20 +171,20 @@ def test_a_protocol_error_fails_the_task_with_that_error(client):
     assert "result" not in failed
 
 
-def test_past_the_tasks_per_principal_bound_a_call_is_32004(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_TASK_MAX_PER_PRINCIPAL": "2"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+def test_past_the_tasks_per_principal_bound_a_call_is_32004(make_server, registry):
+    server = make_server({"MCP_TASK_MAX_PER_PRINCIPAL": "2"}, registry=registry)
+    alice = Client(server, "alice")
     alice.call("quick")
     alice.call("quick")
     refused = alice("tools/call", name="quick", arguments={})
     assert code_of(refused) == -32004
     assert "MCP_TASK_MAX_PER_PRINCIPAL" in refused["error"]["message"]
-    assert Client(dispatcher, "bob").call("quick")["resultType"] == "task"
+    assert Client(server, "bob").call("quick")["resultType"] == "task"
 
 
-def test_a_result_over_the_bytes_bound_fails_the_task_clearly(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+def test_a_result_over_the_bytes_bound_fails_the_task_clearly(make_server, registry):
+    server = make_server({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
+    alice = Client(server, "alice")
     small = alice.until(alice.call("big", size=200)["taskId"])
     large = alice.until(alice.call("big", size=2000)["taskId"])
     assert small["status"] == "completed"
@@ -192,52 +192,52 @@ def test_a_result_over_the_bytes_bound_fails_the_task_clearly(make_dispatcher, r
     assert "MCP_TASK_MAX_RESULT_BYTES" in large["statusMessage"]
 
 
-def test_the_ttl_is_the_default_or_the_asked_one_never_past_the_max(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_TASK_TTL_S": "60", "MCP_TASK_MAX_TTL_S": "120"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+def test_the_ttl_is_the_default_or_the_asked_one_never_past_the_max(make_server, registry):
+    server = make_server({"MCP_TASK_TTL_S": "60", "MCP_TASK_MAX_TTL_S": "120"}, registry=registry)
+    alice = Client(server, "alice")
     assert alice.call("quick")["ttlMs"] == 60_000
     assert alice("tools/call", name="quick", arguments={}, task={"ttl": 90_000})["result"]["ttlMs"] == 90_000
     assert alice("tools/call", name="quick", arguments={}, task={"ttl": 10**9})["result"]["ttlMs"] == 120_000
 
 
-def test_a_task_and_its_result_are_gone_after_the_ttl(make_dispatcher, registry):
+def test_a_task_and_its_result_are_gone_after_the_ttl(make_server, registry):
     # A second to live: a loaded machine must still read the result back before it goes.
-    dispatcher = make_dispatcher({"MCP_TASK_TTL_S": "1.0"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+    server = make_server({"MCP_TASK_TTL_S": "1.0"}, registry=registry)
+    alice = Client(server, "alice")
     task_id = alice.call("quick")["taskId"]
     assert alice.until(task_id)["status"] == "completed"
     gevent.sleep(1.3)
     assert code_of(alice("tasks/get", taskId=task_id)) == -32602
 
 
-def test_a_task_whose_worker_stopped_renewing_fails_within_the_lease(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_TASK_LEASE_S": "1.0"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+def test_a_task_whose_worker_stopped_renewing_fails_within_the_lease(make_server, registry):
+    server = make_server({"MCP_TASK_LEASE_S": "1.0"}, registry=registry)
+    alice = Client(server, "alice")
     task_id = alice.call("sleepy", seconds=30)["taskId"]
     gevent.sleep(1.5)
     assert alice.get(task_id)["status"] == "working"  # renewed while it runs, past one lease
     # The worker "dies": its greenlets stop without writing anything.
-    dispatcher.tasks._renewer.kill()
-    for greenlet in list(dispatcher.tasks.running.values()):
+    server.tasks._renewer.kill()
+    for greenlet in list(server.tasks.running.values()):
         greenlet.kill()
     failed = alice.until(task_id)
     assert (failed["status"], failed["error"]["code"]) == ("failed", -32603)
     assert "lease expired" in failed["statusMessage"]
 
 
-def test_drain_lets_short_tasks_finish_and_fails_the_rest(client, dispatcher):
+def test_drain_lets_short_tasks_finish_and_fails_the_rest(client, server):
     short = client.call("sleepy", seconds=0.1)["taskId"]
     long = client.call("sleepy", seconds=30)["taskId"]
-    assert dispatcher.tasks.drain(timeout=0.5) == 1
+    assert server.tasks.drain(timeout=0.5) == 1
     assert client.get(short)["status"] == "completed"
     stopped = client.get(long)
     assert (stopped["status"], stopped["statusMessage"]) == ("failed", SHUTDOWN_MESSAGE)
 
 
-def test_task_notifications_reach_listen_streams_of_the_tasks_principal_only(client, dispatcher):
+def test_task_notifications_reach_listen_streams_of_the_tasks_principal_only(client, server):
     task_id = client.call("sleepy", seconds=0.2)["taskId"]
-    mine = dispatcher.listeners.open("L1", "alice", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
-    theirs = dispatcher.listeners.open("L2", "mallory", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
+    mine = server.listeners.open("L1", "alice", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
+    theirs = server.listeners.open("L2", "mallory", {"taskIds": [task_id]}, lambda uri: True, tasks=True)
     try:
         event = mine.get(WAIT_S)
         note = loads(event[1])
@@ -251,9 +251,9 @@ def test_task_notifications_reach_listen_streams_of_the_tasks_principal_only(cli
         theirs.close()
 
 
-def test_listen_for_task_ids_without_the_extension_is_32021(dispatcher):
+def test_listen_for_task_ids_without_the_extension_is_32021(server):
     with pytest.raises(Exception) as refused:
-        dispatcher.listeners.open("L", "alice", {"taskIds": ["t"]}, lambda uri: True, tasks=False)
+        server.listeners.open("L", "alice", {"taskIds": ["t"]}, lambda uri: True, tasks=False)
     assert refused.value.code == -32021
 
 
@@ -264,21 +264,21 @@ def test_registration_refuses_an_unknown_task_support():
         tool(input_schema=NO_ARGUMENTS, ask_before_task=True)
 
 
-def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, dispatcher):
+def test_a_task_cancelled_elsewhere_is_stopped_here_at_the_next_renewal(client, server):
     task_id = client.call("sleepy", seconds=30)["taskId"]
-    [greenlet] = dispatcher.tasks.running.values()
+    [greenlet] = server.tasks.running.values()
     # Another worker took the tasks/cancel: only the store knows.
-    tasks = dispatcher.tasks.store
+    tasks = server.tasks.store
     assert tasks.cancel("alice", task_id, "Cancelled by the client", tasks.now()) is True
-    dispatcher.tasks.renew_once()
+    server.tasks.renew_once()
     wait_until(lambda: greenlet.dead, timeout=WAIT_S)
-    assert dispatcher.tasks.running == {}
+    assert server.tasks.running == {}
     assert client.get(task_id)["status"] == "cancelled"
 
 
-def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_server, registry):
+    server = make_server({"MCP_TASK_MAX_RESULT_BYTES": "1024"}, registry=registry)
+    alice = Client(server, "alice")
     task_id = alice.call("asker")["taskId"]
     alice.until(task_id, ("input_required",))
     huge = {"name": {"action": "accept", "content": {"name": "x" * 2000}}}
@@ -288,15 +288,15 @@ def test_answers_past_the_bytes_bound_are_32602_and_leave_the_task_waiting(make_
     assert sorted(alice.get(task_id)["inputRequests"]) == ["name"]
 
 
-def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, dispatcher):
+def test_arguments_that_are_not_an_object_are_32602_and_make_no_task(client, server):
     refused = client("tools/call", name="sleepy", arguments=[1])
     assert code_of(refused) == -32602
-    assert dispatcher.tasks.store.tasks == {}
+    assert server.tasks.store.tasks == {}
 
 
-def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_dispatcher, registry):
-    dispatcher = make_dispatcher({"MCP_TASK_LEASE_S": "0.3", "MCP_KEEPALIVE_S": "0.2"}, registry=registry)
-    alice = Client(dispatcher, "alice")
+def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_server, registry):
+    server = make_server({"MCP_TASK_LEASE_S": "0.3", "MCP_KEEPALIVE_S": "0.2"}, registry=registry)
+    alice = Client(server, "alice")
     task_id = alice.call("sleepy", seconds=30)["taskId"]
     heard: list[dict] = []
     listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
@@ -304,11 +304,11 @@ def test_a_listener_hears_of_a_task_whose_worker_died_without_polling(make_dispa
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": WITH_TASKS}}}
     message = parse_body(dumps(listen)).messages[0]
-    listener = gevent.spawn(dispatcher.handle_request, ephemeral_session(message.meta, "alice"), message, heard.append)
+    listener = gevent.spawn(server.handle_request, ephemeral_session(message.meta, "alice"), message, heard.append)
     try:
         wait_until(lambda: heard, timeout=WAIT_S)  # the acknowledgment
-        dispatcher.tasks._renewer.kill()
-        for greenlet in list(dispatcher.tasks.running.values()):
+        server.tasks._renewer.kill()
+        for greenlet in list(server.tasks.running.values()):
             greenlet.kill()
         wait_until(lambda: any(m.get("method") == "notifications/tasks" for m in heard), timeout=WAIT_S)
         [note] = [m for m in heard if m.get("method") == "notifications/tasks"]

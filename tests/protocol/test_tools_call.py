@@ -157,8 +157,8 @@ def test_missing_tool_name_is_invalid_params(make_rpc):
 
 
 # tools that fail, in a test-local registry
-def test_a_tool_that_raises_gives_is_error_with_a_safe_message(make_dispatcher, make_rpc, mcp_log):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_a_tool_that_raises_gives_is_error_with_a_safe_message(make_server, make_rpc, mcp_log):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     response = call(rpc, "explode", {})
     result = response["result"]
     assert result["isError"] is True
@@ -172,39 +172,39 @@ def test_a_tool_that_raises_gives_is_error_with_a_safe_message(make_dispatcher, 
     assert correlation_id in mcp_log.text
 
 
-def test_a_tool_error_message_reaches_the_client(make_dispatcher, make_rpc):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_a_tool_error_message_reaches_the_client(make_server, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     result = call(rpc, "refuse", {})["result"]
     assert result == {"content": [{"type": "text", "text": "the answer is no"}], "isError": True}
 
 
-def test_a_dict_result_is_structured_content_as_it_is(make_dispatcher, make_rpc):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_a_dict_result_is_structured_content_as_it_is(make_server, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     result = call(rpc, "describe", {})["result"]
     assert result["structuredContent"] == {"name": "flask", "stars": 3}
     assert result["content"][0]["type"] == "text"
 
 
-def test_a_list_result_is_wrapped_so_structured_content_is_an_object(make_dispatcher, make_rpc):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_a_list_result_is_wrapped_so_structured_content_is_an_object(make_server, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     assert call(rpc, "listing", {})["result"]["structuredContent"] == {"result": [1, 2]}
 
 
-def test_a_tool_result_keeps_its_own_blocks(make_dispatcher, make_rpc):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_a_tool_result_keeps_its_own_blocks(make_server, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     result = call(rpc, "blocks", {})["result"]
     assert result["content"] == [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
     assert result["structuredContent"] == {"count": 2}
 
 
-def test_output_outside_the_output_schema_is_an_error_result(make_dispatcher, make_rpc):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_output_outside_the_output_schema_is_an_error_result(make_server, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     result = call(rpc, "liar", {})["result"]
     assert result["isError"] is True
     assert "structuredContent" not in result
 
 
-def test_a_tool_with_ctx_receives_the_request_context(make_dispatcher, make_rpc):
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=local_registry()))
+def test_a_tool_with_ctx_receives_the_request_context(make_server, make_rpc):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     result = call(rpc, "whoami", {"who": "me"})["result"]
     assert result["content"][0]["text"] == f"me@{rpc.session.id}"

@@ -56,12 +56,12 @@ def test_tools_list_without_params_works(make_rpc):
     assert rpc.one('{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}')["result"]["tools"]
 
 
-def test_tools_list_pages_with_an_opaque_cursor(make_dispatcher, make_rpc):
-    dispatcher = make_dispatcher({"MCP_PAGE_SIZE": "2"})
-    rpc = make_rpc("2025-06-18", on=dispatcher)
+def test_tools_list_pages_with_an_opaque_cursor(make_server, make_rpc):
+    server = make_server({"MCP_PAGE_SIZE": "2"})
+    rpc = make_rpc("2025-06-18", on=server)
     first = rpc.request("tools/list", {}, request_id=2)["result"]
     second = rpc.request("tools/list", {"cursor": first["nextCursor"]}, request_id=3)["result"]
-    registered = list(dispatcher.registry.tools)
+    registered = list(server.registry.tools)
     assert [t["name"] for t in first["tools"]] == registered[:2]
     assert [t["name"] for t in second["tools"]] == registered[2:4]
     assert ("nextCursor" in second) == (len(registered) > 4)

@@ -146,9 +146,9 @@ def test_a_value_that_cannot_be_converted_is_invalid_params_before_2025_11_25(ma
 
 @pytest.mark.parametrize("value", [1.0, 1e300, True, "1"], ids=["whole-float", "huge-float", "bool", "string"])
 @pytest.mark.parametrize("name", ["double", "add"], ids=["hinted", "explicit-schema"])
-def test_an_int_parameter_takes_integers_only(make_dispatcher, make_rpc, registry, name, value):
+def test_an_int_parameter_takes_integers_only(make_server, make_rpc, registry, name, value):
     registry.add_function(add)
-    rpc = make_rpc("2025-06-18", on=make_dispatcher(registry=registry))
+    rpc = make_rpc("2025-06-18", on=make_server(registry=registry))
     arguments = {"n": value} if name == "double" else {"a": value, "b": 1}
     error = call(rpc, name, arguments)["error"]
     assert error["code"] == -32602 and "is not of type 'integer'" in error["message"]

@@ -63,12 +63,12 @@ def registry() -> Registry:
     return found
 
 
-def served(work: Callable[[], Any], server: str = THREADS) -> dict[str, Any]:
+def served(work: Callable[[], Any], kind: str = THREADS) -> dict[str, Any]:
     """Run work as a request in a new thread (begin_request .. end_request); its value, and what the thread saw."""
     seen: dict[str, Any] = {}
 
     def serve() -> None:
-        begin_request(server)
+        begin_request(kind)
         try:
             seen["value"] = work()
         except Exception as failure:  # re-raised in the test's own thread
@@ -87,10 +87,10 @@ def served(work: Callable[[], Any], server: str = THREADS) -> dict[str, Any]:
     return seen
 
 
-@pytest.mark.parametrize(("environ", "server"), [(WERKZEUG_THREADED, THREADS), (GUNICORN_SYNC, ONE_THREAD),
-                                                 (TEST_CLIENT, None)])
-def test_a_server_that_is_not_gevents_is_told_apart_from_flasks_test_client(environ, server):
-    assert server_without_gevent(environ) == server  # these tests run unpatched, as flask run does
+@pytest.mark.parametrize(("environ", "kind"), [(WERKZEUG_THREADED, THREADS), (GUNICORN_SYNC, ONE_THREAD),
+                                               (TEST_CLIENT, None)])
+def test_a_server_that_is_not_gevents_is_told_apart_from_flasks_test_client(environ, kind):
+    assert server_without_gevent(environ) == kind  # these tests run unpatched, as flask run does
 
 
 def test_a_request_marks_its_thread_until_it_ends_and_then_destroys_the_hub_it_made():
@@ -149,15 +149,15 @@ def test_a_tool_that_asks_from_a_request_answered_as_json_fails_at_once(make_rpc
     assert "Cannot send elicitation/create" in response["result"]["content"][0]["text"]
 
 
-def test_a_tool_that_runs_only_as_a_task_is_refused_naming_the_gevent_worker(dispatcher):
-    client = Client(dispatcher, "alice", WITH_TASKS)
+def test_a_tool_that_runs_only_as_a_task_is_refused_naming_the_gevent_worker(server):
+    client = Client(server, "alice", WITH_TASKS)
     response = served(lambda: client("tools/call", name="only_as_task", arguments={}))["value"]
     assert code_of(response) == -32004
     assert "runs only as a task" in response["error"]["message"] and GEVENT_WORKER in response["error"]["message"]
 
 
-def test_a_tool_that_may_run_as_a_task_runs_at_once(dispatcher):
-    client = Client(dispatcher, "alice", WITH_TASKS)
+def test_a_tool_that_may_run_as_a_task_runs_at_once(server):
+    client = Client(server, "alice", WITH_TASKS)
     result = served(lambda: client.call("maybe_as_task"))["value"]
     assert result["resultType"] == "complete" and result["content"][0]["text"] == "done at once"
     # Elsewhere the same request becomes a task.

@@ -24,8 +24,8 @@ def code_of(response: dict[str, Any]) -> int | None:
 class Client:
     """A 2026-07-28 client of one principal, sending each request as the stateless wire would dispatch it."""
 
-    def __init__(self, dispatcher, principal: str | None = None, capabilities: dict[str, Any] | None = None) -> None:
-        self.dispatcher = dispatcher
+    def __init__(self, server, principal: str | None = None, capabilities: dict[str, Any] | None = None) -> None:
+        self.server = server
         self.principal = principal
         self.capabilities = WITH_TASKS if capabilities is None else capabilities
         self.next_id = 0
@@ -38,7 +38,7 @@ class Client:
         body = parse_body(dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}))
         message = body.messages[0]
         session = ephemeral_session(message.meta, self.principal)
-        return loads(dumps(self.dispatcher.handle_request(session, message, lambda _: None)))
+        return loads(dumps(self.server.handle_request(session, message, lambda _: None)))
 
     def call(self, name: str, **arguments: Any) -> dict[str, Any]:
         """tools/call name; the result (asserting there is one)."""

@@ -22,61 +22,61 @@ ROOT = Principal("root", Grants(tools=("*",)), API_KEY)
 NOBODY = Principal("stranger", Grants(), API_KEY)
 
 
-def call(dispatcher: Server, session, method: str, params: dict[str, Any] | None = None,
+def call(server: Server, session, method: str, params: dict[str, Any] | None = None,
          caller: Principal | None = None) -> dict[str, Any]:
-    """Send one request through the dispatcher as caller and return its response."""
+    """Send one request through the server as caller and return its response."""
     body = parse_body(dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}))
-    greenlets, errors = dispatcher.accept(session, body, lambda message: None, caller=caller)
+    greenlets, errors = server.accept(session, body, lambda message: None, caller=caller)
     assert not errors, errors
     gevent.joinall(greenlets, timeout=10)
     return greenlets[0].value
 
 
 @pytest.fixture
-def dispatcher():
-    """A dispatcher serving the template's tools."""
-    dispatcher = Server(Settings.from_environ({}))
-    yield dispatcher
-    dispatcher.shutdown()
+def server():
+    """A server serving the template's tools."""
+    server = Server(Settings.from_environ({}))
+    yield server
+    server.shutdown()
 
 
-def open_initialized(dispatcher: Server, caller: Principal | None):
+def open_initialized(server: Server, caller: Principal | None):
     """A session of caller's principal that has answered initialize."""
-    session = dispatcher.open_session(STREAMABLE, caller.name if caller else None)
-    result = call(dispatcher, session, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                      "clientInfo": {"name": "t", "version": "0"}}, caller)
+    session = server.open_session(STREAMABLE, caller.name if caller else None)
+    result = call(server, session, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                  "clientInfo": {"name": "t", "version": "0"}}, caller)
     assert "result" in result
     return session
 
 
-def test_tools_list_shows_only_the_permitted_tools(dispatcher):
-    alice = open_initialized(dispatcher, ALICE)
-    names = {t["name"] for t in call(dispatcher, alice, "tools/list", caller=ALICE)["result"]["tools"]}
+def test_tools_list_shows_only_the_permitted_tools(server):
+    alice = open_initialized(server, ALICE)
+    names = {t["name"] for t in call(server, alice, "tools/list", caller=ALICE)["result"]["tools"]}
     assert names == {"echo", "get_time"}
-    root = open_initialized(dispatcher, ROOT)
-    everything = {t["name"] for t in call(dispatcher, root, "tools/list", caller=ROOT)["result"]["tools"]}
+    root = open_initialized(server, ROOT)
+    everything = {t["name"] for t in call(server, root, "tools/list", caller=ROOT)["result"]["tools"]}
     assert {"add", "echo", "get_time"} <= everything
 
 
-def test_calling_a_tool_outside_the_grants_is_permission_denied_with_its_name(dispatcher):
-    session = open_initialized(dispatcher, ALICE)
-    denied = call(dispatcher, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, ALICE)
+def test_calling_a_tool_outside_the_grants_is_permission_denied_with_its_name(server):
+    session = open_initialized(server, ALICE)
+    denied = call(server, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, ALICE)
     assert denied["error"]["code"] == PERMISSION_DENIED
     assert denied["error"]["data"] == {"tool": "add"}
-    allowed = call(dispatcher, session, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}, ALICE)
+    allowed = call(server, session, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}, ALICE)
     assert allowed["result"]["isError"] is False
 
 
-def test_a_caller_granted_nothing_may_use_nothing(dispatcher):
-    session = open_initialized(dispatcher, NOBODY)
-    assert call(dispatcher, session, "tools/list", caller=NOBODY)["result"]["tools"] == []
-    refused = call(dispatcher, session, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, NOBODY)
+def test_a_caller_granted_nothing_may_use_nothing(server):
+    session = open_initialized(server, NOBODY)
+    assert call(server, session, "tools/list", caller=NOBODY)["result"]["tools"] == []
+    refused = call(server, session, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, NOBODY)
     assert refused["error"]["code"] == PERMISSION_DENIED
 
 
-def test_without_a_caller_every_request_may_use_everything(dispatcher):
-    session = open_initialized(dispatcher, None)
-    assert call(dispatcher, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["result"][
+def test_without_a_caller_every_request_may_use_everything(server):
+    session = open_initialized(server, None)
+    assert call(server, session, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})["result"][
         "structuredContent"] == {"result": 3}
 
 
@@ -95,24 +95,24 @@ def test_the_same_principal_s_requests_each_use_their_own_credential_s_grants():
 
     registry = Registry()
     registry.add_function(slow_check)
-    dispatcher = Server(Settings.from_environ({}), registry=registry)
+    server = Server(Settings.from_environ({}), registry=registry)
     read_only = Principal("alice", Grants(tools=("slow_check",)), API_KEY)
     full_power = Principal("alice", Grants(tools=("*",)), API_KEY)
     try:
-        session = open_initialized(dispatcher, read_only)
+        session = open_initialized(server, read_only)
         body = parse_body(dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                                  "params": {"name": "slow_check", "arguments": {}}}))
-        running, _ = dispatcher.accept(session, body, lambda message: None, caller=read_only)
+        running, _ = server.accept(session, body, lambda message: None, caller=read_only)
         assert started.wait(5)
-        assert call(dispatcher, session, "tools/list", caller=full_power)["result"]["tools"]
+        assert call(server, session, "tools/list", caller=full_power)["result"]["tools"]
         release.set()
         gevent.joinall(running, timeout=5)
         assert seen == [False]
-        assert call(dispatcher, session, "tools/call", {"name": "slow_check", "arguments": {}}, NOBODY)[
+        assert call(server, session, "tools/call", {"name": "slow_check", "arguments": {}}, NOBODY)[
             "error"]["code"] == PERMISSION_DENIED
     finally:
         release.set()
-        dispatcher.shutdown()
+        server.shutdown()
 
 
 def test_resources_and_prompts_are_checked_by_their_own_patterns():

@@ -37,10 +37,10 @@ def test_split_url_keeps_the_path_for_the_chosen_transport():
 
 
 def test_profile_summary_counts_self_and_inclusive_samples():
-    stacks = [(["main (app.py)", "work (dispatcher.py)"], 3), (["main (app.py)", "log (logs.py)"], 1)]
+    stacks = [(["main (app.py)", "work (server.py)"], 3), (["main (app.py)", "log (logs.py)"], 1)]
     total, own, inclusive = summarize_stacks(stacks)
     assert total == 4
-    assert own == Counter({"work (dispatcher.py)": 3, "log (logs.py)": 1})
+    assert own == Counter({"work (server.py)": 3, "log (logs.py)": 1})
     assert inclusive["main (app.py)"] == 4
 
 

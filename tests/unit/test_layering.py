@@ -25,7 +25,7 @@ LAYERS = (
     # The 2026-07-28 wire is one package across three layers: its HTTP transport, its methods beside the protocol, and
     # what a request says about itself (metadata, validation, results, the requestState codec) with the leaves.
     ("transports", ("flask_mcp_gevent.transports", "flask_mcp_gevent.stateless.http")),
-    ("dispatcher", ("flask_mcp_gevent.server", "flask_mcp_gevent.notifications", "flask_mcp_gevent.eras")),
+    ("server", ("flask_mcp_gevent.server", "flask_mcp_gevent.notifications", "flask_mcp_gevent.eras")),
     # The tasks extension is one package across two layers: what runs and answers tasks beside the protocol,
     # what keeps them (the task record and the task stores) beside the store.
     ("protocol", ("flask_mcp_gevent.protocol", "flask_mcp_gevent.tasks", "flask_mcp_gevent.stateless.methods",

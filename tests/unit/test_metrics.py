@@ -84,9 +84,9 @@ def test_slow_consumer_cut_off_counts_a_queue_drop():
 
 def test_opening_a_session_counts_it_by_transport(app):
     metrics = instruments()
-    dispatcher = app.extensions["mcp"].server
+    server = app.extensions["mcp"].server
     before = value(metrics, "mcp_sessions_opened_total", transport="streamable")
-    dispatcher.open_session("streamable")
+    server.open_session("streamable")
     assert value(metrics, "mcp_sessions_opened_total", transport="streamable") == before + 1
 
 
@@ -107,20 +107,20 @@ def test_metrics_route_speaks_openmetrics_when_asked(client):
 
 
 def test_metrics_route_reports_the_sessions_the_store_holds(app, client):
-    dispatcher = app.extensions["mcp"].server
+    server = app.extensions["mcp"].server
     for _ in range(3):
-        dispatcher.open_session("streamable")
+        server.open_session("streamable")
     text = client.get("/metrics").get_data(as_text=True)
-    assert f"mcp_sessions {float(dispatcher.store.sessions.session_count())}" in text
+    assert f"mcp_sessions {float(server.store.sessions.session_count())}" in text
 
 
-def test_a_request_through_the_dispatcher_is_counted_once(app):
-    dispatcher = app.extensions["mcp"].server
+def test_a_request_through_the_server_is_counted_once(app):
+    server = app.extensions["mcp"].server
     metrics = instruments()
-    session = dispatcher.open_session("streamable")
+    session = server.open_session("streamable")
     before = value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="")
     ping = parse_body(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
-    running, errors = dispatcher.accept(session, ping, lambda m: None)
+    running, errors = server.accept(session, ping, lambda m: None)
     gevent.joinall(running)
     assert errors == [] and running[0].value["result"] == {}
     assert value(metrics, "mcp_requests_total", method="ping", outcome="ok", code="") == before + 1

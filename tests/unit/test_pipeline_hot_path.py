@@ -184,7 +184,7 @@ def test_hot_posts_never_reach_flask():
 def test_a_bug_on_the_hot_path_is_a_json_500_with_only_a_correlation_id(monkeypatch):
     app = create_app({})
 
-    def broken(dispatcher, environ, principal):
+    def broken(server, environ, principal):
         raise RuntimeError("secret detail at /srv/app/module.py")
 
     monkeypatch.setattr("flask_mcp_gevent.web.pipeline.handle_post", broken)

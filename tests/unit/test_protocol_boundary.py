@@ -32,13 +32,13 @@ def python_files() -> list[pathlib.Path]:
 
 
 @pytest.mark.parametrize("path", python_files(), ids=lambda path: str(path.relative_to(ROOT)))
-def test_no_handler_or_tool_reaches_the_dispatcher_through_ctx(path):
-    assert not re.findall(r"\bctx\.dispatcher\b|\.dispatcher\.", path.read_text())
+def test_no_handler_or_tool_reaches_the_server_through_ctx(path):
+    assert not re.findall(r"\bctx\.server\b|\.server\.", path.read_text())
 
 
-def test_the_request_context_holds_no_dispatcher():
+def test_the_request_context_holds_no_server():
     fields = {field.name: field.type for field in dataclasses.fields(RequestContext)}
-    assert "dispatcher" not in fields
+    assert "server" not in fields
     assert not any("Server" in str(kind) for kind in fields.values())
 
 
@@ -63,19 +63,19 @@ def test_handlers_are_dispatched_from_the_explicit_method_table_only():
     assert jsonrpcserver.methods.global_methods == {}
     assert set(methods.SESSION_METHODS) >= {"initialize", "ping", "tools/list", "tools/call", "resources/read",
                                     "prompts/get", "completion/complete", "notifications/initialized"}
-    dispatcher = Server(Settings.from_environ({}))
+    server = Server(Settings.from_environ({}))
     try:
         # Each era finds only its own table's methods: ping is legacy-only, subscriptions/listen stateless-only.
         legacy = Session(transport="streamable", protocol_version="2025-11-25", initialized=True)
         stateless = Session(transport=STATELESS, protocol_version="2026-07-28", client_capabilities={},
                          initialized=True)
-        assert dispatcher.handle_request(legacy, request("ping"), None)["result"] == {}
-        assert dispatcher.handle_request(legacy, request("subscriptions/listen"), None)["error"]["code"] == -32601
-        assert dispatcher.handle_request(stateless, request("ping"), None)["error"]["code"] == -32601
-        discovered = dispatcher.handle_request(stateless, request("server/discover"), None)
+        assert server.handle_request(legacy, request("ping"), None)["result"] == {}
+        assert server.handle_request(legacy, request("subscriptions/listen"), None)["error"]["code"] == -32601
+        assert server.handle_request(stateless, request("ping"), None)["error"]["code"] == -32601
+        discovered = server.handle_request(stateless, request("server/discover"), None)
         assert discovered["result"]["resultType"] == "complete"
     finally:
-        dispatcher.store.events.shutdown()
+        server.store.events.shutdown()
 
 
 def request(method: str) -> Message:
@@ -84,12 +84,12 @@ def request(method: str) -> Message:
 
 
 def test_metrics_label_exactly_the_methods_of_the_table():
-    dispatcher = Server(Settings.from_environ({}))
+    server = Server(Settings.from_environ({}))
     try:
         known = frozenset(methods.SESSION_METHODS) | frozenset(STATELESS_METHODS)
         assert metrics.instruments().known_methods == known
     finally:
-        dispatcher.shutdown()
+        server.shutdown()
 
 
 def test_capabilities_and_server_info_live_beside_initialize():
