@@ -1,7 +1,7 @@
-"""Count the project modules one `tools/call` of `echo` enters, per wire and hub; and the longest import chain.
+"""Count the project modules one `tools/call` of `echo` enters, per wire and store; and the longest import chain.
 
-    python -m bench.call_path                                  # every wire on the in-memory hub
-    python -m bench.call_path --redis-url redis://127.0.0.1:6379/0   # ... and on a Redis hub
+    python -m bench.call_path                                  # every wire on the in-memory store
+    python -m bench.call_path --redis-url redis://127.0.0.1:6379/0   # ... and on a Redis store
     python -m bench.call_path --redis                          # ... on a throwaway redis-server
     python -m bench.call_path --wires legacy,stdio --json       # one JSON line instead of the table
 
@@ -14,7 +14,7 @@ a module in every trace counts, one in only some is shown apart (a background gr
 """
 
 if __name__ == "__main__":
-    # First lines on purpose, as in app.py: the Redis hub's sockets must be cooperative before anything imports them.
+    # First lines on purpose, as in app.py: the Redis store's sockets must be cooperative before anything imports them.
     from gevent import monkey
 
     monkey.patch_all()
@@ -146,13 +146,13 @@ def longest_import_chain(graph: dict[str, set[str]]) -> list[str]:
 
 
 def print_table(rows: list[dict[str, Any]], chain: list[str], served_chain: list[str]) -> None:
-    """The table: wire, hub, module count, module list; then the import chain."""
-    print(f"{'wire':<12} {'hub':<7} {'modules':>7}  list")
+    """The table: wire, store, module count, module list; then the import chain."""
+    print(f"{'wire':<12} {'store':<7} {'modules':>7}  list")
     for row in rows:
         if row.get("skipped"):
-            print(f"{row['wire']:<12} {row['hub']:<7} {'-':>7}  {row['skipped']}")
+            print(f"{row['wire']:<12} {row['store']:<7} {'-':>7}  {row['skipped']}")
             continue
-        print(f"{row['wire']:<12} {row['hub']:<7} {row['count']:>7}  {', '.join(short(m) for m in row['modules'])}")
+        print(f"{row['wire']:<12} {row['store']:<7} {row['count']:>7}  {', '.join(short(m) for m in row['modules'])}")
         if row["sometimes"]:
             print(f"{'':<28}  not in every trace: {', '.join(short(m) for m in row['sometimes'])}")
     print(f"\nlongest import chain among project modules: {len(chain)} modules")
@@ -166,13 +166,13 @@ def short(module: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Count every requested wire on every requested hub; print the table (or one JSON line)."""
+    """Count every requested wire on every requested store; print the table (or one JSON line)."""
     parser = argparse.ArgumentParser(prog="python -m bench.call_path", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wires", default=",".join(WIRES), help=f"comma-separated, of {', '.join(WIRES)}")
-    parser.add_argument("--redis-url", help="also count on a Redis hub at this URL (its keys are left to expire)")
+    parser.add_argument("--redis-url", help="also count on a Redis store at this URL (its keys are left to expire)")
     parser.add_argument("--redis", action="store_true", help="also count on a throwaway redis-server")
-    parser.add_argument("--repeat", type=int, default=3, help="calls traced one by one per wire and hub")
+    parser.add_argument("--repeat", type=int, default=3, help="calls traced one by one per wire and store")
     parser.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     args = parser.parse_args(argv)
     wires = [w.strip() for w in args.wires.split(",") if w.strip()]

@@ -34,7 +34,7 @@ CLIENT_INFO = {"name": "bench-call-path", "version": "0"}
 
 
 def settings_for(redis_url: str | None) -> Settings:
-    """Default settings, quiet, on the in-memory hub or on Redis at redis_url."""
+    """Default settings, quiet, on the in-memory store or on Redis at redis_url."""
     environ = {"MCP_LOG_LEVEL": "WARNING"}
     if redis_url:
         environ["MCP_REDIS_URL"] = redis_url
@@ -102,7 +102,7 @@ class WsgiServer:
 
 
 def stop_app(app: Flask) -> None:
-    """Close the app's streams, then stop its hub's greenlets and connections (the Redis hub has some)."""
+    """Close the app's streams, then stop its store's greenlets and connections (the Redis store has some)."""
     extension = app.extensions["mcp"]
     extension.shutdown()
     getattr(extension.server.store, "stop", lambda: None)()
@@ -154,7 +154,7 @@ class StreamableClient(Client):
         return answer_of(headers, data)
 
     def close(self) -> None:
-        """DELETE the session and stop the app's dispatcher."""
+        """DELETE the session and stop the app's server."""
         self.server.send("DELETE", "/mcp", self.headers)
         stop_app(self.app)
 
@@ -178,7 +178,7 @@ class StatelessClient(Client):
         return answer_of(response_headers, data)
 
     def close(self) -> None:
-        """Stop the app's dispatcher and hub."""
+        """Stop the app's server and its store."""
         stop_app(self.app)
 
 
@@ -228,7 +228,7 @@ class LegacyClient(Client):
         return self.answer(message["id"])
 
     def close(self) -> None:
-        """Close the stream (as a client hanging up would) and stop the app's dispatcher."""
+        """Close the stream (as a client hanging up would) and stop the app's server."""
         self.reader.kill()
         self.stream.close()
         stop_app(self.app)
@@ -240,12 +240,12 @@ class StdioClient(Client):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         # As serving/flask_stdio.serve_app builds it: stdio always serves from an in-memory store.
-        self.dispatcher = Server(settings, store=MemoryStore(settings))
+        self.mcp_server = Server(settings, store=MemoryStore(settings))
         self.lines: Queue = Queue()
         self.out: Queue = Queue()
         # This client is the server's stdout: it has the two methods the server calls (write, flush).
-        self.server = StdioConnection(self.dispatcher, iter(self.lines.get, None), cast(BinaryIO, self))
-        self.serving = gevent.spawn(self.server.serve)
+        self.connection = StdioConnection(self.mcp_server, iter(self.lines.get, None), cast(BinaryIO, self))
+        self.serving = gevent.spawn(self.connection.serve)
         self.send(initialize(0))
         self.answer(0)
         self.send(INITIALIZED)
@@ -275,14 +275,14 @@ class StdioClient(Client):
         return self.answer(message["id"])
 
     def close(self) -> None:
-        """End stdin, let the server wind down, stop the dispatcher."""
+        """End stdin, let the server wind down, stop the server."""
         self.lines.put(None)
         self.serving.join(timeout=ANSWER_TIMEOUT_S)
-        self.dispatcher.shutdown()
+        self.mcp_server.shutdown()
 
 
 def open_client(wire: str, redis_url: str | None = None) -> Client:
-    """A client of wire, its handshake done, on a fresh app (or stdio server) on the chosen hub."""
+    """A client of wire, its handshake done, on a fresh app (or stdio server) on the chosen store."""
     settings = settings_for(redis_url)
     if wire == "stdio":
         return StdioClient(settings)

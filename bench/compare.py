@@ -33,7 +33,7 @@ TARGETS = (
     ("stateless_throughput_vs_sdk", ">=", 3.0),
     ("stateless_cpu_per_call_vs_sdk", "<=", 0.333),
     ("stateless_throughput_vs_ours_streamable", ">=", 1.0),
-    # Issue 14: one Redis worker against the in-memory hub, over each legacy wire.
+    # Issue 14: one Redis worker against the in-memory store, over each legacy wire.
     ("sse_redis_1w_vs_memory", ">=", 0.8),
     ("streamable_redis_1w_vs_memory", ">=", 0.9),
 )
@@ -76,17 +76,17 @@ def server_factories(names: list[str], transport: str, args: Any) -> Iterator[tu
             raise SystemExit(f"unknown server {name!r}: choose from ours, sdk, floor, wsgi, {', '.join(PAIRED)}")
 
 
-# A change against the commit before it (--base-tree: a checkout of that commit, run with this venv), on either hub.
+# A change against the commit before it (--base-tree: a checkout of that commit, run with this venv), on either store.
 PAIRED = ("base", "ours-redis", "base-redis")
 
 
 def paired_factory(name: str, env: dict[str, str], args: Any) -> Callable[[], ServerUnderTest]:
-    """The factory of one side of a paired run: this tree or --base-tree, on the in-memory or the Redis hub."""
+    """The factory of one side of a paired run: this tree or --base-tree, on the in-memory or the Redis store."""
     if name.startswith("base") and not args.base_tree:
         raise SystemExit(f"server {name!r} needs --base-tree DIR (a checkout of the commit to compare against)")
     tree = Path(args.base_tree).resolve() if name.startswith("base") else ROOT
-    hub = {"MCP_REDIS_URL": args.redis_url} if name.endswith("-redis") else {}
-    return lambda: our_server(1, {**env, **hub}, tree)
+    backend = {"MCP_REDIS_URL": args.redis_url} if name.endswith("-redis") else {}
+    return lambda: our_server(1, {**env, **backend}, tree)
 
 
 @contextmanager
@@ -181,14 +181,14 @@ def ratios_of(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
 
 
 def paired_ratios(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
-    """This tree against --base-tree, per hub and transport: throughput and server CPU per call (below 1: cheaper)."""
+    """This tree against --base-tree, per store and transport: throughput and server CPU per call (below 1: cheaper)."""
     ratios: dict[str, float | None] = {}
     for transport in TRANSPORTS:
-        for ours_name, base_name, hub in (("ours", "base", "memory"), ("ours-redis", "base-redis", "redis")):
+        for ours_name, base_name, store in (("ours", "base", "memory"), ("ours-redis", "base-redis", "redis")):
             ours, base = summary.get(f"{ours_name}/{transport}"), summary.get(f"{base_name}/{transport}")
             if ours and base:
-                ratios[f"{transport}_{hub}_throughput_vs_base"] = ratio(ours["req_per_s"], base["req_per_s"])
-                ratios[f"{transport}_{hub}_cpu_per_call_vs_base"] = ratio(ours["cpu_us_per_call"],
+                ratios[f"{transport}_{store}_throughput_vs_base"] = ratio(ours["req_per_s"], base["req_per_s"])
+                ratios[f"{transport}_{store}_cpu_per_call_vs_base"] = ratio(ours["cpu_us_per_call"],
                                                                           base["cpu_us_per_call"])
     return ratios
 
@@ -254,7 +254,7 @@ def compare_rounds(args: Any, names: list[str], transports: list[str],
 
 
 def run_redis_pair(transport: str, args: Any, runs: dict[str, list[dict[str, Any]]], round_number: int) -> None:
-    """Ours on the Redis hub with one worker, then two."""
+    """Ours on the Redis store with one worker, then two."""
     redis = redis_server()
     if redis is None:
         say("redis: skipped (needs redis-server on PATH and flask_mcp_gevent/store/redis.py)")
@@ -281,7 +281,7 @@ def topology_names(args: Any) -> list[str]:
 
 def run_redis_topology(topology: str, transport: str, args: Any, runs: dict[str, list[dict[str, Any]]],
                        round_number: int) -> None:
-    """Ours with one worker on the Redis hub over a fresh topology (one Redis, Sentinel or Cluster)."""
+    """Ours with one worker on the Redis store over a fresh topology (one Redis, Sentinel or Cluster)."""
     with redis_topology(topology) as redis:
         server = our_server(1, {**parse_env(args.server_env), **redis.env})
         server.name = f"ours-redis-{topology}"
@@ -294,7 +294,7 @@ def run_redis_topology(topology: str, transport: str, args: Any, runs: dict[str,
 
 
 def topology_ratios(summary: dict[str, dict[str, Any]]) -> dict[str, float | None]:
-    """Each topology's medians against ours on the in-memory hub: throughput and server CPU per call."""
+    """Each topology's medians against ours on the in-memory store: throughput and server CPU per call."""
     ratios: dict[str, float | None] = {}
     for transport in TRANSPORTS:
         memory = summary.get(f"ours/{transport}")
@@ -324,10 +324,10 @@ def paired_round_ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list
     """Each round's server CPU per call, this tree against --base-tree in the same round (the spread)."""
     spread: dict[str, list[float | None]] = {}
     for transport in TRANSPORTS:
-        for ours_name, base_name, hub in (("ours", "base", "memory"), ("ours-redis", "base-redis", "redis")):
+        for ours_name, base_name, store in (("ours", "base", "memory"), ("ours-redis", "base-redis", "redis")):
             ours, base = runs.get(f"{ours_name}/{transport}", []), runs.get(f"{base_name}/{transport}", [])
             if ours and base:
-                spread[f"{transport}_{hub}_cpu_per_call_vs_base"] = [
+                spread[f"{transport}_{store}_cpu_per_call_vs_base"] = [
                     ratio(o.get("server_cpu_us_per_call"), b.get("server_cpu_us_per_call"))
                     for o, b in zip(ours, base, strict=True)]
     return spread
@@ -335,9 +335,10 @@ def paired_round_ratios(runs: dict[str, list[dict[str, Any]]]) -> dict[str, list
 
 def say_topologies(summary: dict[str, dict[str, Any]], ratios: dict[str, Any],
                    spread: dict[str, list[float | None]]) -> None:
-    """Print, per transport, each topology's throughput and CPU per call against the in-memory hub."""
+    """Print, per transport, each topology's throughput and CPU per call against the in-memory store."""
     say("")
-    say(f"{'transport':<12}{'hub':<10}{'req/s':>9}{'vs memory':>11}{'rounds':>22}{'cpu us/call':>13}{'vs memory':>11}")
+    say(f"{'transport':<12}{'store':<10}{'req/s':>9}{'vs memory':>11}{'rounds':>22}{'cpu us/call':>13}"
+        f"{'vs memory':>11}")
     for transport in TRANSPORTS:
         memory = summary.get(f"ours/{transport}")
         if memory is None:

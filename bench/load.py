@@ -74,9 +74,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "floor: stateless, streamable (default both)")
     parser.add_argument("--rounds", type=int, help="compare, floor: repeat and report medians (default 1; floor 5)")
     parser.add_argument("--redis", action="store_true",
-                        help="compare: add ours on the Redis hub with 1 and 2 workers (needs redis-server)")
+                        help="compare: add ours on the Redis store with 1 and 2 workers (needs redis-server)")
     parser.add_argument("--redis-topology", metavar="NAMES",
-                        help="compare: add ours (1 worker) on the Redis hub over each named topology, started "
+                        help="compare: add ours (1 worker) on the Redis store over each named topology, started "
                              "afresh for each run: single (one redis-server), sentinel (a master, a replica, three "
                              "Sentinels), cluster (three masters); e.g. single,sentinel,cluster")
     parser.add_argument("--base-tree", metavar="DIR",

@@ -78,9 +78,9 @@ def wsgi_caller(app: Flask, method: str, path: str, body: bytes, headers: dict[s
 
 def legacy_session(app: Flask) -> tuple[str, object]:
     """Open a legacy session with a live subscription, initialized, as a real client would."""
-    dispatcher = app.extensions["mcp"].server
-    session = dispatcher.open_session("sse")
-    subscription = dispatcher.store.events.subscribe(session.id)
+    server = app.extensions["mcp"].server
+    session = server.open_session("sse")
+    subscription = server.store.events.subscribe(session.id)
     post = wsgi_caller(app, "POST", f"/mcp?session_id={session.id}", INIT % b"2024-11-05", {})
     post()
     gevent.sleep(0)
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for handler in logging.getLogger("mcp").handlers:
         if isinstance(handler, logging.StreamHandler):
             handler.stream = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
-    dispatcher = app.extensions["mcp"].server
+    server = app.extensions["mcp"].server
     calls = args.calls
 
     session_id, subscription = legacy_session(app)
@@ -121,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     init = wsgi_caller(app, "POST", "/mcp", INIT % b"2025-06-18",
                        {"Accept": "application/json, text/event-stream"})()
     del init
-    slots = dispatcher.store.sessions.slots.values()
+    slots = server.store.sessions.slots.values()
     stream_id = next(s.session.id for s in slots if s.session.transport == "streamable")
-    dispatcher.store.sessions.get_session(stream_id).initialized = True
+    server.store.sessions.get_session(stream_id).initialized = True
     streamable = wsgi_caller(app, "POST", "/mcp", ECHO, {"Accept": "application/json, text/event-stream",
                                                          "Mcp-Session-Id": stream_id,
                                                          "MCP-Protocol-Version": "2025-06-18"})
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     stateless = wsgi_caller(app, "POST", "/mcp", STATELESS_ECHO, STATELESS_HEADERS)
     assert b'"resultType":"complete"' in stateless()[1], stateless()
 
-    session = dispatcher.store.sessions.get_session(session_id)
+    session = server.store.sessions.get_session(session_id)
     body = parse_body(ECHO)
     message = body.messages[0]
 
@@ -141,34 +141,34 @@ def main(argv: list[str] | None = None) -> int:
     flask_floor = wsgi_caller(trivial, "POST", "/mcp?session_id=x", ECHO, {})
     log = logging.getLogger("mcp.rpc")
 
-    ctx = RequestContext(dispatcher.services, session, lambda m: None, 7, "tools/call", {})
-    tool = dispatcher.registry.tools["echo"]
+    ctx = RequestContext(server.services, session, lambda m: None, 7, "tools/call", {})
+    tool = server.registry.tools["echo"]
     tools_call_handler = SESSION_METHODS["tools/call"]
 
     def publish_and_drain() -> None:
         """Publish one response to the legacy session and take it off its stream."""
-        dispatcher.store.events.publish(session_id, {"id": 7})
+        server.store.events.publish(session_id, {"id": 7})
         drain(subscription)
 
     stages = [
-        ("legacy POST, whole (Flask + dispatcher + hub + SSE frame)", legacy_round_trip),
-        ("streamable POST, whole (Flask + dispatcher, JSON answer)", streamable),
-        ("2026-07-28 POST, whole (dispatcher, JSON answer)", stateless),
+        ("legacy POST, whole (Flask + server + store + SSE frame)", legacy_round_trip),
+        ("streamable POST, whole (Flask + server, JSON answer)", streamable),
+        ("2026-07-28 POST, whole (server, JSON answer)", stateless),
         ("  bare Flask route answering 202 (floor)", flask_floor),
         ("  parse_body", lambda: parse_body(ECHO)),
-        ("  dispatcher.handle_request (dispatch + tool + log line)",
-         lambda: dispatcher.handle_request(session, message, None)),
+        ("  server.handle_request (dispatch + tool + log line)",
+         lambda: server.handle_request(session, message, None)),
         ("    jsonrpcserver dispatch (jsonrpc_dispatch)", lambda: jsonrpc_dispatch(SESSION_METHODS, ctx, message)),
         ("      inspect.signature(tools/call handler)", lambda: inspect.signature(tools_call_handler)),
         ("      run_tool(echo)", lambda: run_tool(ctx, tool, {"text": "hello"})),
         ("        schema_errors(echo)", lambda: schema_errors(tool, {"text": "hello"})),
         ("        input_validator.is_valid(echo)", lambda: tool.input_validator.is_valid({"text": "hello"})),
         ("  log_call (log line and metrics)",
-         lambda: dispatcher.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
+         lambda: server.log_call(session, "tools/call", 7, {"result": {}}, 0.001)),
         ("  logger.info disabled-level check", lambda: log.debug("x %s", 1)),
         ("  start_request + join (greenlet)",
-         lambda: dispatcher.start_request(session, message, lambda m: None).join()),
-        ("  hub.events.publish + drain + SSE frame", publish_and_drain),
+         lambda: server.start_request(session, message, lambda m: None).join()),
+        ("  store.events.publish + drain + SSE frame", publish_and_drain),
         ("  dumps(response)", lambda: dumps({"jsonrpc": "2.0", "id": 7, "result": {
             "content": [{"type": "text", "text": "hello"}], "isError": False}})),
     ]

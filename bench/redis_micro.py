@@ -1,4 +1,4 @@
-"""CPU cost of the Redis hub's per-call work, in-process, against a throwaway redis-server (no HTTP, no generator).
+"""CPU cost of the Redis store's per-call work, in-process, against a throwaway redis-server (no HTTP, no generator).
 
     python -m bench.redis_micro [--calls 4000] [--rounds 5] [--count] [--topologies single,sentinel,cluster]
 
@@ -6,9 +6,9 @@
 lookup, the call slot taken and given back, the answer delivered and read from the session's stream; on
 Streamable HTTP the lookup and the slot. Each line is this process's CPU microseconds per call for each round and
 their minimum: the machine's other load inflates every round, the minimum least. Compare two trees in one
-sitting (run it from each); the memory hub's lines show the floor. With --count, each line is instead what one
+sitting (run it from each); the memory store's lines show the floor. With --count, each line is instead what one
 call does, counted rather than timed (function calls, Python and C, and greenlet switches): a shared machine's
-speed changes by tens of percent within minutes, a count does not. --topologies runs the Redis hub on one Redis
+speed changes by tens of percent within minutes, a count does not. --topologies runs the Redis store on one Redis
 (`single`, the default), on a master with a replica and three Sentinels (`sentinel`), and on a three-master Redis
 Cluster (`cluster`), each started for the run; the last two send through redis-py's client, not the multiplexer.
 """
@@ -62,7 +62,7 @@ def sse_call(store: Any, session: Session, stream: Any) -> None:
     """What a legacy SSE tools/call asks of the store, the answer read back from the stream."""
     hub, events = ports_of(store)
     token = lookup_with_slot(store, session)
-    # As the dispatcher gives it back, before the answer is stored (an older tree: ahead of it, in its write).
+    # As the server gives it back, before the answer is stored (an older tree: ahead of it, in its write).
     if gives_back_ahead_of_the_answer(hub):
         hub.sessions.give_back_call_slot(session.id, token, answer_follows=True)
     else:
@@ -160,7 +160,7 @@ def counted_per_call(hub: Any, call: Any, calls: int) -> dict[str, float]:
 
 @contextlib.contextmanager
 def redis_environ(topology: str) -> Iterator[dict[str, str]]:
-    """The settings of a Redis hub on a throwaway Redis of this topology (single, sentinel or cluster)."""
+    """The settings of a Redis store on a throwaway Redis of this topology (single, sentinel or cluster)."""
     with redis_topology(topology) as redis:
         yield redis.env
 
@@ -179,7 +179,7 @@ def report(backend: str, hub: Any, count: bool, calls: int, rounds: int) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print CPU µs per call of each wire's hub work, on the memory hub and on the Redis hub."""
+    """Print CPU µs per call of each wire's hub work, on the memory store and on the Redis store."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=5)

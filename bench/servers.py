@@ -256,7 +256,7 @@ def stop_by_pid(proc: subprocess.Popen | None, timeout: float = 10.0) -> None:
 
 
 def redis_server() -> RedisProcess | None:
-    """A RedisProcess, or None when redis-server or our Redis hub is missing."""
+    """A RedisProcess, or None when redis-server or our Redis store is missing."""
     if shutil.which("redis-server") is None or not (ROOT / "flask_mcp_gevent" / "store" / "redis.py").exists():
         return None
     return RedisProcess()
