@@ -63,6 +63,8 @@ def needs_building(hint: Any) -> bool:
         return needs_building(arguments[0])
     if is_from_string(hint) or hint is tuple or origin is tuple:
         return True
+    if origin is typing.Literal:  # jsonschema's enum takes 1.0 for 1: an integer choice needs checking
+        return any(type(choice) is int for choice in arguments)
     if isinstance(hint, type) and (issubclass(hint, enum.Enum) or dataclasses.is_dataclass(hint)):
         return True
     if typing.is_typeddict(hint):
@@ -81,6 +83,10 @@ def built(hint: Any, value: Any, path: list[str | int]) -> Any:
             return parse(value)
         except ValueError:
             raise InvalidArgument(path, f"{value!r} is not {expected}") from None
+    if origin is typing.Literal:
+        if not any(is_literal_choice(value, choice) for choice in arguments):
+            raise InvalidArgument(path, f"{value!r} is not one of {list(arguments)}")
+        return value
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         try:
             return hint(value)
@@ -157,6 +163,11 @@ def matches_shape(hint: Any, value: Any) -> bool:
 def same_json(value: Any, choice: Any) -> bool:
     """Equal as JSON values are: true is not 1."""
     return (type(value) is bool) == (type(choice) is bool) and value == choice
+
+
+def is_literal_choice(value: Any, choice: Any) -> bool:
+    """value is choice as an argument: equal as JSON values, and never 1.0 for 1 (a number, not an integer)."""
+    return same_json(value, choice) and not (type(value) is float and type(choice) is int)
 
 
 def is_from_string(hint: Any) -> bool:

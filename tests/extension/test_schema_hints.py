@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 
 import pytest
+from flask import Flask
 from jsonschema import Draft202012Validator
 
 from flask_mcp_gevent import MCP, PromptArgument, prompt, tool
 from flask_mcp_gevent.toolkit.checks import RegistryError
 from flask_mcp_gevent.toolkit.hints import doc_descriptions, input_schema_of
 from flask_mcp_gevent.toolkit.specs import spec_of
+from tests.extension.test_host_app import McpSession
 
 
 def schema(fn: Any) -> dict[str, Any]:
@@ -256,6 +258,26 @@ def test_a_dataclass_argument_arrives_as_the_dataclass():
     # The server converts valid JSON arguments before the call (protocol/tools.py run_tool).
     assert tool.fn(**tool.convert_arguments({"box": {"width": 2.5}, "colour": "blue"})) == "Box 2.5 BLUE"
     assert volume(Box(1.0)) == "Box 1.0 RED"  # the decorator returns the function unchanged
+
+
+@pytest.mark.parametrize("arguments", [{"level": 1.0}, {"level": 2.0}, {"level": True}, {"level": 1, "label": 1.0}])
+def test_an_integer_literal_takes_json_integers_only(arguments):
+    app = Flask(__name__)
+    mcp = MCP(app)
+
+    @mcp.tool
+    def pick(level: Literal[1, 2], label: Literal[1, "one"] | None = None) -> str:
+        """Say what the call received."""
+        return f"{level!r} {label!r}"
+
+    try:
+        session = McpSession(app.test_client(), None)
+        assert session.call("pick", {"level": 2, "label": 1})["content"][0]["text"] == "2 1"
+        # jsonschema's enum finds 1.0 equal to 1: the tool would receive the float its Literal does not name.
+        refused = session.call("pick", arguments)
+        assert refused["code"] == -32602 and "is not one of [1, " in refused["message"], refused
+    finally:
+        app.extensions["mcp"].shutdown()
 
 
 # one test per refusal
