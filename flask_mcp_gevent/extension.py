@@ -194,7 +194,7 @@ def expose_on(server: McpExtension, route: dict[str, Any]) -> None:
     spec = route_tool(server.app, credentials=caller_credentials, **route)
     check_headers(spec)
     server.server.registry.declare(spec)
-    server.route_tools.append(spec.name)
+    server.add_route_tool(spec.name)
 
 
 def caller_credentials(ctx: Any) -> dict[str, str]:

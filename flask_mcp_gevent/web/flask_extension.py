@@ -102,9 +102,19 @@ class McpExtension:
             return
         self.started = True
         exempt_from_csrf(self.app)
-        if self.route_tools and self.pipeline is not None and self.pipeline.loader is None:
+        self.warn_of_anonymous_routes(self.route_tools)
+
+    def add_route_tool(self, name: str) -> None:
+        """Count a route made a tool; one added after the start is warned of then, as the others were at it."""
+        self.route_tools.append(name)
+        if self.started:
+            self.warn_of_anonymous_routes([name])
+
+    def warn_of_anonymous_routes(self, names: list[str]) -> None:
+        """Warn that these routes made tools reach the app as an anonymous caller, when there is no loader."""
+        if names and self.pipeline is not None and self.pipeline.loader is None:
             log.warning("routes made tools reach the app as an anonymous caller: there is no @mcp.principal_loader, "
-                        "so no caller's credentials are passed on to them: %s", ", ".join(sorted(self.route_tools)))
+                        "so no caller's credentials are passed on to them: %s", ", ".join(sorted(names)))
 
     def use_loader(self, loader: Callable[[Any], Any]) -> None:
         """Ask loader(request) who each HTTP caller is (stdio and the CLI have no request: the local user)."""

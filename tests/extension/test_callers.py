@@ -60,6 +60,7 @@ def notes_app(settings: dict[str, Any] | None = None, forward_headers: tuple[str
         return "", 204
 
     mcp = MCP(app, settings=settings, forward_headers=forward_headers)
+    seen["mcp"] = mcp
 
     @mcp.tool
     def slow_read(ctx: Any, note_id: int) -> dict[str, Any]:
@@ -243,6 +244,24 @@ def test_routes_exposed_without_a_loader_are_named_in_a_warning_at_start(caplog)
         with caplog.at_level(logging.WARNING, logger="mcp.http"):
             app.extensions["mcp"].start()
         assert "delete_note, get_note" in caplog.text and "principal_loader" in caplog.text
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
+def test_a_route_exposed_after_the_start_without_a_loader_is_named_in_a_warning(caplog):
+    app, seen = notes_app(loader=False)
+    try:
+        app.extensions["mcp"].start()
+
+        @app.get("/late")
+        def late_view() -> str:
+            """A view made a tool once the app had started."""
+            return "late"
+
+        caplog.clear()  # the start's own warning named the routes exposed before it
+        with caplog.at_level(logging.WARNING, logger="mcp.http"):
+            seen["mcp"].expose_route("late_view")
+        assert "principal_loader" in caplog.text and caplog.text.rstrip().endswith(": late_view")
     finally:
         app.extensions["mcp"].shutdown()
 
