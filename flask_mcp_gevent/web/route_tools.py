@@ -150,7 +150,11 @@ def route_tool(app: Flask, endpoint: str, credentials: Callable[[Any], dict[str,
             path = app.url_map.bind("localhost").build(endpoint, arguments, method=method)
         except BuildError:
             raise ToolError(f"Tool '{tool_name}': these URL variables make no URL of {rule.rule}") from None
-        environ = internal_environ(app, method, path, query_pairs(query), body, credentials(ctx))
+        try:
+            environ = internal_environ(app, method, path, query_pairs(query), body, credentials(ctx))
+        except ValueError as problem:  # a host variable werkzeug reads as a port ('x:80'), a header with a newline
+            raise ToolError(f"Tool '{tool_name}' refused {method} {path}: no request can be made of it ({problem}); "
+                            "nothing was sent to the app") from None
         # The request context would reuse an app context of the same app already pushed (the MCP request's, the
         # tool call's), sharing its g and skipping teardown_appcontext: this one is the internal request's alone.
         with app.app_context():

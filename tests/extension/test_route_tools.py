@@ -244,6 +244,24 @@ def test_variables_the_url_would_hand_the_view_otherwise_are_refused(client, run
     assert answer["structuredContent"] == {"source": "a/b", "target": "c/d"}
 
 
+@pytest.mark.parametrize("tenant", ["x:80", "[::1]"])
+def test_a_host_variable_that_makes_no_url_is_refused_naming_the_url(tenant):
+    app = Flask(__name__, host_matching=True, static_host="static.example")
+    runs: Counter[str] = Counter()
+
+    @app.get("/item", host="<tenant>.shop.example")
+    def item(tenant: str) -> Any:
+        runs["item"] += 1
+        return {"tenant": tenant}
+
+    assert call_directly(app, "item", {"tenant": "acme"}) == {"tenant": "acme"}
+    # A ':' or '[' in the host is a port or an address to the URL parser: no request can be made of it.
+    with pytest.raises(ToolError, match=r"^Tool 'item' refused GET http://.*\.shop\.example/item: no request can be "
+                                        r"made of it \(.*\); nothing was sent to the app$"):
+        call_directly(app, "item", {"tenant": tenant})
+    assert runs["item"] == 1
+
+
 def test_a_hosts_own_converter_may_load_an_object_in_the_app_context():
     class Shelf:
         """A model a converter loads: a new object each time, equal to none other."""
