@@ -26,7 +26,8 @@ __all__ = ["ApiKeyStore", "hash_key", "new_key", "principal_of_entry"]
 
 KEY_PREFIX = "mcp_"
 HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-PRINCIPAL_PATTERN = re.compile(r"^[A-Za-z0-9._@+-][A-Za-z0-9._@:+-]{0,127}$")
+# Matched whole (fullmatch): "$" would also take a name ending in a newline.
+PRINCIPAL_PATTERN = re.compile(r"[A-Za-z0-9._@+-][A-Za-z0-9._@:+-]{0,127}")
 KNOWN_FIELDS = {"principal", "tools", "resources", "prompts", "description"}
 # What each entry must say: its name, and what it grants (an empty list grants nothing of that kind).
 REQUIRED_FIELDS = ("principal", "tools", "resources", "prompts")
@@ -67,7 +68,8 @@ def principal_of_entry(entry: Any, label: str, via: str, *, complete: bool = Fal
         raise ConfigError(f"{label}: missing field(s) {', '.join(missing)}; give each one (an empty list grants "
                           "nothing of that kind)")
     name = entry.get("principal")
-    if not isinstance(name, str) or not PRINCIPAL_PATTERN.match(name) or name.startswith((OAUTH_PREFIX, LOADER_PREFIX)):
+    if (not isinstance(name, str) or not PRINCIPAL_PATTERN.fullmatch(name)
+            or name.startswith((OAUTH_PREFIX, LOADER_PREFIX))):
         raise ConfigError(
             f"{label}: 'principal' must be 1-128 characters of letters, digits and ._@:+- "
             f"(and not start with '{OAUTH_PREFIX}' or '{LOADER_PREFIX}', which name token subjects and a host app's "

@@ -35,8 +35,8 @@ log = logging.getLogger("mcp.auth")
 
 # The headers a host's login reads in every app: passed on to its routes for a loader's caller.
 CREDENTIAL_HEADERS = ("Authorization", "Cookie")
-# An HTTP header name (RFC 9110 token).
-HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
+# An HTTP header name (RFC 9110 token), matched whole ("$" would also take a name ending in a newline).
+HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}")
 UNKNOWN_CALLER = "Unauthorized: this app does not know who you are; sign in as the app expects"
 CREDENTIALS_IN_URL = ("access_token", "token", "api_key")
 
@@ -45,7 +45,7 @@ def credential_keys(forward_headers: Iterable[str]) -> tuple[tuple[str, str], ..
     """(WSGI environ key, header name) of every header a loader's caller passes on; ConfigError for a bad name."""
     names: dict[str, str] = {}
     for name in (*CREDENTIAL_HEADERS, *forward_headers):
-        if not isinstance(name, str) or not HEADER_NAME.match(name):
+        if not isinstance(name, str) or not HEADER_NAME.fullmatch(name):
             raise ConfigError(f"MCP(forward_headers=...): {name!r} is not an HTTP header name")
         names.setdefault("HTTP_" + name.upper().replace("-", "_"), name)
     return tuple(names.items())

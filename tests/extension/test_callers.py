@@ -152,9 +152,10 @@ def test_without_forward_headers_the_hosts_custom_login_header_stays_behind(note
     assert seen["headers"][0]["X-Api-Key"] is None
 
 
-def test_a_bad_forward_header_name_stops_the_start():
+@pytest.mark.parametrize("name", ["X Api Key", "X-Api-Key\n", ""])
+def test_a_bad_forward_header_name_stops_the_start(name):
     with pytest.raises(ValueError, match="not an HTTP header name"):
-        MCP(Flask(__name__), forward_headers=("X Api Key",))
+        MCP(Flask(__name__), forward_headers=(name,))
 
 
 def test_credentials_over_the_bound_are_refused_with_431():
@@ -234,6 +235,23 @@ def test_a_loader_answer_with_an_unknown_field_is_a_500_naming_it(caplog):
         with caplog.at_level(logging.ERROR, logger="mcp.auth"):
             assert McpSession(app.test_client(), None).last_status == 500
         assert "unknown field(s) tool" in caplog.text
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
+@pytest.mark.parametrize("name", ["alice\n", "alice\r\n", "alice bob"])
+def test_a_loader_principal_name_with_a_character_outside_the_allowed_ones_is_a_500(caplog, name):
+    app = Flask(__name__)
+    mcp = MCP(app)
+
+    @mcp.principal_loader
+    def load(incoming: Any) -> dict[str, Any]:
+        return {"principal": name, "tools": ["*"], "resources": [], "prompts": []}
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="mcp.auth"):
+            assert McpSession(app.test_client(), None).last_status == 500
+        assert "'principal' must be 1-128 characters" in caplog.text
     finally:
         app.extensions["mcp"].shutdown()
 
