@@ -393,3 +393,30 @@ def cast_setting(key: str, raw: str, annotation: Any) -> Any:
         return cast(raw)
     except ValueError:
         raise ConfigError(f"{key}={raw!r} is not a valid {annotation}") from None
+
+
+def read_setting(key: str, value: Any, annotation: Any) -> Any:
+    """One setting given in code (MCP(settings=...), app.config) as its field's type, naming key when it is not one.
+
+    Text is read as an environment variable's is; any other value must already be of the field's type (an int
+    for an int, a number for a float, a list of strings for a list, a path or None (empty) for text), so a wrong
+    one stops the start, not a request.
+    """
+    kind = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    if isinstance(value, os.PathLike) and kind in ("str", "str | None"):
+        value = os.fspath(value)
+    if value is None and kind == "str":  # app.config["MCP_REDIS_URL"] = os.environ.get(...): empty, as unset there
+        value = ""
+    if isinstance(value, str):
+        return cast_setting(key, value, annotation)
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "float" and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind == "bool" and (isinstance(value, bool) or value in (0, 1)):
+        return bool(value)
+    if kind == "str | None" and value is None:
+        return None
+    if kind == "tuple[str, ...]" and isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise ConfigError(f"{key}={value!r} is not a valid {annotation}")

@@ -27,7 +27,7 @@ from typing import Any
 from flask import Flask
 
 from flask_mcp_gevent.config import PREFIX as SETTING_PREFIX
-from flask_mcp_gevent.config import ConfigError, Settings, cast_setting, current_field_name
+from flask_mcp_gevent.config import ConfigError, Settings, current_field_name, read_setting
 from flask_mcp_gevent.serving.cli import mcp_cli
 from flask_mcp_gevent.stateless.validation import InvalidHeaderAnnotation, header_params
 from flask_mcp_gevent.toolkit.checks import RegistryError
@@ -219,8 +219,9 @@ def settings_from(values: Mapping[str, Any]) -> Settings:
     if unknown:
         raise ConfigError(f"MCP(settings=...): unknown setting(s) {', '.join(unknown)}; the names are the MCP_* "
                           "variables without the prefix, in lower case (page_size for MCP_PAGE_SIZE)")
-    overrides: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
-                                 for name, value in values.items()}
+    types = {field.name: field.type for field in dataclasses.fields(Settings)}
+    overrides = {name: read_setting(f"MCP(settings=...): {name}", value, types[name])
+                 for name, value in values.items()}
     return Settings.from_environ(None, **overrides)
 
 
@@ -232,5 +233,5 @@ def config_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in config.items():
         name = current_field_name(key[len(SETTING_PREFIX):].lower()) if key.startswith(SETTING_PREFIX) else ""
         if name in fields:
-            found[name] = cast_setting(key, value, fields[name].type) if isinstance(value, str) else value
+            found[name] = read_setting(key, value, fields[name].type)
     return found

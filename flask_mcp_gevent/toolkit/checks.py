@@ -45,7 +45,11 @@ def takes_context(fn: Callable[..., Any]) -> bool:
 
 
 def where(fn: Callable[..., Any]) -> str:
-    """Name the file, line and function that fn is, for a registration error."""
+    """Name the file, line and function that fn is, for a registration error (or what __mcp_where__ says)."""
+    # A function the package made for a declaration (a route made a tool) names that declaration instead.
+    declared = getattr(fn, "__mcp_where__", None)
+    if isinstance(declared, str):
+        return declared
     code = getattr(fn, "__code__", None)
     if code is None:
         return repr(fn)

@@ -71,8 +71,12 @@ def doc_descriptions(owner: Any) -> dict[str, str]:
     return found
 
 
-def type_schema(hint: Any) -> dict[str, Any]:
-    """The JSON Schema of one type hint; raise Unsupported when it has none."""
+def type_schema(hint: Any, enclosing: frozenset[Any] = frozenset()) -> dict[str, Any]:
+    """The JSON Schema of one type hint; raise Unsupported when it has none.
+
+    enclosing: the TypedDicts and dataclasses being described around this hint, so a class that contains itself
+    (a tree of nodes) is refused rather than described forever.
+    """
     if hint is Any:
         return {}
     if hint in SCALARS:
@@ -84,9 +88,9 @@ def type_schema(hint: Any) -> dict[str, Any]:
         raise Unsupported("ToolResult (a result's content blocks, not a JSON value)")
     origin, arguments = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.NotRequired, typing.Required):  # a TypedDict key's marks: its required keys say it
-        return type_schema(arguments[0])
+        return type_schema(arguments[0], enclosing)
     if origin is typing.Annotated:
-        schema = type_schema(arguments[0])
+        schema = type_schema(arguments[0], enclosing)
         notes = [note for note in arguments[1:] if isinstance(note, str)]
         return {**schema, "description": notes[0]} if notes else schema
     if origin is typing.Literal:
@@ -94,34 +98,49 @@ def type_schema(hint: Any) -> dict[str, Any]:
             raise Unsupported(f"{hint!r} (Literal values must be strings, numbers, booleans or None)")
         return {"enum": list(arguments)}
     if origin in (typing.Union, types.UnionType):
-        choices = [type_schema(argument) for argument in arguments]
+        choices = [type_schema(argument, enclosing) for argument in arguments]
         return choices[0] if len(choices) == 1 else {"anyOf": choices}
     if hint is list or origin is list:
-        return {"type": "array", "items": type_schema(arguments[0])} if arguments else {"type": "array"}
+        return {"type": "array", "items": type_schema(arguments[0], enclosing)} if arguments else {"type": "array"}
     if hint is tuple or origin is tuple:
-        return tuple_schema(hint, arguments)
+        return tuple_schema(hint, arguments, enclosing)
     if hint is dict or origin is dict:
         if arguments and arguments[0] is not str:
             raise Unsupported(f"{hint!r} (JSON object keys are strings: use dict[str, ...])")
-        values = type_schema(arguments[1]) if arguments else {}
+        values = type_schema(arguments[1], enclosing) if arguments else {}
         return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return enum_schema(hint)
     if typing.is_typeddict(hint):
-        return typeddict_schema(hint)
+        return typeddict_schema(hint, within(hint, enclosing))
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        return dataclass_schema(hint)
+        return dataclass_schema(hint, within(hint, enclosing))
     raise Unsupported(repr(hint))
 
 
-def tuple_schema(hint: Any, arguments: tuple[Any, ...]) -> dict[str, Any]:
+def within(cls: Any, enclosing: frozenset[Any]) -> frozenset[Any]:
+    """enclosing with cls added; Unsupported when cls is already being described (it contains itself)."""
+    if cls in enclosing:
+        raise Unsupported(f"{cls.__qualname__} (it contains itself, which a schema from hints cannot describe)")
+    return enclosing | {cls}
+
+
+def field_hints(cls: Any) -> dict[str, Any]:
+    """A TypedDict's or dataclass's field hints, string annotations resolved; Unsupported when one names nothing."""
+    try:
+        return typing.get_type_hints(cls, include_extras=True)
+    except Exception as problem:  # NameError, or a TypeError from a malformed annotation
+        raise Unsupported(f"{cls.__qualname__} (cannot read its field hints: {problem})") from None
+
+
+def tuple_schema(hint: Any, arguments: tuple[Any, ...], enclosing: frozenset[Any]) -> dict[str, Any]:
     """A tuple is a JSON array: tuple[X, ...] of any length, tuple[X, Y] of exactly those items."""
     if hint is tuple:
         return {"type": "array"}
     if len(arguments) == 2 and arguments[1] is Ellipsis:
-        return {"type": "array", "items": type_schema(arguments[0])}
+        return {"type": "array", "items": type_schema(arguments[0], enclosing)}
     # tuple[()] has no arguments: the empty array.
-    return {"type": "array", "prefixItems": [type_schema(argument) for argument in arguments],
+    return {"type": "array", "prefixItems": [type_schema(argument, enclosing) for argument in arguments],
             "minItems": len(arguments), "maxItems": len(arguments)}
 
 
@@ -141,27 +160,27 @@ def is_marked(hint: Any, mark: Any) -> bool:
     return typing.get_origin(hint) is mark
 
 
-def typeddict_schema(cls: Any) -> dict[str, Any]:
+def typeddict_schema(cls: Any, enclosing: frozenset[Any]) -> dict[str, Any]:
     """The object schema of a TypedDict: its keys, required unless marked NotRequired (or total=False)."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = field_hints(cls)
     # Read from the hints, not __required_keys__: with string annotations Python 3.11 cannot see the marks.
     required = {name for name, hint in hints.items()
                 if is_marked(hint, typing.Required) or (cls.__total__ and not is_marked(hint, typing.NotRequired))}
-    return object_schema(hints, required, {}, doc_descriptions(cls))
+    return object_schema(hints, required, {}, doc_descriptions(cls), enclosing)
 
 
-def dataclass_schema(cls: type) -> dict[str, Any]:
+def dataclass_schema(cls: type, enclosing: frozenset[Any]) -> dict[str, Any]:
     """The object schema of a dataclass: its fields, those without a default required.
 
     A field with init=False is readOnly: a result carries it, arguments cannot set it (it is dropped if sent).
     """
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = field_hints(cls)
     fields = dataclasses.fields(cls)
     required = {field.name for field in fields if field.init
                 and field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING}
     defaults = {field.name: field.default for field in fields if field.default is not dataclasses.MISSING}
     schema = object_schema({field.name: hints[field.name] for field in fields}, required, defaults,
-                           doc_descriptions(cls))
+                           doc_descriptions(cls), enclosing)
     for field in fields:
         if not field.init:
             schema["properties"][field.name]["readOnly"] = True
@@ -169,12 +188,12 @@ def dataclass_schema(cls: type) -> dict[str, Any]:
 
 
 def object_schema(hints: dict[str, Any], required: set[str], defaults: dict[str, Any],
-                  descriptions: dict[str, str]) -> dict[str, Any]:
+                  descriptions: dict[str, str], enclosing: frozenset[Any]) -> dict[str, Any]:
     """An object schema with one property per hint; no other property allowed."""
     properties: dict[str, Any] = {}
     for name, hint in hints.items():
         try:
-            schema = type_schema(hint)
+            schema = type_schema(hint, enclosing)
         except Unsupported as problem:
             raise Unsupported(f"{problem} in field {name!r}") from None
         properties[name] = with_extras(schema, descriptions.get(name), defaults.get(name, inspect.Parameter.empty))

@@ -35,6 +35,7 @@ from werkzeug.wrappers import Response
 
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.toolkit.checks import RegistryError
+from flask_mcp_gevent.toolkit.checks import where as place_of
 from flask_mcp_gevent.toolkit.content import ToolResult, text
 from flask_mcp_gevent.toolkit.context import ToolError
 from flask_mcp_gevent.toolkit.specs import Tool, spec_of, tool
@@ -164,6 +165,9 @@ def route_tool(app: Flask, endpoint: str, credentials: Callable[[Any], dict[str,
 
     call_route.__name__ = call_route.__qualname__ = tool_name.replace(".", "_").replace("-", "_")
     call_route.__doc__ = summary or f"{method} {rule.rule}"
+    # Registration errors (a duplicate name) then name the route, not this module.
+    call_route.__mcp_where__ = (  # type: ignore[attr-defined]
+        f"expose_route({endpoint!r}) of the view at {place_of(app.view_functions[endpoint])}")
     tool(tool_name, input_schema=schema, description=call_route.__doc__,
          annotations=dict(ANNOTATIONS_BY_METHOD.get(method, {})))(call_route)
     spec = spec_of(call_route)

@@ -161,6 +161,39 @@ def test_a_cors_preflight_succeeds_for_an_allowed_origin_with_a_loader():
         app.extensions["mcp"].shutdown()
 
 
+def test_a_cors_preflight_allows_every_header_a_2026_07_28_request_sends():
+    app = Flask(__name__)
+    mcp = MCP(app, settings={"cors_origins": ["https://app.example"]})
+
+    @mcp.tool(input_schema={"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                            "required": ["region"]})
+    def where_to(region: str) -> str:
+        """Say the region."""
+        return region
+
+    sent = {"Origin": "https://app.example", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call", "Mcp-Name": "where_to", "Mcp-Param-Region": "eu"}
+    try:
+        client = app.test_client()
+        preflight = client.options("/mcp", headers={
+            "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": ", ".join(name.lower() for name in sent if name != "Origin")})
+        assert preflight.status_code == 200
+        allowed = {name.strip().lower() for name in preflight.headers["Access-Control-Allow-Headers"].split(",")}
+        # A browser sends the request only if every header it asked for is allowed (CORS-safelisted ones aside).
+        assert {name.lower() for name in sent} - {"origin", "accept"} <= allowed
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+        answer = client.post("/mcp", headers=sent, data=json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "where_to", "arguments": {"region": "eu"}, "_meta": meta}}))
+        assert answer.get_json()["result"]["content"][0]["text"] == "eu", answer.get_json()
+        assert answer.headers["Access-Control-Allow-Origin"] == "https://app.example"
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
 @pytest.mark.parametrize("order", ["csrf-first", "mcp-first"])
 def test_mcp_works_beside_csrf_protect_which_still_guards_the_hosts_forms(order):
     flask_wtf = pytest.importorskip("flask_wtf.csrf")

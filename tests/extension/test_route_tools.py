@@ -428,3 +428,30 @@ def test_the_credentials_come_from_the_calls_context():
     ctx = SimpleNamespace(token="tok-1")
     assert route_tool(app, "whoami", credentials=credentials).fn(ctx) == {"authorization": "Bearer tok-1"}
     assert contexts == [ctx]
+
+
+
+def test_a_route_tool_whose_name_is_taken_names_its_view_and_the_other_declaration():
+    app = Flask(__name__)
+
+    @app.get("/orders/<int:order_id>")
+    def get_order(order_id: int) -> Any:
+        return jsonify(id=order_id)
+
+    mcp = MCP(app)
+    try:
+        mcp.expose_route("get_order")
+        with pytest.raises(RegistryError) as refused:
+            @mcp.tool(name="get_order")
+            def fetch(order_id: int) -> int:
+                """Fetch an order."""
+                return order_id
+        here = "tests/extension/test_route_tools.py"
+        test = "test_a_route_tool_whose_name_is_taken_names_its_view_and_the_other_declaration.<locals>"
+        message = str(refused.value)
+        assert (f"declared at expose_route('get_order') of the view at {here}:{get_order.__code__.co_firstlineno}, "
+                f"function {test}.get_order; again at {here}:") in message
+        assert f"function {test}.fetch;" in message
+        assert "web/route_tools.py" not in message  # the package's own module is no place of the user's
+    finally:
+        app.extensions["mcp"].shutdown()
