@@ -180,14 +180,20 @@ def classify_exactly(raw: Any, exact: Any) -> Message:
     return refused if refused is not None else classify(raw)
 
 
+def parse_error_message(problem: ValueError) -> str:
+    """The parse error's message: a number too large for a double is named, as it is valid JSON."""
+    if str(problem).startswith("number is infinity"):  # orjson's words for 1e400 or a 400-digit integer
+        return ("Parse error: a number in the body is too large to read (past a double's range); "
+                "send such numbers as strings")
+    return "Parse error: the body is not valid JSON"
+
+
 def parse_body(data: bytes) -> Body:
     """Decode and classify a POST body; raises ParseFailure when it is not JSON."""
     try:
         decoded = loads(data)
-    except ValueError:
-        raise ParseFailure(
-            error_response(None, PARSE_ERROR, "Parse error: the body is not valid JSON")
-        ) from None
+    except ValueError as problem:
+        raise ParseFailure(error_response(None, PARSE_ERROR, parse_error_message(problem))) from None
     is_batch = isinstance(decoded, list)
     if is_batch and not decoded:
         return Body([invalid(decoded, "Invalid Request: an empty batch")], is_batch=False)

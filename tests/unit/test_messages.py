@@ -132,6 +132,14 @@ def test_parse_body_raises_parse_failure_with_a_minus_32700_response(data):
     assert caught.value.response["error"]["code"] == -32700
 
 
+@pytest.mark.parametrize("number", [b"1" + b"0" * 400, b"1e400", b"-1e400"])
+def test_a_number_past_a_doubles_range_is_named_in_the_parse_error(number):
+    with pytest.raises(ParseFailure) as caught:
+        parse_body(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"n": ' + number + b"}}")
+    assert caught.value.response["error"]["code"] == -32700
+    assert "a number in the body is too large to read" in caught.value.response["error"]["message"]
+
+
 def test_parse_body_accepts_utf8_text():
     body = parse_body('{"jsonrpc": "2.0", "id": "ü", "method": "ping"}'.encode())
     assert body.messages[0].id == "ü"
