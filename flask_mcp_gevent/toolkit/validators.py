@@ -6,12 +6,14 @@ is one of KEYWORDS, ANNOTATIONS or an "x-" extension, and the check can only say
 of (a value it does not know) is handed to jsonschema, which also writes every error message. So a quick check never
 accepts what SchemaValidator refuses; at worst it adds a microsecond.
 
-SchemaValidator is Draft 2020-12 with one change: an "integer" is a JSON integer only. jsonschema's own type checker
-takes any whole number (1.0, 1e300), which a tool's `int` parameter would then receive as a float.
+SchemaValidator is Draft 2020-12 with two changes: an "integer" is a JSON integer only (jsonschema's own type checker
+takes any whole number, 1.0 or 1e300, which a tool's `int` parameter would then receive as a float), and a "number"
+is finite (a tool's `-> float` returning nan or infinity, which JSON cannot carry, breaks its outputSchema).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any
@@ -28,9 +30,15 @@ def is_integer(checker: Any, instance: Any) -> bool:
     return type(instance) is int
 
 
+def is_number(checker: Any, instance: Any) -> bool:
+    """A number is one JSON can carry: an int or a finite float, never a bool, nan or infinity."""
+    return (isinstance(instance, numbers.Number) and not isinstance(instance, bool)
+            and (not isinstance(instance, float) or math.isfinite(instance)))
+
+
 # What every tool's schemas (input and output, inferred or explicit) are checked with.
-SchemaValidator: Any = validators.extend(
-    Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer))
+JSON_TYPES = Draft202012Validator.TYPE_CHECKER.redefine_many({"integer": is_integer, "number": is_number})
+SchemaValidator: Any = validators.extend(Draft202012Validator, type_checker=JSON_TYPES)
 
 # Keywords that do not constrain an instance (and any "x-" keyword: jsonschema ignores what it does not know).
 ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
@@ -44,7 +52,7 @@ TYPES: dict[str, Check] = {
     "null": lambda value: value is None,
     "object": lambda value: type(value) is dict,
     "array": lambda value: type(value) is list,
-    "number": lambda value: type(value) is int or type(value) is float,
+    "number": lambda value: type(value) is int or (type(value) is float and math.isfinite(value)),
     "integer": lambda value: type(value) is int,
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 import pytest
@@ -49,6 +50,12 @@ def liar() -> str:
     return "not an integer"
 
 
+@tool
+def ratio(numerator: float, denominator: float) -> float:
+    """Divide, as floats do: nan or infinity when the denominator is zero."""
+    return math.copysign(math.inf, numerator) if numerator else math.nan
+
+
 @tool(input_schema={"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]})
 def whoami(who: str, ctx) -> str:
     """Echo the session the context belongs to."""
@@ -58,7 +65,7 @@ def whoami(who: str, ctx) -> str:
 def local_registry() -> Registry:
     """A registry holding only this module's test tools."""
     registry = Registry()
-    for fn in (explode, refuse, describe, listing, blocks, liar, whoami):
+    for fn in (explode, refuse, describe, listing, blocks, liar, ratio, whoami):
         registry.add_function(fn)
     return registry
 
@@ -201,6 +208,15 @@ def test_output_outside_the_output_schema_is_an_error_result(make_server, make_r
     rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
     result = call(rpc, "liar", {})["result"]
     assert result["isError"] is True
+    assert "structuredContent" not in result
+
+
+@pytest.mark.parametrize("numerator", [0.0, 1.0, -1.0])
+def test_nan_or_infinity_from_a_float_tool_is_an_error_result_not_a_null(make_server, make_rpc, numerator):
+    # JSON has no nan or infinity: sent, they would read as null, outside the tool's outputSchema.
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
+    result = call(rpc, "ratio", {"numerator": numerator, "denominator": 0.0})["result"]
+    assert result["isError"] is True and "does not match its outputSchema" in result["content"][0]["text"]
     assert "structuredContent" not in result
 
 
