@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from flask_mcp_gevent.auth.api_keys import ApiKeyStore
+from flask_mcp_gevent.auth.api_keys import KEY_PREFIX, ApiKeyStore
 from flask_mcp_gevent.auth.principal import Principal, Unauthenticated
 
 if TYPE_CHECKING:
@@ -20,6 +20,9 @@ __all__ = ["Authenticator", "bearer_token"]
 # RFC 6750 b64token: what may follow "Bearer ".
 TOKEN_PATTERN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
 MAX_TOKEN_CHARS = 8192
+# One of this server's API keys (new_key's form) anywhere in a header, and how many such a header is searched for.
+OWN_KEY = re.compile(re.escape(KEY_PREFIX) + r"[A-Za-z0-9_-]{16,}")
+MAX_OWN_KEYS_SOUGHT = 4
 
 
 def bearer_token(header: str | None) -> str:
@@ -31,7 +34,7 @@ def bearer_token(header: str | None) -> str:
     if scheme.lower() != "bearer":
         raise Unauthenticated("only Bearer tokens are accepted: send 'Authorization: Bearer <token>'",
                               error="invalid_request")
-    if not token or len(token) > MAX_TOKEN_CHARS or not TOKEN_PATTERN.match(token):
+    if not token or len(token) > MAX_TOKEN_CHARS or not TOKEN_PATTERN.fullmatch(token):
         raise Unauthenticated("the bearer token is malformed", error="invalid_request")
     return token
 
@@ -60,6 +63,13 @@ class Authenticator:
 
             oauth = OAuthVerifier(settings)
         return cls(api_keys, oauth)
+
+    def holds_own_key(self, authorization: str) -> bool:
+        """Whether a header refused as malformed still holds one of this server's API keys ('Token mcp_...')."""
+        if self.api_keys is None:
+            return False
+        sought = OWN_KEY.findall(authorization)[:MAX_OWN_KEYS_SOUGHT]
+        return any(self.api_keys.authenticate(key) is not None for key in sought)
 
     def authenticate(self, authorization: str | None) -> Principal:
         """Return the principal behind an Authorization header, or raise why there is none."""

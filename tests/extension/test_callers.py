@@ -184,6 +184,61 @@ def test_mcps_own_api_key_is_never_sent_to_the_hosts_routes(tmp_path):
         app.extensions["mcp"].shutdown()
 
 
+def cookie_login_app(tmp_path: Path) -> tuple[Flask, list[str | None]]:
+    """A host whose login is a cookie, with MCP's API keys beside it; its route echoes the Authorization it gets."""
+    app = Flask(__name__)
+    received: list[str | None] = []
+
+    @app.get("/whoami")
+    def whoami() -> Any:
+        """Echo the Authorization header the host received."""
+        received.append(request.headers.get("Authorization"))
+        return jsonify(ok=True)
+
+    mcp = MCP(app, settings={"api_keys_file": api_keys_file(tmp_path, ["*"])})
+
+    @mcp.principal_loader
+    def load(incoming: Any) -> dict[str, Any] | None:
+        """The host's cookie login."""
+        known = incoming.cookies.get("sid") == "s1"
+        return {"principal": "alice", "tools": ["*"], "resources": [], "prompts": []} if known else None
+
+    mcp.expose_route("whoami")
+    return app, received
+
+
+@pytest.mark.parametrize("header", [f"Token {MCP_KEY}", f"Bearer\t{MCP_KEY}", f"Bearer {MCP_KEY}.",
+                                    f"Basic x, Bearer {MCP_KEY}"])
+def test_mcps_own_key_sent_malformed_is_refused_not_passed_to_the_hosts_routes(tmp_path, header):
+    app, received = cookie_login_app(tmp_path)
+    try:
+        client = app.test_client()
+        client.set_cookie("sid", "s1")  # the host's login would take the caller: MCP's key would then travel
+        opened = client.post("/mcp", headers={"Authorization": header, "Content-Type": "application/json",
+                                             "Accept": "application/json, text/event-stream"},
+                             data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                                 "protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}}))
+        assert opened.status_code == 401
+        assert "not as 'Bearer <key>'" in opened.get_json()["error"]["message"]
+        assert received == []
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
+def test_the_hosts_own_authorization_scheme_still_travels_beside_mcps_keys(tmp_path):
+    app, received = cookie_login_app(tmp_path)
+    try:
+        client = app.test_client()
+        client.set_cookie("sid", "s1")
+        session = McpSession(client, None)
+        session.headers["Authorization"] = "Token mcp_host_token"  # not one of MCP's keys: the host's to read
+        assert session.call("whoami", {})["structuredContent"] == {"ok": True}
+        assert received == ["Token mcp_host_token"]
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
 def test_with_keys_and_a_loader_each_keeps_its_own_grants_and_sessions(tmp_path):
     # The key's alice may call slow_read only; the loader's alice (full-power token) everything.
     app, seen = notes_app(settings={"api_keys_file": api_keys_file(tmp_path, ["slow_read"])})
