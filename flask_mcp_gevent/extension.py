@@ -86,6 +86,9 @@ class MCP:
 
     def init_app(self, app: Flask) -> None:
         """Serve this object's declarations on app, with its own server (app.extensions["mcp"])."""
+        if not isinstance(app, Flask):  # a Blueprint has no config, extensions or CLI of its own to serve from
+            raise ConfigError(f"MCP(app): {app!r} is not a Flask app; give MCP the app itself (MCP(app) or "
+                              "mcp.init_app(app)), with path= for where it serves")
         settings = self.settings_for(app)
         server = McpExtension(settings=settings, registry=self.registry_for(settings), path=self.path,
                               whole_app=self.whole_app, forward_headers=self.forward_headers)

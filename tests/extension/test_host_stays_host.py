@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flask import Flask, abort
+from flask import Blueprint, Flask, abort
 
 from flask_mcp_gevent import MCP
 from flask_mcp_gevent.config import ConfigError
@@ -54,6 +54,11 @@ def test_a_route_added_at_an_mcp_path_after_mcp_stops_the_start_naming_it():
         app.add_url_rule("/elsewhere", "elsewhere", lambda: "ok")  # any other path is the host's
     finally:
         app.extensions["mcp"].shutdown()
+
+
+def test_mcp_given_a_blueprint_stops_the_start_saying_it_takes_the_app():
+    with pytest.raises(ConfigError, match="is not a Flask app; give MCP the app itself"):
+        MCP(Blueprint("shop", __name__))
 
 
 def test_a_second_mcp_on_one_app_stops_the_start_naming_it():
