@@ -170,7 +170,7 @@ def read_body(server: Server, environ: Mapping[str, Any]) -> Body:
     # The whole body, not each read: a client sending a byte a second would otherwise hold its connection forever.
     try:
         with read_deadline(server.settings.body_timeout_s):
-            data = environ["wsgi.input"].read(size) if size else b""
+            data = read_input(environ, size) if size else b""
     except BodyTimedOut:
         raise HttpProblem(HTTPStatus.REQUEST_TIMEOUT, INVALID_REQUEST,
                           f"Request body not received within {server.settings.body_timeout_s:g} s "
@@ -192,6 +192,18 @@ def read_body(server: Server, environ: Mapping[str, Any]) -> Body:
     except BodyLimitExceeded as exceeded:
         raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
     return body
+
+
+def read_input(environ: Mapping[str, Any], size: int) -> bytes:
+    """Up to size bytes of the body, from wsgi.input or, when the host's code read it first, from werkzeug.
+
+    A host's before_request or principal_loader that calls request.get_json() spends the input; werkzeug kept the
+    body on the request it names in the environ, and made request.stream (which ends at Content-Length) to read it.
+    """
+    host_request = environ.get("werkzeug.request")
+    if host_request is None or "stream" not in vars(host_request):
+        return environ["wsgi.input"].read(size)
+    return host_request.stream.read(size) or host_request.get_data()[:size]
 
 
 def bytes_to_read(environ: Mapping[str, Any], limit: int) -> int:

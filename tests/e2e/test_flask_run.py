@@ -135,6 +135,15 @@ def test_a_stateless_tools_call_is_answered_on_the_host_app(host_app):
     assert answer.status_code == 200 and answer.json()["result"]["structuredContent"] == {"result": 42}
 
 
+def test_a_host_hook_that_reads_the_json_first_leaves_mcp_the_body_under_flask_run():
+    # werkzeug's server hands the socket itself as wsgi.input: a second read of the spent body would wait forever.
+    with flask_run("tests.extension.host_app:create_auditing_app", "/") as (base_url, _), \
+            httpx.Client(timeout=QUICK_S) as http:
+        session = initialize(http, base_url + "/mcp", ALICE)
+        called = http.post(base_url + "/mcp", headers=session, json=tool_call(2, "add", {"a": 6, "b": 7}))
+    assert called.json()["result"]["structuredContent"] == {"result": 13}
+
+
 def test_the_get_streams_are_refused_at_once_with_405_naming_the_gevent_worker(host_app):
     with httpx.Client(timeout=QUICK_S) as http:
         session = initialize(http, host_app + "/mcp", ALICE)

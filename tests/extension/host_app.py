@@ -121,3 +121,18 @@ def create_app(settings: dict[str, Any] | None = None) -> Flask:
     mcp.expose_route("file_info")
     app.extensions["host_mcp"] = mcp
     return app
+
+
+def create_auditing_app() -> Flask:
+    """The host app with an audit hook that reads every request's JSON before MCP does (as logging hooks do)."""
+    app = create_app()
+    audited: list[Any] = []
+
+    @app.before_request
+    def audit_json() -> None:
+        """Keep the method of every JSON request (the body read here, before MCP's view)."""
+        body = request.get_json(silent=True)
+        audited.append(body.get("method") if isinstance(body, dict) else None)
+
+    app.extensions["audited"] = audited
+    return app
