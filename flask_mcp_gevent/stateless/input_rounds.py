@@ -22,12 +22,14 @@ from typing import Any, Protocol
 
 from flask_mcp_gevent.conditions import CapacityError, StoreUnavailable
 from flask_mcp_gevent.errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     SERVER_UNAVAILABLE,
     STORE_UNAVAILABLE_MESSAGE,
     RpcError,
 )
+from flask_mcp_gevent.stateless.request_state import RequestStateTooLarge
 from flask_mcp_gevent.stateless.results import INPUT_REQUIRED_METHODS, input_required
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 
@@ -217,11 +219,32 @@ def run_rounds(ctx: RoundsContext, work: Callable[[], dict[str, Any]]) -> dict[s
     try:
         return work()
     except InputRequired as asked:
-        token = ctx.services.request_state().mint(ctx.principal, ctx.method or "", ctx.params, ctx.round_state,
-                                                  ctx.rounds.used, ctx.rounds.rounds_id)
-        return input_required(asked.requests, token)
+        return input_required(asked.requests, next_state(ctx, ctx.rounds))
     finally:
         ctx.rounds = None
+
+
+def next_state(ctx: RoundsContext, rounds: Rounds) -> str:
+    """Mint the state of the next round; an error naming the culprit when it would pass MCP_REQUEST_STATE_MAX_BYTES.
+
+    The answers sealed so far come from the client (-32602: send smaller ones); the round state from the tool.
+    """
+    codec = ctx.services.request_state()
+
+    def mint(answers: dict[str, Any]) -> str:
+        return codec.mint(ctx.principal, ctx.method or "", ctx.params, ctx.round_state, answers, rounds.rounds_id)
+
+    try:
+        return mint(rounds.used)
+    except RequestStateTooLarge as too_large:
+        try:
+            mint({})
+        except RequestStateTooLarge:
+            raise RpcError(INTERNAL_ERROR, f"The tool's ctx.round_state is too large to carry: {too_large} "
+                           "(MCP_REQUEST_STATE_MAX_BYTES)") from None
+        raise RpcError(INVALID_PARAMS, f"Invalid params: the answers given so far, sealed in the next requestState, "
+                       f"would take it over the {codec.max_bytes}-byte limit (MCP_REQUEST_STATE_MAX_BYTES); send "
+                       "smaller inputResponses", {"reason": "too_large"}) from None
 
 
 def ask_stateless(ctx: RoundsContext, requests: list[InputRequest]) -> list[Any]:

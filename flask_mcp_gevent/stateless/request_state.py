@@ -40,6 +40,7 @@ __all__ = [
     "RequestState",
     "RequestStateCodec",
     "RequestStateError",
+    "RequestStateTooLarge",
     "SharedCodec",
     "arguments_digest",
     "codec_from_settings",
@@ -65,6 +66,10 @@ class RequestStateError(RpcError):
         """Build the error; reason is a stable word for clients and logs."""
         super().__init__(INVALID_PARAMS, f"Invalid requestState: {message}", {"reason": reason})
         self.reason = reason
+
+
+class RequestStateTooLarge(ValueError):
+    """A state the server was about to mint is over MCP_REQUEST_STATE_MAX_BYTES."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +160,7 @@ class RequestStateCodec:
 
     def mint(self, principal: str | None, method: str, params: dict[str, Any], tool_state: Any = None,
              answers: dict[str, Any] | None = None, rounds_id: bytes | None = None) -> str:
-        """Seal a state for this principal and request (its params as sent); raise ValueError when too large.
+        """Seal a state for this principal and request (its params as sent); RequestStateTooLarge when too large.
 
         rounds_id: the id of the request's earlier states (None: a new request, so a new random id).
         """
@@ -169,8 +174,8 @@ class RequestStateCodec:
         sealed = aead.encrypt(nonce, canonical_json(payload), associated_data(key_id))
         token = f"{VERSION}.{key_id}.{base64.urlsafe_b64encode(nonce + sealed).rstrip(b'=').decode('ascii')}"
         if len(token) > self.max_bytes:
-            raise ValueError(f"requestState would be {len(token)} bytes, over the {self.max_bytes}-byte limit: "
-                             "keep less tool state, or put it in a store and carry its id")
+            raise RequestStateTooLarge(f"requestState would be {len(token)} bytes, over the {self.max_bytes}-byte "
+                                       "limit: keep less tool state, or put it in a store and carry its id")
         return token
 
     def verify(self, token: object, principal: str | None, method: str, params: dict[str, Any]) -> RequestState:

@@ -251,6 +251,30 @@ def test_an_expired_state_is_refused(server, stateless):
     assert refusal(response) == "expired"
 
 
+def test_answers_that_would_take_the_next_state_past_its_bound_are_invalid_params(make_server, registry):
+    small = Stateless(make_server({"MCP_REQUEST_STATE_MAX_BYTES": "2048"}, registry=registry))
+    first = small.call("test_input_required_result_multi_round")["result"]
+    response = small.call("test_input_required_result_multi_round", requestState=first["requestState"],
+                          inputResponses={"step1": accept({"name": "x" * 4096})})
+    assert response["error"]["code"] == -32602  # the client's answers, not an internal error
+    assert response["error"]["data"] == {"reason": "too_large"}
+    assert "MCP_REQUEST_STATE_MAX_BYTES" in response["error"]["message"]
+
+
+def test_a_round_state_too_large_to_carry_is_an_internal_error_that_names_it(make_server, registry):
+    @tool(name="hoarder", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+    def hoarder(ctx) -> str:
+        """Keep too much in the round state, then ask."""
+        ctx.round_state = "x" * 4096
+        return str(ctx.list_roots(key="r"))
+
+    small = Stateless(make_server({"MCP_REQUEST_STATE_MAX_BYTES": "2048"}, registry=registry))
+    small.server.registry.add_function(hoarder)
+    error = small.call("hoarder")["error"]
+    assert error["code"] == -32603
+    assert "round_state" in error["message"] and "MCP_REQUEST_STATE_MAX_BYTES" in error["message"]
+
+
 def test_workers_with_the_same_key_accept_each_others_states(make_server, registry):
     environ = {"MCP_REQUEST_STATE_KEY": "ab" * 32}
     minted_by = Stateless(make_server(environ, registry=registry))
