@@ -235,7 +235,7 @@ def next_state(ctx: RoundsContext, rounds: Rounds) -> str:
         return codec.mint(ctx.principal, ctx.method or "", ctx.params, ctx.round_state, answers, rounds.rounds_id)
 
     try:
-        return mint(rounds.used)
+        token = mint(rounds.used)
     except RequestStateTooLarge as too_large:
         try:
             mint({})
@@ -245,6 +245,12 @@ def next_state(ctx: RoundsContext, rounds: Rounds) -> str:
         raise RpcError(INVALID_PARAMS, f"Invalid params: the answers given so far, sealed in the next requestState, "
                        f"would take it over the {codec.max_bytes}-byte limit (MCP_REQUEST_STATE_MAX_BYTES); send "
                        "smaller inputResponses", {"reason": "too_large"}) from None
+    # A concurrent round of the same request may have consumed it while this one ran: its record lasts a state's
+    # lifetime from then, so a state minted after it would outlive it. Looked at after minting, so a consume that
+    # lands later still outlives this state.
+    if rounds.rounds_id is not None and ctx.services.is_used(rounds.rounds_id):
+        raise StateAlreadyUsed()
+    return token
 
 
 def ask_stateless(ctx: RoundsContext, requests: list[InputRequest]) -> list[Any]:
@@ -262,7 +268,8 @@ def consume_round(ctx: RoundsContext) -> None:
 
     Without a state (answers sent up front) the run's questions go out again in an input_required whose state the
     retry consumes; with nothing asked and no state there is nothing to replay. A second call in a run is a no-op.
-    The record lasts a state's lifetime: every state of the request was minted before now, and none after (begin).
+    The record lasts a state's lifetime: every state of the request was minted before now, and none after (begin
+    refuses a consumed request's state, and next_state a round that ran while another consumed it).
     """
     rounds = ctx.rounds
     if rounds is None or rounds.consumed:

@@ -11,6 +11,7 @@ from typing import Any
 
 import gevent
 import pytest
+from gevent.event import Event
 
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.messages import parse_body
@@ -112,6 +113,36 @@ def test_an_earlier_rounds_state_with_every_answer_is_refused_once_the_request_w
     every_answer = {**address, "confirm": accept({})}
     assert used(stateless.call("ship_order", 4, inputResponses=every_answer, requestState=first["requestState"]))
     assert used(stateless.call("ship_order", 5, inputResponses=address, requestState=first["requestState"]))
+    assert made == ["Oslo"]
+
+
+def test_a_round_that_ran_while_another_consumed_the_request_gets_no_new_state(stateless):
+    made: list[str] = []
+    release = Event()
+
+    @tool(name="slow_ship", input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+    def slow_ship(ctx) -> str:
+        """Ask where, look it up (slowly, when told to), confirm, then ship once."""
+        where = ctx.elicit("Where to?", {"type": "object"}, key="address")["content"]
+        if where.get("slow"):
+            release.wait(WAIT_S)
+        ctx.elicit("Sure?", {"type": "object"}, key="confirm")
+        ctx.consume_answers()
+        made.append(where["city"])
+        return "shipped"
+
+    stateless.server.registry.add_function(slow_ship)
+    first = stateless.call("slow_ship")["result"]["requestState"]
+    slow = gevent.spawn(stateless.call, "slow_ship", 2, inputResponses={"address": accept({"city": "Oslo", "slow": 1})},
+                        requestState=first)
+    gevent.sleep(0)  # the slow round has checked its state and is looking the address up
+    done = stateless.call("slow_ship", 3, requestState=first,
+                          inputResponses={"address": accept({"city": "Oslo"}), "confirm": accept({})})
+    assert done["result"]["content"][0]["text"] == "shipped"
+    release.set()
+    # A state minted now would outlive the consumed record by the time the slow round took, so none is.
+    late = slow.get(timeout=WAIT_S)
+    assert used(late), late
     assert made == ["Oslo"]
 
 
