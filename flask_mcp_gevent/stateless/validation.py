@@ -170,6 +170,10 @@ def check_meta(message: dict) -> Rejection | None:
                       f"Invalid params: _meta {metadata.CLIENT_CAPABILITIES} must be an object")
     if metadata.CLIENT_INFO in found and not isinstance(found[metadata.CLIENT_INFO], dict):
         return reject(message, INVALID_PARAMS, f"Invalid params: _meta {metadata.CLIENT_INFO} must be an object")
+    if metadata.LOG_LEVEL in found and not isinstance(found[metadata.LOG_LEVEL], str):
+        # Else the request's session would hold no level, and it would be served silently without its logs.
+        return reject(message, INVALID_PARAMS, f"Invalid params: _meta {metadata.LOG_LEVEL} must be a level name "
+                      "(a string such as \"info\")")
     return None
 
 

@@ -66,6 +66,8 @@ def test_a_well_formed_request_passes_over_http_and_stdio():
     lambda b: b["params"]["_meta"].__setitem__(PV, 20260728),
     lambda b: b["params"]["_meta"].__setitem__(CAPS, []),
     lambda b: b["params"]["_meta"].__setitem__("io.modelcontextprotocol/clientInfo", "me"),
+    lambda b: b["params"]["_meta"].__setitem__("io.modelcontextprotocol/logLevel", 5),
+    lambda b: b["params"]["_meta"].__setitem__("io.modelcontextprotocol/logLevel", None),
 ])
 def test_missing_or_malformed_meta_is_invalid_params_400_with_the_id(mangle):
     body, sent = call("tools/list", request_id="abc")
