@@ -95,7 +95,7 @@ def stateless_post(server: Server, environ: Mapping[str, Any], caller: Principal
     request_headers = environ_headers(environ)
     versions = supported_versions(server.settings.session_era)
     rejection = (STATELESS.validate(message, request_headers, versions)
-                 or check_param_headers(server, message, request_headers))
+                 or check_param_headers(server, message, request_headers, caller))
     if rejection is not None:
         return rejected(server, message, rejection)
     accepted = AcceptedTypes(environ.get("HTTP_ACCEPT"))
@@ -106,15 +106,17 @@ def stateless_post(server: Server, environ: Mapping[str, Any], caller: Principal
     return answer(server, ephemeral_session(message.meta, name_of(caller)), message, environ, caller)
 
 
-def check_param_headers(server: Server, message: Message,
-                        request_headers: Mapping[str, str]) -> Rejection | None:
+def check_param_headers(server: Server, message: Message, request_headers: Mapping[str, str],
+                        caller: Principal | None) -> Rejection | None:
     """Check a tools/call's Mcp-Param-* headers against the tool's x-mcp-header annotations."""
     if message.method != "tools/call":
         return None
     name = message.params.get("name")
     tool = server.registry.tools.get(name) if isinstance(name, str) else None
-    if tool is None:
-        return None  # tools/call itself answers an unknown tool
+    # tools/call itself answers an unknown tool, and one the caller may not use: a refusal naming a header would
+    # tell it that the tool exists and part of its inputSchema.
+    if tool is None or (caller is not None and not caller.allows("tool", tool.name)):
+        return None
     params = header_params_of(tool.input_schema)
     return validation.check_param_headers(message.raw, request_headers, params) if params else None
 

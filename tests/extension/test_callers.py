@@ -239,6 +239,37 @@ def test_the_hosts_own_authorization_scheme_still_travels_beside_mcps_keys(tmp_p
         app.extensions["mcp"].shutdown()
 
 
+def test_a_tool_the_caller_may_not_use_is_refused_before_its_mcp_param_headers_are_named():
+    # On the 2026-07-28 wire a refusal naming a missing Mcp-Param header would show the hidden tool's inputSchema.
+    app = Flask(__name__)
+    mcp = MCP(app)
+
+    @mcp.tool(input_schema={"type": "object", "properties": {"region": {"type": "string",
+                                                                       "x-mcp-header": "Region"}}})
+    def audit_region(region: str = "eu") -> str:
+        """A tool only the full-power token may use."""
+        return region
+
+    @mcp.principal_loader
+    def load(incoming: Any) -> dict[str, Any] | None:
+        """Every caller is alice, who may use no tool."""
+        return {"principal": "alice", "tools": [], "resources": [], "prompts": []}
+
+    try:
+        message = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+            "name": "audit_region", "arguments": {"region": "us"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}}}}
+        answer = app.test_client().post("/mcp", data=json.dumps(message), headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "audit_region"})
+        error = answer.get_json()["error"]
+        assert (error["code"], error["data"]) == (-32001, {"tool": "audit_region"})
+        assert "Region" not in json.dumps(answer.get_json())
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
 def test_with_keys_and_a_loader_each_keeps_its_own_grants_and_sessions(tmp_path):
     # The key's alice may call slow_read only; the loader's alice (full-power token) everything.
     app, seen = notes_app(settings={"api_keys_file": api_keys_file(tmp_path, ["slow_read"])})
