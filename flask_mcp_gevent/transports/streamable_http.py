@@ -164,7 +164,9 @@ def streamable_delete(server: Server, environ: Mapping[str, Any], caller: Princi
     session_id = session_id_from(environ, query=False)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
-    return close_session(server, lookup_session(server, session_id, STREAMABLE, name_of(caller)))
+    session = lookup_session(server, session_id, STREAMABLE, name_of(caller))
+    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY))
+    return close_session(server, session)
 
 
 def post_messages(server: Server, session: Session, body: Body, accepted: AcceptedTypes,

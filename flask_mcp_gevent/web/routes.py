@@ -35,8 +35,13 @@ ALLOW_WITHOUT_STREAM = "POST, DELETE"
 
 
 def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
-    """Whether a GET or DELETE belongs to the 2026-07-28 era by its header: that wire answers it with 405."""
-    return eras.choose(environ.get(PROTOCOL_VERSION_KEY), None).stateless
+    """Whether a GET or DELETE belongs to the 2026-07-28 era by its header: that wire answers it with 405.
+
+    One that names a session stays on the session's wire unless it says 2026-07-28 outright, as a POST does: an odd
+    version header there is the session wire's 400.
+    """
+    return eras.choose(environ.get(PROTOCOL_VERSION_KEY), None,
+                       names_session=SESSION_HEADER_KEY in environ).stateless
 
 
 def refuse_stream_without_gevent(allow: str) -> None:
