@@ -74,6 +74,17 @@ def is_valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def json_kind(value: Any) -> str:
+    """What a JSON value that is no id is, in the words an error message uses."""
+    if value is None:
+        return "null (MCP forbids it)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction or exponent"
+    return "an object" if isinstance(value, dict) else "an array"
+
+
 def invalid(raw: Any, message: str, request_id: Any = None, code: int = INVALID_REQUEST) -> Message:
     """Build an invalid Message carrying its error response."""
     return Message(kind=INVALID, raw=raw, id=request_id, error=error_response(request_id, code, message))
@@ -95,7 +106,7 @@ def classify(raw: Any) -> Message:
         return invalid(raw, 'Invalid Request: "method" must be a non-empty string', readable_id)
     has_id = "id" in raw
     if has_id and not is_valid_id(raw["id"]):
-        return invalid(raw, 'Invalid Request: "id" must be a string or an integer (MCP forbids null)')
+        return invalid(raw, f'Invalid Request: "id" must be a string or an integer, not {json_kind(raw["id"])}')
     params = raw.get("params", {})
     if params is None:
         params = {}

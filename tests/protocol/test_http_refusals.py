@@ -104,3 +104,16 @@ def test_a_get_or_delete_naming_a_session_with_an_unknown_version_gets_the_sessi
     still = http.post("/mcp", headers={**JSON_BODY, "Accept": BOTH, **session},
                       json={"jsonrpc": "2.0", "id": 6, "method": "ping"})
     assert still.status_code == 200
+
+
+@pytest.mark.parametrize("body", [
+    [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+      "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}],
+    {"jsonrpc": "2.0", "method": "initialize",
+     "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+], ids=["in a batch", "as a notification"])
+def test_an_initialize_that_is_not_a_lone_request_is_refused_saying_so(http, body):
+    response = http.post("/mcp", json=body, headers={**JSON_BODY, "Accept": BOTH})
+    assert response.status_code == 400
+    assert "Mcp-Session-Id" not in response.headers
+    assert "initialize opens a session only as a lone request" in response.get_json()["error"]["message"]

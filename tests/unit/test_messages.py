@@ -151,6 +151,15 @@ def test_json_nested_past_what_orjson_reads_is_named_as_too_deep_not_as_invalid_
     assert "MCP_MAX_JSON_DEPTH" in caught.value.response["error"]["message"]
 
 
+@pytest.mark.parametrize(("value", "named"), [("true", "a boolean"), ("1.5", "fraction"), ("1e2", "exponent"),
+                                             ("{}", "an object"), ("[1]", "an array"), ("null", "null")])
+def test_an_id_of_the_wrong_type_is_named_for_what_it_is(value, named):
+    body = parse_body(b'{"jsonrpc": "2.0", "id": ' + value.encode() + b', "method": "ping"}')
+    message = body.messages[0].error["error"]["message"]
+    assert named in message
+    assert value == "null" or "null" not in message
+
+
 def test_parse_body_accepts_utf8_text():
     body = parse_body('{"jsonrpc": "2.0", "id": "ü", "method": "ping"}'.encode())
     assert body.messages[0].id == "ü"
