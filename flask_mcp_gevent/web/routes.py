@@ -76,6 +76,9 @@ def sse_alias(messages_path: str) -> Response:
     """The official SDKs' default legacy stream path; its messages go to messages_path."""
     if not current_server().settings.session_era:
         return method_not_allowed(request.environ)
+    if request.method != "GET":
+        # Flask adds HEAD to every GET route: a HEAD must not open a session and a stream nobody reads.
+        raise MethodNotAllowed(valid_methods=["GET"])
     refuse_stream_without_gevent("")
     return legacy_get(current_server(), request.environ, g.mcp_caller, messages_path)
 

@@ -7,6 +7,7 @@ import pytest
 
 from app import create_app
 from flask_mcp_gevent.config import Settings
+from flask_mcp_gevent.web.mcp_app import server_of
 
 BOTH = "application/json, text/event-stream"
 JSON_BODY = {"Content-Type": "application/json"}
@@ -117,3 +118,21 @@ def test_an_initialize_that_is_not_a_lone_request_is_refused_saying_so(http, bod
     assert response.status_code == 400
     assert "Mcp-Session-Id" not in response.headers
     assert "initialize opens a session only as a lone request" in response.get_json()["error"]["message"]
+
+
+def test_a_head_on_the_sse_path_opens_no_session(http):
+    server = server_of(http.application)
+    before = server.session_count()
+    response = http.head("/sse")
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET"
+    assert server.session_count() == before
+
+
+@pytest.mark.parametrize(("path", "takes"), [("/mcp", "GET, DELETE, POST"), ("/sse", "GET"), ("/messages", "POST")])
+def test_a_method_a_path_does_not_take_is_refused_naming_that_path_and_what_it_takes(http, path, takes):
+    response = http.open(path, method="PATCH")
+    assert response.status_code == 405
+    message = response.get_json()["error"]["message"]
+    assert f"on {path};" in message
+    assert sorted(message.rsplit("it takes ", 1)[1].split(", ")) == sorted(takes.split(", "))
