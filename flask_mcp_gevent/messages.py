@@ -31,6 +31,8 @@ UINT64_MAX = 2**64 - 1
 # single C pass, about a sixth of what a regular expression's search costs over a call's body.
 DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 LONG_NUMBER = b"0" * 19
+# orjson reads no deeper JSON than this: a body past it is refused before MCP_MAX_JSON_DEPTH is checked.
+ORJSON_MAX_DEPTH = 1024
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Body:
 
 
 class ParseFailure(ValueError):
-    """The body is not JSON at all; carries the -32700 response."""
+    """The body could not be read as JSON-RPC; carries its error response (-32700, or -32600 for what is JSON)."""
 
     def __init__(self, response: dict[str, Any]) -> None:
         super().__init__(response["error"]["message"])
@@ -70,6 +72,17 @@ class ParseFailure(ValueError):
 def is_valid_id(value: Any) -> bool:
     """MCP ids are strings or integers; null, booleans, floats and objects are not."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value that is no id is, in the words an error message uses."""
+    if value is None:
+        return "null (MCP forbids it)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction or exponent"
+    return "an object" if isinstance(value, dict) else "an array"
 
 
 def invalid(raw: Any, message: str, request_id: Any = None, code: int = INVALID_REQUEST) -> Message:
@@ -93,7 +106,7 @@ def classify(raw: Any) -> Message:
         return invalid(raw, 'Invalid Request: "method" must be a non-empty string', readable_id)
     has_id = "id" in raw
     if has_id and not is_valid_id(raw["id"]):
-        return invalid(raw, 'Invalid Request: "id" must be a string or an integer (MCP forbids null)')
+        return invalid(raw, f'Invalid Request: "id" must be a string or an integer, not {json_kind(raw["id"])}')
     params = raw.get("params", {})
     if params is None:
         params = {}
@@ -180,12 +193,19 @@ def classify_exactly(raw: Any, exact: Any) -> Message:
     return refused if refused is not None else classify(raw)
 
 
-def parse_error_message(problem: ValueError) -> str:
-    """The parse error's message: a number too large for a double is named, as it is valid JSON."""
+def parse_failure(problem: ValueError) -> ParseFailure:
+    """The refusal of a body orjson could not read: valid JSON it cannot hold is named, the rest is -32700."""
     if str(problem).startswith("number is infinity"):  # orjson's words for 1e400 or a 400-digit integer
-        return ("Parse error: a number in the body is too large to read (past a double's range); "
-                "send such numbers as strings")
-    return "Parse error: the body is not valid JSON"
+        return ParseFailure(error_response(
+            None, PARSE_ERROR,
+            "Parse error: a number in the body is too large to read (past a double's range); send such numbers as "
+            "strings"))
+    if str(problem).startswith("depth limit exceeded"):  # orjson's own limit, before MCP_MAX_JSON_DEPTH can look
+        return ParseFailure(error_response(
+            None, INVALID_REQUEST,
+            f"JSON nested too deeply: over {ORJSON_MAX_DEPTH} levels, more than any MCP_MAX_JSON_DEPTH allows; send "
+            "flatter JSON"))
+    return ParseFailure(error_response(None, PARSE_ERROR, "Parse error: the body is not valid JSON"))
 
 
 def parse_body(data: bytes) -> Body:
@@ -193,7 +213,7 @@ def parse_body(data: bytes) -> Body:
     try:
         decoded = loads(data)
     except ValueError as problem:
-        raise ParseFailure(error_response(None, PARSE_ERROR, parse_error_message(problem))) from None
+        raise parse_failure(problem) from None
     is_batch = isinstance(decoded, list)
     if is_batch and not decoded:
         return Body([invalid(decoded, "Invalid Request: an empty batch")], is_batch=False)

@@ -255,11 +255,15 @@ class Server:
     def batch_error(self, session: Session, body: Body) -> dict[str, Any] | None:
         """Reject a batch unless the session negotiated the one version that has them."""
         if body.is_batch and not allows_batches(session.protocol_version):
+            if session.protocol_version is None:  # nothing negotiated yet: the batch came before initialize
+                return error_response(None, INVALID_REQUEST,
+                                      "Invalid Request: a batch before initialize; send initialize first, on its own "
+                                      "(batches come only with protocol version 2025-03-26)")
             return error_response(
                 None,
                 INVALID_REQUEST,
-                f"Invalid Request: JSON-RPC batches are not part of protocol version "
-                f"{session.protocol_version or 'in use'}; send one message per request",
+                f"Invalid Request: JSON-RPC batches are not part of protocol version {session.protocol_version}; "
+                "send one message per request",
             )
         return None
 

@@ -18,7 +18,7 @@ from flask import Response
 from gunicorn.http.errors import NoMoreData, ParseException
 
 from flask_mcp_gevent.conditions import CapacityError
-from flask_mcp_gevent.encoding import dumps, dumps_line
+from flask_mcp_gevent.encoding import dumps, dumps_line, utf8_size
 from flask_mcp_gevent.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -108,12 +108,43 @@ def log_refusal(environ: Mapping[str, Any], status: int) -> None:
 
 
 class AcceptedTypes:
-    """Which of JSON and SSE an Accept header allows (no header allows both)."""
+    """Which of JSON and SSE an Accept header allows (no header allows both; a type at q=0 is refused)."""
 
     def __init__(self, header: str | None) -> None:
-        types = {part.split(";", 1)[0].strip().lower() for part in (header or "*/*").split(",")}
-        self.json = bool(types & {"application/json", "application/*", "*/*"})
-        self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
+        if not header or ";" not in header:  # no parameters, so no q=0: any listed range allows what it matches
+            types = {part.strip().lower() for part in (header or "*/*").split(",")}
+            self.json = bool(types & {JSON, "application/*", "*/*"})
+            self.sse = bool(types & {EVENT_STREAM, "text/*", "*/*"})
+            return
+        weights = media_range_weights(header)
+        self.json = allows(weights, JSON)
+        self.sse = allows(weights, EVENT_STREAM)
+
+
+def media_range_weights(header: str) -> dict[str, float]:
+    """Each media range of an Accept header with its q value (1 when absent or unreadable; the highest if repeated)."""
+    weights: dict[str, float] = {}
+    for part in header.split(","):
+        media_range, *parameters = part.split(";")
+        weight = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    weight = float(value.strip())
+                except ValueError:
+                    weight = 1.0
+        key = media_range.strip().lower()
+        weights[key] = max(weight, weights.get(key, 0.0))
+    return weights
+
+
+def allows(weights: dict[str, float], media_type: str) -> bool:
+    """Whether the most specific range matching media_type has a q above 0 (RFC 9110 12.5.1)."""
+    for media_range in (media_type, media_type.split("/", 1)[0] + "/*", "*/*"):
+        if media_range in weights:
+            return weights[media_range] > 0
+    return False
 
 
 def store_unavailable(request_id: Any = None) -> HttpProblem:
@@ -190,8 +221,17 @@ def read_body(server: Server, environ: Mapping[str, Any]) -> Body:
     try:
         check_body(body, data, server.settings)
     except BodyLimitExceeded as exceeded:
-        raise HttpProblem(exceeded.status, exceeded.code, str(exceeded)) from None
+        raise HttpProblem(exceeded.status, exceeded.code, str(exceeded),
+                          request_id=echoable_id(body, server.settings)) from None
     return body
+
+
+def echoable_id(body: Body, settings: Settings) -> Any:
+    """The id a refused body's error carries: the request's, unless the id is itself the string over the limit."""
+    request_id = body.request_id
+    if isinstance(request_id, str) and utf8_size(request_id) > settings.max_string_bytes:
+        return None
+    return request_id
 
 
 def read_input(environ: Mapping[str, Any], size: int) -> bytes:

@@ -82,6 +82,14 @@ def is_initialize(body: Body) -> bool:
             and body.messages[0].kind == REQUEST and body.messages[0].method == "initialize")
 
 
+def missing_session_message(body: Body) -> str:
+    """Why a POST without Mcp-Session-Id is refused: an initialize that is not a lone request, or no session."""
+    if any(message.method == "initialize" for message in body.messages):
+        return ("Invalid Request: initialize opens a session only as a lone request with an id (not in a batch, not "
+                "as a notification); send it on its own, then echo the Mcp-Session-Id it returns")
+    return "Missing Mcp-Session-Id header: send initialize first and echo the id it returns"
+
+
 class SessionReplay:
     """A request stream's part of its session's replay log, under a key of its own, so Last-Event-ID resumes it."""
 
@@ -115,8 +123,7 @@ def streamable_post(server: Server, environ: Mapping[str, Any], caller: Principa
     if is_initialize(body) and session_id is None:
         return initialize_session(server, environ, caller, body, accepted)
     if session_id is None:
-        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST,
-                          "Missing Mcp-Session-Id header: send initialize first and echo the id it returns",
+        raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, missing_session_message(body),
                           request_id=body.request_id)
     session = lookup_session(server, session_id, STREAMABLE, name_of(caller), body.request_id)
     check_protocol_header(environ.get(PROTOCOL_VERSION_KEY), body.request_id)
@@ -164,7 +171,9 @@ def streamable_delete(server: Server, environ: Mapping[str, Any], caller: Princi
     session_id = session_id_from(environ, query=False)
     if session_id is None:
         raise HttpProblem(HTTPStatus.BAD_REQUEST, INVALID_REQUEST, "Missing Mcp-Session-Id header")
-    return close_session(server, lookup_session(server, session_id, STREAMABLE, name_of(caller)))
+    session = lookup_session(server, session_id, STREAMABLE, name_of(caller))
+    check_protocol_header(environ.get(PROTOCOL_VERSION_KEY))
+    return close_session(server, session)
 
 
 def post_messages(server: Server, session: Session, body: Body, accepted: AcceptedTypes,

@@ -27,7 +27,7 @@ __all__ = ["FAILURES", "HTTP_EXCEPTION_HINTS", "http_exception_response", "rende
 FAILURES = (HttpProblem, StoreUnavailable, HTTPException, Exception)
 HTTP_EXCEPTION_HINTS: dict[int, str] = {
     HTTPStatus.NOT_FOUND: "Not found: the MCP endpoint is /mcp (or /sse and /messages)",
-    HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed here; /mcp takes GET, POST and DELETE",
+    HTTPStatus.METHOD_NOT_ALLOWED: "Method {method} is not allowed on {path}; it takes {allowed}",
 }
 
 
@@ -47,7 +47,10 @@ def http_exception_response(exc: HTTPException, environ: Mapping[str, Any]) -> R
     """Werkzeug's errors (404, 405, ...) as JSON instead of HTML."""
     status = exc.code or HTTPStatus.INTERNAL_SERVER_ERROR
     hint = HTTP_EXCEPTION_HINTS.get(status)
-    message = hint.format(method=environ.get("REQUEST_METHOD")) if hint else exc.name
+    # HEAD and OPTIONS come with every route (and /mcp refuses HEAD): the hint names what a client would send.
+    allowed = ", ".join(m for m in getattr(exc, "valid_methods", None) or () if m not in ("HEAD", "OPTIONS"))
+    message = (hint.format(method=environ.get("REQUEST_METHOD"), path=environ.get("PATH_INFO"), allowed=allowed)
+               if hint else exc.name)
     response = json_response(error_response(None, INVALID_REQUEST, message), status)
     if status == HTTPStatus.METHOD_NOT_ALLOWED:
         response.headers.update({name: value for name, value in exc.get_headers() if name.lower() == "allow"})

@@ -35,8 +35,13 @@ ALLOW_WITHOUT_STREAM = "POST, DELETE"
 
 
 def names_stateless_wire(environ: Mapping[str, Any]) -> bool:
-    """Whether a GET or DELETE belongs to the 2026-07-28 era by its header: that wire answers it with 405."""
-    return eras.choose(environ.get(PROTOCOL_VERSION_KEY), None).stateless
+    """Whether a GET or DELETE belongs to the 2026-07-28 era by its header: that wire answers it with 405.
+
+    One that names a session stays on the session's wire unless it says 2026-07-28 outright, as a POST does: an odd
+    version header there is the session wire's 400.
+    """
+    return eras.choose(environ.get(PROTOCOL_VERSION_KEY), None,
+                       names_session=SESSION_HEADER_KEY in environ).stateless
 
 
 def refuse_stream_without_gevent(allow: str) -> None:
@@ -71,6 +76,9 @@ def sse_alias(messages_path: str) -> Response:
     """The official SDKs' default legacy stream path; its messages go to messages_path."""
     if not current_server().settings.session_era:
         return method_not_allowed(request.environ)
+    if request.method != "GET":
+        # Flask adds HEAD to every GET route: a HEAD must not open a session and a stream nobody reads.
+        raise MethodNotAllowed(valid_methods=["GET"])
     refuse_stream_without_gevent("")
     return legacy_get(current_server(), request.environ, g.mcp_caller, messages_path)
 

@@ -47,3 +47,10 @@ def test_a_batch_is_rejected_whole_on_other_versions(make_rpc, version):
 def test_a_batch_of_one_is_still_a_batch(make_rpc):
     responses = make_rpc("2025-06-18")('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]')
     assert [r["error"]["code"] for r in responses] == [-32600]
+
+
+def test_a_batch_before_initialize_is_refused_saying_initialize_comes_first(rpc):
+    response = rpc.one('[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]')
+    assert response["error"]["code"] == -32600
+    assert "before initialize" in response["error"]["message"]
+    assert "in use" not in response["error"]["message"]

@@ -140,6 +140,26 @@ def test_a_number_past_a_doubles_range_is_named_in_the_parse_error(number):
     assert "a number in the body is too large to read" in caught.value.response["error"]["message"]
 
 
+@pytest.mark.parametrize("depth", [1025, 100_000])
+def test_json_nested_past_what_orjson_reads_is_named_as_too_deep_not_as_invalid_json(depth):
+    with pytest.raises(ParseFailure) as caught:
+        parse_body(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": ' + b"[" * depth + b"]" * depth
+                   + b"}}")
+    assert caught.value.response["id"] is None
+    assert caught.value.response["error"]["code"] == -32600
+    assert "nested too deeply" in caught.value.response["error"]["message"]
+    assert "MCP_MAX_JSON_DEPTH" in caught.value.response["error"]["message"]
+
+
+@pytest.mark.parametrize(("value", "named"), [("true", "a boolean"), ("1.5", "fraction"), ("1e2", "exponent"),
+                                             ("{}", "an object"), ("[1]", "an array"), ("null", "null")])
+def test_an_id_of_the_wrong_type_is_named_for_what_it_is(value, named):
+    body = parse_body(b'{"jsonrpc": "2.0", "id": ' + value.encode() + b', "method": "ping"}')
+    message = body.messages[0].error["error"]["message"]
+    assert named in message
+    assert value == "null" or "null" not in message
+
+
 def test_parse_body_accepts_utf8_text():
     body = parse_body('{"jsonrpc": "2.0", "id": "ü", "method": "ping"}'.encode())
     assert body.messages[0].id == "ü"
