@@ -1,6 +1,6 @@
 """stdio transport: newline-delimited JSON-RPC on stdin/stdout, for local clients.
 
-Only JSON-RPC lines reach stdout, one per message, flushed each time. File
+Only JSON-RPC lines reach stdout, one per message (a batch's answers as one array), flushed each time. File
 descriptor 1 is pointed at stderr for everything else, so a stray print in a
 tool (or a C library) cannot corrupt the protocol stream.
 
@@ -25,7 +25,7 @@ from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.eras import STATELESS, StdioEra
 from flask_mcp_gevent.logs import configure_logging
 from flask_mcp_gevent.mailbox import Empty, Mailbox
-from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Message, ParseFailure, parse_body
+from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Body, Message, ParseFailure, parse_body
 from flask_mcp_gevent.server import Server
 from flask_mcp_gevent.session import STDIO, Session
 from flask_mcp_gevent.stateless.listen import LISTEN
@@ -127,10 +127,35 @@ class StdioConnection:
         if not body.is_batch and self.era.classify(body.messages[0].raw).stateless:
             self.handle_stateless(body.messages[0])
             return
+        if body.is_batch:
+            self.handle_batch(body)
+            return
         running, errors = self.server.accept(self.session, body, self.publish, on_done=self.publish)
         for error in errors:
             self.publish(error)
-        for greenlet in running:
+        self.keep_running(running)
+
+    def handle_batch(self, body: Body) -> None:
+        """Refuse a batch the session's version has none of, or answer it as one JSON array once all are done."""
+        rejected = self.server.batch_error(self.session, body)
+        if rejected is not None:
+            self.publish(rejected)
+            return
+        running, errors = self.server.accept(self.session, body, self.publish)
+        self.keep_running(running)
+        if running or errors:
+            self.keep_running([gevent.spawn(self.publish_batch, running, errors)])
+
+    def publish_batch(self, running: list[gevent.Greenlet], errors: list[dict[str, Any]]) -> None:
+        """Publish a batch's responses together, as JSON-RPC answers a batch; none if all were notifications."""
+        gevent.joinall(running)
+        answers = errors + [greenlet.value for greenlet in running if isinstance(greenlet.value, dict)]
+        if answers:
+            self.publish(answers)
+
+    def keep_running(self, greenlets: list[gevent.Greenlet]) -> None:
+        """Hold greenlets until they end, so EOF waits for them and SIGTERM stops them."""
+        for greenlet in greenlets:
             self.running.add(greenlet)
             greenlet.rawlink(self.running.discard)
 
