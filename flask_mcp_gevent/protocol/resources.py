@@ -24,6 +24,7 @@ __all__ = [
     "describe_template",
     "expand_template",
     "find_readable",
+    "may_subscribe",
     "match_template",
     "read_resource",
     "resolved_uri",
@@ -171,6 +172,21 @@ def find_readable(ctx: RequestContext, uri: str) -> tuple[Resource | ResourceTem
         if real != uri:
             ctx.require("resource", uri, target=real)
     return reader, variables
+
+
+def may_subscribe(ctx: RequestContext, uri: str) -> bool:
+    """Whether the caller may follow uri in a listen's resourceSubscriptions: as for resources/subscribe, it needs
+    permission on uri and on what uri really names (a link's target); a URI nothing serves yet needs the first only."""
+    if not ctx.permits("resource", uri):
+        return False
+    found = find_reader(ctx.registry, uri) if ctx.checks_permissions else None
+    if found is None or not isinstance(found[0], ResourceTemplate):
+        return True
+    try:
+        real = resolved_uri(found[0], ctx, uri, found[1])
+    except RpcError:
+        return False  # resources/subscribe would refuse it (a `..`, outside the root): not honoured either
+    return real == uri or ctx.permits("resource", real)
 
 
 def read_resource(registry: Registry, ctx: RequestContext, uri: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from jsonrpcserver import Success
 from flask_mcp_gevent.conditions import StoreUnavailable
 from flask_mcp_gevent.encoding import dumps, loads
 from flask_mcp_gevent.errors import SERVER_UNAVAILABLE, RpcError
+from flask_mcp_gevent.protocol.resources import may_subscribe
 from flask_mcp_gevent.stateless.listen_filter import (
     FLAGS,
     RESOURCE_SUBSCRIPTIONS,
@@ -243,7 +244,7 @@ def subscriptions_listen(ctx: Any, notifications: object = None, **_: Any) -> An
     registry: ListenRegistry = ctx.services.listeners
     check_request_bytes(ctx.params, registry.limits)
     stream = registry.open(ctx.request_id, ctx.principal, notifications,
-                           lambda uri: ctx.permits("resource", uri), declares_tasks(ctx.session.client_capabilities))
+                           lambda uri: may_subscribe(ctx, uri), declares_tasks(ctx.session.client_capabilities))
     # A stream whose own queue fills up (logged and counted there) also drops what the transport holds for it,
     # and its connection.
     drop = getattr(ctx.send, "drop", None)

@@ -1,4 +1,5 @@
-"""Resource permissions on completion, reads and subscriptions: values and links a principal may not read stay hidden.
+"""Resource permissions on completion, reads and subscriptions (a listen's too): values and links a principal may not
+read stay hidden.
 
 A files root holds public/ and private/, with links under public/ into private/.
 `reader` may see the file:// template and read public/* only; `outsider` may read
@@ -10,11 +11,17 @@ from __future__ import annotations
 import itertools
 import json
 
+import gevent
 import pytest
 
+from flask_mcp_gevent.auth.principal import Principal
+from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import PERMISSION_DENIED
+from flask_mcp_gevent.messages import parse_body
+from flask_mcp_gevent.stateless.metadata import ephemeral_session
 from mcp_tools import Registry, resource_template
-from tests.protocol.conftest import Rpc, caller
+from tests.protocol.conftest import JOIN_TIMEOUT_S, Rpc, caller
+from tests.support.waiting import wait_until
 
 FILES = "file://{+path}"
 
@@ -142,3 +149,32 @@ def test_files_inside_the_grant_are_still_read_and_subscribed(server, root, meth
 def test_the_allowed_principal_reads_through_the_link(server, root, session_of):
     answer = session_of(server, "admin").request("resources/read", {"uri": f"file://{root}/public/link.txt"})
     assert answer["result"]["contents"][0]["text"] == "secret words"
+
+
+# subscriptions/listen (2026-07-28): its resourceSubscriptions are subscriptions too
+def listened_uris(server, principal: Principal, uris: list[str]) -> list[str]:
+    """The resourceSubscriptions a listen of principal's naming uris is acknowledged with."""
+    body = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen", "params": {
+        "notifications": {"resourceSubscriptions": uris},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}
+    message = parse_body(dumps(body)).messages[0]
+    sent: list[dict] = []
+    listening = gevent.spawn(server.handle_request, ephemeral_session(message.meta, principal.name), message,
+                             sent.append, principal)
+    try:
+        wait_until(lambda: sent or listening.ready(), timeout=JOIN_TIMEOUT_S, what="the acknowledgment")
+        assert sent, listening.value
+        return sent[0]["params"]["notifications"]["resourceSubscriptions"]
+    finally:
+        listening.kill()
+
+
+def test_a_listen_honours_no_link_or_dot_dot_to_a_file_outside_the_grant(server, root, grants):
+    readme = f"file://{root}/public/readme.txt"
+    escapes = [f"file://{root}/public/link.txt", f"file://{root}/public/linkdir/secret.txt",
+               f"file://{root}/public/../private/secret.txt", f"file://{root}/public/%2e%2e/private/secret.txt"]
+    reader = caller("reader", resources=grants["reader"])
+    assert listened_uris(server, reader, [*escapes, readme]) == [readme]
+    admin = caller("admin", resources=grants["admin"])
+    assert listened_uris(server, admin, escapes[:2]) == escapes[:2]
