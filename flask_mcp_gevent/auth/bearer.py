@@ -6,6 +6,7 @@ string, and go nowhere else: this server calls no upstream API with them.
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,17 @@ def bearer_token(header: str | None) -> str:
     return token
 
 
+def basic_credentials(header: str) -> str:
+    """The decoded `user:password` of an `Authorization: Basic` value; empty for anything else."""
+    scheme, _, encoded = header.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return ""
+    try:
+        return base64.b64decode(encoded.strip(), validate=True).decode("utf-8", "replace")
+    except ValueError:  # binascii.Error is a ValueError
+        return ""
+
+
 def looks_like_jwt(token: str) -> bool:
     """JWTs are three base64url parts joined by dots; API keys have no dots."""
     return token.count(".") == 2
@@ -64,11 +76,12 @@ class Authenticator:
             oauth = OAuthVerifier(settings)
         return cls(api_keys, oauth)
 
-    def holds_own_key(self, authorization: str) -> bool:
-        """Whether a header refused as malformed still holds one of this server's API keys ('Token mcp_...')."""
+    def holds_own_key(self, value: str) -> bool:
+        """Whether a header's value holds one of this server's API keys, as text ('Token mcp_...', a cookie) or in
+        the base64 of Basic credentials (`curl -u "$KEY:"`)."""
         if self.api_keys is None:
             return False
-        sought = OWN_KEY.findall(authorization)[:MAX_OWN_KEYS_SOUGHT]
+        sought = [*OWN_KEY.findall(value)[:MAX_OWN_KEYS_SOUGHT], *OWN_KEY.findall(basic_credentials(value))[:1]]
         return any(self.api_keys.authenticate(key) is not None for key in sought)
 
     def authenticate(self, authorization: str | None) -> Principal:

@@ -39,8 +39,8 @@ CREDENTIAL_HEADERS = ("Authorization", "Cookie")
 HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}")
 UNKNOWN_CALLER = "Unauthorized: this app does not know who you are; sign in as the app expects"
 CREDENTIALS_IN_URL = ("access_token", "token", "api_key")
-MALFORMED_OWN_KEY = ("Unauthorized: the Authorization header holds one of this server's API keys, but not as "
-                     "'Bearer <key>': send 'Authorization: Bearer <key>'")
+MALFORMED_OWN_KEY = ("Unauthorized: the {header} header holds one of this server's API keys, but not as "
+                     "'Bearer <key>': send 'Authorization: Bearer <key>', and the key in no other header")
 
 
 def credential_keys(forward_headers: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -91,14 +91,22 @@ def identify(loader: Callable[[Any], Any], request: Any, settings: Settings, aut
         except HttpProblem as refused:
             if refused.status != HTTPStatus.UNAUTHORIZED:
                 raise  # a valid token without a scope every request needs, or tokens that cannot be checked now
-            if authenticator.holds_own_key(request.environ["HTTP_AUTHORIZATION"]):
-                # The loader's caller would pass this header on to the host's routes, MCP's own key inside.
-                raise HttpProblem(HTTPStatus.UNAUTHORIZED, INVALID_REQUEST, MALFORMED_OWN_KEY,
-                                  headers={"WWW-Authenticate": challenge(settings, "invalid_request")}) from None
         else:
             assert principal is not None
             return principal
+    if authenticator is not None:
+        refuse_own_keys(authenticator, request.environ, settings, forwarded)
     return load_principal(loader, request, settings, forwarded)
+
+
+def refuse_own_keys(authenticator: Authenticator, environ: Mapping[str, Any], settings: Settings,
+                    forwarded: tuple[tuple[str, str], ...]) -> None:
+    """401 when a header a loader's caller passes on to the host's routes holds one of MCP's own API keys."""
+    for key, name in forwarded:
+        value = environ.get(key)
+        if value and authenticator.holds_own_key(value):
+            raise HttpProblem(HTTPStatus.UNAUTHORIZED, INVALID_REQUEST, MALFORMED_OWN_KEY.format(header=name),
+                              headers={"WWW-Authenticate": challenge(settings, "invalid_request")})
 
 
 def load_principal(loader: Callable[[Any], Any], request: Any, settings: Settings,

@@ -6,6 +6,7 @@ of one principal run at once in two greenlets, as two clients would send them.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -208,7 +209,9 @@ def cookie_login_app(tmp_path: Path) -> tuple[Flask, list[str | None]]:
 
 
 @pytest.mark.parametrize("header", [f"Token {MCP_KEY}", f"Bearer\t{MCP_KEY}", f"Bearer {MCP_KEY}.",
-                                    f"Basic x, Bearer {MCP_KEY}"])
+                                    f"Basic x, Bearer {MCP_KEY}",
+                                    "Basic " + base64.b64encode(f"{MCP_KEY}:".encode()).decode(),
+                                    "basic " + base64.b64encode(f"alice:{MCP_KEY}".encode()).decode()])
 def test_mcps_own_key_sent_malformed_is_refused_not_passed_to_the_hosts_routes(tmp_path, header):
     app, received = cookie_login_app(tmp_path)
     try:
@@ -221,6 +224,24 @@ def test_mcps_own_key_sent_malformed_is_refused_not_passed_to_the_hosts_routes(t
                                  "clientInfo": {"name": "t", "version": "1"}}}))
         assert opened.status_code == 401
         assert "not as 'Bearer <key>'" in opened.get_json()["error"]["message"]
+        assert received == []
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
+def test_mcps_own_key_in_a_cookie_is_refused_not_passed_to_the_hosts_routes(tmp_path):
+    app, received = cookie_login_app(tmp_path)
+    try:
+        client = app.test_client()
+        client.set_cookie("sid", "s1")  # the host's login would take the caller, and its Cookie header would travel
+        client.set_cookie("key", MCP_KEY)
+        opened = client.post("/mcp", headers={"Content-Type": "application/json",
+                                             "Accept": "application/json, text/event-stream"},
+                             data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                                 "protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}}))
+        assert opened.status_code == 401
+        assert "the Cookie header holds one of this server's API keys" in opened.get_json()["error"]["message"]
         assert received == []
     finally:
         app.extensions["mcp"].shutdown()
