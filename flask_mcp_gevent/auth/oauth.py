@@ -82,11 +82,14 @@ class UrlJwks:
         self.client = jwt.PyJWKClient(url, lifespan=JWKS_LIFESPAN_S, timeout=JWKS_TIMEOUT_S)
 
     def signing_key(self, kid: str) -> jwt.PyJWK:
-        """Return the key with this kid; raise AuthUnavailable if the JWKS cannot be fetched."""
+        """Return the key with this kid; raise AuthUnavailable if the JWKS cannot be fetched or used."""
         try:
             return self.client.get_signing_key(kid)
         except jwt.PyJWKClientConnectionError:
             raise AuthUnavailable("JWKS endpoint unreachable") from None
+        except (ValueError, jwt.PyJWKSetError):
+            # Not JSON (a proxy's HTML page), or no usable key in it: the operator's to fix, as for a bad JWKS file.
+            raise AuthUnavailable("JWKS endpoint answered with no usable key set") from None
 
 
 def jwks_source(location: str) -> FileJwks | UrlJwks:

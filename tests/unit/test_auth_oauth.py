@@ -130,10 +130,11 @@ def test_a_missing_jwks_file_is_unavailable_not_unauthenticated(issuer, tmp_path
 
 
 class JwksHandler(BaseHTTPRequestHandler):
-    """Serves the JWKS set on the server object."""
+    """Serves the JWKS set on the server object (bytes as they are)."""
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
-        body = json.dumps(self.server.jwks).encode()
+        jwks = self.server.jwks
+        body = jwks if isinstance(jwks, bytes) else json.dumps(jwks).encode()
         # Counted before answering: the client may finish verifying before this thread runs again.
         self.server.hits += 1
         self.send_response(200)
@@ -157,6 +158,24 @@ def test_a_jwks_url_is_fetched_once_and_cached(issuer):
         for _ in range(3):
             assert verifier.verify(issuer.token()).name == "oauth:alice"
         assert server.hits == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.parametrize("answer", [b"<html>sign in to the proxy</html>", {"keys": []}, {"keys": "x"},
+                                    {"keys": [{"kty": "bogus", "kid": "test-key-1"}]}],
+                         ids=["not-json", "no-keys", "keys-not-a-list", "no-usable-key"])
+def test_a_jwks_url_answering_no_usable_key_set_is_unavailable_not_a_crash(issuer, answer):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), JwksHandler)
+    server.jwks, server.hits = answer, 0
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        verifier = OAuthVerifier(oauth_settings(f"http://127.0.0.1:{server.server_port}/jwks.json"))
+        with pytest.raises(AuthUnavailable):
+            verifier.verify(issuer.token())
     finally:
         server.shutdown()
         server.server_close()
