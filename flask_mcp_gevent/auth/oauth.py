@@ -68,8 +68,11 @@ class FileJwks:
         if stamp == self.stamp:
             return
         try:
-            key_set = jwt.PyJWKSet.from_dict(json.loads(Path(self.path).read_text(encoding="utf-8")))
-        except (OSError, ValueError, jwt.PyJWKError):
+            document = json.loads(Path(self.path).read_text(encoding="utf-8"))
+            if not isinstance(document, dict):
+                raise ValueError("a JWKS is a JSON object")
+            key_set = jwt.PyJWKSet.from_dict(document)
+        except (OSError, ValueError, jwt.PyJWTError):  # PyJWKError, and PyJWKSetError for a set without usable keys
             raise AuthUnavailable("JWKS file is not a usable key set") from None
         self.keys = {key.key_id: key for key in key_set.keys if key.key_id and key.public_key_use in ("sig", None)}
         self.stamp = stamp

@@ -129,6 +129,15 @@ def test_a_missing_jwks_file_is_unavailable_not_unauthenticated(issuer, tmp_path
         verifier.verify(issuer.token())
 
 
+@pytest.mark.parametrize("text", ["<html>", "[]", '{"keys": []}', '{"keys": "x"}', '{"keys": [1]}',
+                                  '{"keys": [{"kty": "bogus", "kid": "test-key-1"}]}'])
+def test_a_jwks_file_holding_no_usable_key_set_is_unavailable_not_a_crash(issuer, tmp_path, text):
+    path = tmp_path / "jwks.json"
+    path.write_text(text)
+    with pytest.raises(AuthUnavailable):
+        OAuthVerifier(oauth_settings(str(path))).verify(issuer.token())
+
+
 class JwksHandler(BaseHTTPRequestHandler):
     """Serves the JWKS set on the server object (bytes as they are)."""
 
