@@ -25,7 +25,7 @@ from flask_mcp_gevent.config import ConfigError
 __all__ = ["ApiKeyStore", "hash_key", "new_key", "principal_of_entry"]
 
 KEY_PREFIX = "mcp_"
-HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+HASH_PATTERN = re.compile(r"[0-9a-f]{64}")  # matched whole
 # Matched whole (fullmatch): "$" would also take a name ending in a newline.
 PRINCIPAL_PATTERN = re.compile(r"[A-Za-z0-9._@+-][A-Za-z0-9._@:+-]{0,127}")
 KNOWN_FIELDS = {"principal", "tools", "resources", "prompts", "description"}
@@ -106,14 +106,14 @@ class ApiKeyStore:
         if not isinstance(document, dict) or not document:
             raise ConfigError(f"{where}: expected a JSON object mapping key hashes to principals")
         entries = []
-        for digest, entry in document.items():
-            label = f"{where}, entry {digest[:12]}…"
-            if not HASH_PATTERN.match(digest):
+        for number, (digest, entry) in enumerate(document.items(), start=1):
+            if not HASH_PATTERN.fullmatch(digest):
+                # Named by its place, not its text: what stands there may be a key itself, which no line may show.
                 raise ConfigError(
-                    f"{label}: keys of the file must be SHA-256 hex digests (64 lowercase hex characters); "
-                    "run scripts/new_api_key.py to make one"
+                    f"{where}, entry {number}: keys of the file must be SHA-256 hex digests (64 lowercase hex "
+                    "characters), never an API key itself; run scripts/new_api_key.py to make a key and its line"
                 )
-            entries.append((digest, principal_of_entry(entry, label, API_KEY)))
+            entries.append((digest, principal_of_entry(entry, f"{where}, entry {digest[:12]}…", API_KEY)))
         return cls(entries)
 
     def authenticate(self, key: str) -> Principal | None:

@@ -95,6 +95,18 @@ def test_malformed_files_are_refused_with_a_reason(document, complaint):
         ApiKeyStore.from_mapping(document)
 
 
+def test_a_key_put_in_the_file_in_clear_is_refused_without_showing_any_of_it():
+    key = new_key()
+    with pytest.raises(ConfigError, match="entry 2: keys of the file must be SHA-256") as refused:
+        ApiKeyStore.from_mapping({"a" * 64: {"principal": "bob"}, key: {"principal": "alice", "tools": ["*"]}})
+    assert key[:6] not in str(refused.value)
+
+
+def test_a_hash_followed_by_a_newline_is_refused():
+    with pytest.raises(ConfigError, match="SHA-256 hex"):
+        ApiKeyStore.from_mapping({"a" * 64 + "\n": {"principal": "alice"}})
+
+
 def test_unreadable_and_non_json_files_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="cannot read"):
         ApiKeyStore.load(str(tmp_path / "missing.json"))
