@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,11 @@ def level_allows(threshold: str | None, level: str) -> bool:
     """True when a message at level passes a session whose threshold is given."""
     floor = LOG_LEVELS.index(threshold or DEFAULT_CLIENT_LOG_LEVEL)
     return LOG_LEVELS.index(level) >= floor
+
+
+def finite_number(value: Any) -> bool:
+    """Whether value is a number JSON can carry: an int or a float, not a bool, nan or an infinity."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,10 @@ class RequestContext:
         """Report progress if the client asked for it; values must strictly increase."""
         token = self.meta.get("progressToken")
         if token is None:
+            return
+        if not finite_number(progress) or (total is not None and not finite_number(total)):
+            # JSON has no nan or infinity: sent, they would read as null, which no client takes for progress.
+            log.warning("dropped progress %r of %r: both must be finite numbers", progress, total)
             return
         if self._last_progress is not None and progress <= self._last_progress:
             log.warning("dropped non-increasing progress %s after %s", progress, self._last_progress)
