@@ -228,6 +228,14 @@ def test_listeners_hear_about_added_and_removed_tools():
     assert heard == ["tool", "tool"]
 
 
+def test_removing_an_unknown_kind_names_the_kinds_there_are():
+    registry = Registry()
+    registry.add_function(make_tool("temp"))
+    with pytest.raises(RegistryError, match="Unknown kind 'tools'; use one of 'tool', 'resource'"):
+        registry.remove("tools", "temp")
+    assert "temp" in registry.tools
+
+
 def test_a_duplicate_names_both_places_it_is_declared():
     with pytest.raises(RegistryError) as caught:
         Registry.discover(plugins=["tests.unit.plugin_duplicate"])
