@@ -155,6 +155,22 @@ def test_invalid_input_schemas_are_rejected_at_decoration(schema, reason):
         make_tool("bad_schema", schema)
 
 
+@pytest.mark.parametrize("declare", [
+    lambda: tool("bad name!", input_schema=OBJECT),
+    lambda: tool("bad_input", input_schema={"type": "array"}),
+    lambda: tool("bad_output", input_schema=OBJECT, output_schema={"type": "object", "properties": {"r": {"type": 5}}}),
+    lambda: resource("test://r", name="bad name!"),
+], ids=["tool name", "input schema", "output schema", "resource name"])
+def test_a_bad_name_or_schema_names_the_file_line_and_function(declare):
+    def declared_here() -> str:
+        """Stand for a tool file's function."""
+        return "x"
+
+    line = declared_here.__code__.co_firstlineno
+    with pytest.raises(RegistryError, match=rf"test_registry\.py:{line}, function .*declared_here"):
+        declare()(declared_here)
+
+
 def test_invalid_output_schema_is_rejected_at_decoration():
     with pytest.raises(RegistryError, match="output_schema"):
         tool("answer", input_schema=OBJECT, output_schema={"type": "object", "properties": {"r": {"type": 5}}})(
