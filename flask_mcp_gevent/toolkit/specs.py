@@ -239,6 +239,11 @@ def resource_template(
 
     def build(fn: Callable[..., Any]) -> ResourceTemplate:
         fields = common_fields(fn, name, "resource template", description)
+        unread = re.search(r"[{}][^{}]*[{}]?", TEMPLATE_VARIABLE.sub("", uri_template))
+        if unread is not None:
+            # {?q}, {/path}, {a,b} or a lone brace would stay literal text, and the template would match nothing.
+            raise RegistryError(f"resource template {uri_template!r} ({where(fn)}): {unread.group()!r} is not a URI "
+                                "variable; write {name} for one path segment or {+name} for the rest")
         # Every variable matches at least one character, so a matching URI always supplies all of them.
         variables = {var for _, var in TEMPLATE_VARIABLE.findall(uri_template)}
         check_parameters(fn, f"resource template {uri_template!r}", variables, variables, "URI variable")
