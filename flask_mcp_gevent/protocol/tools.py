@@ -82,6 +82,7 @@ def shape_tool_result(value: Any, version: str | None, wraps: bool = False) -> d
         result: dict[str, Any] = {"content": list(value.content), "isError": value.is_error}
         if value.structured is not None and at_least(version, STRUCTURED_SINCE):
             result["structuredContent"] = json_ready(value.structured)
+        dumps(result)  # what the tool built itself must fail here, as the tool's, not when the response is sent
         return result
     value = json_ready(value)
     result = {"content": [{"type": "text", "text": to_text(value)}], "isError": False}
@@ -150,7 +151,12 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
         correlation_id = new_correlation_id()
         log.exception("tool %s failed (correlation id %s)", tool.name, correlation_id)
         return error_result(f"Tool '{tool.name}' failed with an internal error (correlation id {correlation_id})")
-    result = shape_tool_result(value, version, tool.wraps_output)
+    try:
+        result = shape_tool_result(value, version, tool.wraps_output)
+    except (TypeError, ValueError):  # a set, bytes, an object: nothing JSON can carry
+        correlation_id = new_correlation_id()
+        log.exception("tool %s returned a value JSON cannot carry (correlation id %s)", tool.name, correlation_id)
+        return error_result(f"Tool '{tool.name}' returned a value JSON cannot carry (correlation id {correlation_id})")
     if tool.output_validator is not None and "structuredContent" in result and not result["isError"]:
         if not tool.output_validator.is_valid(result["structuredContent"]):
             correlation_id = new_correlation_id()

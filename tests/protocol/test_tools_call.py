@@ -94,10 +94,28 @@ def unservable() -> str:
     raise ProtocolError("cannot serve this", code=-32050, data={"ids": {1, 2}})
 
 
+# Return values JSON cannot carry: the tool's own blocks and structuredContent, and a plain value.
+UNENCODABLE = {
+    "structured": lambda: ToolResult(content=[text("a")], structured={"ids": {1, 2}}),
+    "block": lambda: ToolResult(content=[{"type": "text", "text": object()}]),
+    "plain": lambda: {"ids": {1, 2}},
+}
+
+
+@tool
+def unencodable(kind: str):
+    """Return a value JSON cannot carry.
+
+    Args:
+        kind: Which one, a key of UNENCODABLE.
+    """
+    return UNENCODABLE[kind]()
+
+
 def local_registry() -> Registry:
     """A registry holding only this module's test tools."""
     registry = Registry()
-    for fn in (explode, refuse, describe, listing, blocks, liar, ratio, whoami, escape, unservable):
+    for fn in (explode, refuse, describe, listing, blocks, liar, ratio, whoami, escape, unservable, unencodable):
         registry.add_function(fn)
     return registry
 
@@ -229,6 +247,17 @@ def test_a_protocol_error_whose_data_is_not_json_goes_out_without_its_data(make_
     response = call(rpc, "unservable", {}, request_id=8)
     assert response == {"jsonrpc": "2.0", "id": 8, "error": {"code": -32050, "message": "cannot serve this"}}
     assert "unservable raised ProtocolError with data JSON cannot carry" in mcp_log.text
+
+
+@pytest.mark.parametrize("kind", UNENCODABLE)
+def test_a_result_json_cannot_carry_is_an_error_result_with_a_correlation_id(make_server, make_rpc, mcp_log, kind):
+    # A ToolResult's used to fail only when the response was encoded: HTTP 500 with a null id.
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
+    result = call(rpc, "unencodable", {"kind": kind}, request_id=7)["result"]
+    assert result["isError"] is True
+    assert "returned a value JSON cannot carry (correlation id" in result["content"][0]["text"]
+    correlation_id = result["content"][0]["text"].rsplit(" ", 1)[-1].strip(")")
+    assert correlation_id in mcp_log.text
 
 
 def test_a_tool_error_message_reaches_the_client(make_server, make_rpc):
