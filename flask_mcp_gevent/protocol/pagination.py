@@ -28,7 +28,9 @@ def decode_cursor(cursor: Any) -> int:
         if not raw.startswith(PREFIX):
             raise ValueError
         offset = int(raw[len(PREFIX):])
-        if offset < 0:
+        # Only the form encode_cursor makes: int() would also read "+5", " 5", "0_5" or other scripts' digits, and
+        # no page but the first starts at 0.
+        if offset <= 0 or raw != f"{PREFIX}{offset}":
             raise ValueError
         return offset
     except (ValueError, UnicodeDecodeError, binascii.Error):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,14 @@ from flask_mcp_gevent.errors import (
     new_correlation_id,
 )
 from flask_mcp_gevent.session import Session, SessionChange, SessionUpdate
-from flask_mcp_gevent.stateless.input_rounds import CAPABILITY_OF, Rounds, StartTask, ask_stateless, consume_round
+from flask_mcp_gevent.stateless.input_rounds import (
+    CAPABILITY_OF,
+    InputRequired,
+    Rounds,
+    StartTask,
+    ask_stateless,
+    consume_round,
+)
 from flask_mcp_gevent.toolkit.context import InputRequest, ToolError
 from flask_mcp_gevent.toolkit.registry import Registry
 from flask_mcp_gevent.without_gevent import question_refusal
@@ -42,8 +50,8 @@ if TYPE_CHECKING:
     from flask_mcp_gevent.stateless.request_state import RequestStateCodec
     from flask_mcp_gevent.worker_calls import PendingRequests
 
-__all__ = ["ANY_PARAMS", "LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING", "RequestContext",
-           "RequestServices", "call_directly", "guarded", "level_allows"]
+__all__ = ["ANY_PARAMS", "HANDLER_STOPS", "LOG_LEVELS", "SESSION_ERA", "STATELESS_ERA", "TASK_BEFORE", "TASK_RUNNING",
+           "RequestContext", "RequestServices", "call_directly", "guarded", "level_allows"]
 
 # RFC 5424 severities, least to most severe, as MCP names them.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -54,6 +62,10 @@ STATELESS_ERA = "stateless"
 # RequestContext.task_phase: a tool declared ask_before_task, before its ctx.start_task(); a task's own run.
 TASK_BEFORE = "before"
 TASK_RUNNING = "running"
+
+# The BaseExceptions that end a handler on purpose (a cancel or a stop, an input round, a task's start): passed on.
+# Any other, a gevent.Timeout or SystemExit a tool let escape included, is the handler's failure and is answered.
+HANDLER_STOPS = (gevent.GreenletExit, InputRequired, StartTask)
 
 log = logging.getLogger("mcp.context")
 handler_log = logging.getLogger("mcp.protocol")
@@ -68,6 +80,11 @@ def level_allows(threshold: str | None, level: str) -> bool:
     """True when a message at level passes a session whose threshold is given."""
     floor = LOG_LEVELS.index(threshold or DEFAULT_CLIENT_LOG_LEVEL)
     return LOG_LEVELS.index(level) >= floor
+
+
+def finite_number(value: Any) -> bool:
+    """Whether value is a number JSON can carry: an int or a float, not a bool, nan or an infinity."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -193,6 +210,10 @@ class RequestContext:
         """Report progress if the client asked for it; values must strictly increase."""
         token = self.meta.get("progressToken")
         if token is None:
+            return
+        if not finite_number(progress) or (total is not None and not finite_number(total)):
+            # JSON has no nan or infinity: sent, they would read as null, which no client takes for progress.
+            log.warning("dropped progress %r of %r: both must be finite numbers", progress, total)
             return
         if self._last_progress is not None and progress <= self._last_progress:
             log.warning("dropped non-increasing progress %s after %s", progress, self._last_progress)
@@ -369,7 +390,9 @@ def guarded(handler: Callable[..., Any]) -> Callable[..., Any]:
             # The store stalled mid-request: the documented -32004, with HTTP 503 where a status can still go out.
             ctx.store_unavailable = True
             raise RpcError(SERVER_UNAVAILABLE, STORE_UNAVAILABLE_MESSAGE) from None
-        except Exception:
+        except HANDLER_STOPS:
+            raise
+        except BaseException:  # a gevent.Timeout or SystemExit would leave the request unanswered
             correlation_id = new_correlation_id()
             handler_log.exception("handler %s failed (correlation id %s)", handler.__name__, correlation_id)
             raise RpcError(INTERNAL_ERROR, "Internal error", {"correlationId": correlation_id}) from None

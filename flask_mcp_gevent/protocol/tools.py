@@ -17,7 +17,7 @@ from jsonrpcserver import Success
 
 from flask_mcp_gevent.encoding import dumps
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError, new_correlation_id
-from flask_mcp_gevent.protocol.request_context import RequestContext, guarded
+from flask_mcp_gevent.protocol.request_context import HANDLER_STOPS, RequestContext, guarded
 from flask_mcp_gevent.session import at_least
 from flask_mcp_gevent.stateless.input_rounds import RoundRefusal
 from flask_mcp_gevent.toolkit.arguments import InvalidArgument
@@ -82,6 +82,7 @@ def shape_tool_result(value: Any, version: str | None, wraps: bool = False) -> d
         result: dict[str, Any] = {"content": list(value.content), "isError": value.is_error}
         if value.structured is not None and at_least(version, STRUCTURED_SINCE):
             result["structuredContent"] = json_ready(value.structured)
+        dumps(result)  # what the tool built itself must fail here, as the tool's, not when the response is sent
         return result
     value = json_ready(value)
     result = {"content": [{"type": "text", "text": to_text(value)}], "isError": False}
@@ -141,14 +142,21 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
         raise  # -32021 or a malformed answer on the stateless wire: a protocol error, not the tool's failure
     except ProtocolError as exc:
         code = exc.code if type(exc.code) is int else INTERNAL_ERROR
-        raise RpcError(code, str(exc) or f"Tool '{tool.name}' failed", exc.data) from None
+        raise RpcError(code, str(exc) or f"Tool '{tool.name}' failed", json_or_none(tool, exc.data)) from None
     except ToolError as exc:
         return error_result(str(exc) or f"Tool '{tool.name}' failed")
-    except Exception:
+    except HANDLER_STOPS:
+        raise
+    except BaseException:  # a gevent.Timeout or SystemExit would leave the call unanswered
         correlation_id = new_correlation_id()
         log.exception("tool %s failed (correlation id %s)", tool.name, correlation_id)
         return error_result(f"Tool '{tool.name}' failed with an internal error (correlation id {correlation_id})")
-    result = shape_tool_result(value, version, tool.wraps_output)
+    try:
+        result = shape_tool_result(value, version, tool.wraps_output)
+    except (TypeError, ValueError):  # a set, bytes, an object: nothing JSON can carry
+        correlation_id = new_correlation_id()
+        log.exception("tool %s returned a value JSON cannot carry (correlation id %s)", tool.name, correlation_id)
+        return error_result(f"Tool '{tool.name}' returned a value JSON cannot carry (correlation id {correlation_id})")
     if tool.output_validator is not None and "structuredContent" in result and not result["isError"]:
         if not tool.output_validator.is_valid(result["structuredContent"]):
             correlation_id = new_correlation_id()
@@ -158,6 +166,17 @@ def run_tool(ctx: RequestContext, tool: Tool, arguments: Any) -> dict[str, Any]:
                 f"(correlation id {correlation_id})"
             )
     return result
+
+
+def json_or_none(tool: Tool, data: Any) -> Any:
+    """A ProtocolError's data if JSON can carry it; else None, logged (the error itself must still go out)."""
+    try:
+        dumps(data)
+    except (TypeError, ValueError):
+        log.error("tool %s raised ProtocolError with data JSON cannot carry (%s); sent without it",
+                  tool.name, type(data).__name__)
+        return None
+    return data
 
 
 def find_tool(ctx: RequestContext, name: Any) -> Tool:

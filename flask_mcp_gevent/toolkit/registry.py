@@ -217,6 +217,8 @@ class Registry:
             "resource template": self.templates,
             "prompt": self.prompts,
         }
+        if kind not in tables:
+            raise RegistryError(f"Unknown kind {kind!r}; use one of {', '.join(repr(name) for name in tables)}")
         return tables[kind]
 
     def _table_for(self, spec: Any) -> tuple[dict[str, Any], str, str]:

@@ -156,7 +156,7 @@ def marking(build: Callable[[Callable[..., Any]], Any]) -> Callable[[Callable[..
 
 def common_fields(fn: Callable[..., Any], name: str | None, kind: str, description: str | None) -> dict[str, Any]:
     """The fields every spec has: a checked name, the function, its description, whether it takes ctx."""
-    checked = check_name(name or fn.__name__, kind)
+    checked = check_name(name or fn.__name__, f"{kind} ({where(fn)})")
     check_synchronous(fn, f"{kind} {checked!r}")
     return {
         "name": checked,
@@ -190,9 +190,9 @@ def tool(
         fields = common_fields(fn, name, "tool", description)
         label = f"tool {fields['name']!r}"
         schema = input_schema if input_schema is not None else input_schema_of(fn, label)
-        input_validator = compile_schema(schema, f"{label} input_schema")
+        input_validator = compile_schema(schema, f"{label} ({where(fn)}) input_schema")
         output, wraps = (output_schema, False) if output_schema is not None else output_schema_of(fn) or (None, False)
-        output_validator = None if output is None else compile_schema(output, f"{label} output_schema")
+        output_validator = None if output is None else compile_schema(output, f"{label} ({where(fn)}) output_schema")
         check_parameters(fn, label, set(schema.get("properties", {})), set(schema.get("required", [])), "property")
         convert = build_arguments(fn) if input_schema is None else None
         return Tool(input_schema=schema, output_schema=output, title=title, annotations=annotations,
@@ -239,6 +239,11 @@ def resource_template(
 
     def build(fn: Callable[..., Any]) -> ResourceTemplate:
         fields = common_fields(fn, name, "resource template", description)
+        unread = re.search(r"[{}][^{}]*[{}]?", TEMPLATE_VARIABLE.sub("", uri_template))
+        if unread is not None:
+            # {?q}, {/path}, {a,b} or a lone brace would stay literal text, and the template would match nothing.
+            raise RegistryError(f"resource template {uri_template!r} ({where(fn)}): {unread.group()!r} is not a URI "
+                                "variable; write {name} for one path segment or {+name} for the rest")
         # Every variable matches at least one character, so a matching URI always supplies all of them.
         variables = {var for _, var in TEMPLATE_VARIABLE.findall(uri_template)}
         check_parameters(fn, f"resource template {uri_template!r}", variables, variables, "URI variable")

@@ -30,7 +30,7 @@ METRICS_PLACEHOLDER = "{{metrics_path}}"
 # No inline script or style, no eval, nothing from another origin; images and audio a tool returns are data: URLs.
 CONSOLE_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self' data:; media-src 'self' data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
+    "img-src data:; media-src data:; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 
 def screen_console_request() -> None:

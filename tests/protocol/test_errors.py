@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gevent
 import pytest
 
 from flask_mcp_gevent import errors
 from flask_mcp_gevent.protocol import methods as protocol
 from flask_mcp_gevent.protocol.request_context import RequestContext
 from flask_mcp_gevent.stateless.methods import STATELESS_METHODS
+from mcp_tools import Registry, resource
 
 
 # -32700 parse error
@@ -126,6 +128,22 @@ def test_an_unexpected_handler_exception_is_internal_error_without_detail(server
     assert "boom" not in str(response) and "RuntimeError" not in str(response)
     assert error["data"]["correlationId"] in mcp_log.text
     assert "boom at /srv/secret/path.py" in mcp_log.text
+
+
+def test_a_resource_reader_that_lets_a_gevent_timeout_escape_is_internal_error(make_server, make_rpc, mcp_log):
+    # A BaseException, not an Exception: it used to end the request's greenlet with no response at all.
+    @resource("test://slow", name="slow")
+    def slow() -> str:
+        """Time out the way `with gevent.Timeout(s):` does when nothing catches it."""
+        raise gevent.Timeout(0.01)
+
+    registry = Registry()
+    registry.add_function(slow)
+    rpc = make_rpc("2025-06-18", on=make_server(registry=registry))
+    response = rpc.request("resources/read", {"uri": "test://slow"}, request_id=12)
+    assert response["id"] == 12
+    assert response["error"]["code"] == -32603
+    assert response["error"]["data"]["correlationId"] in mcp_log.text
 
 
 def test_every_registered_method_is_guarded_against_leaking_exceptions():

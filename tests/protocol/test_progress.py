@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from flask_mcp_gevent.encoding import dumps
@@ -23,11 +25,26 @@ def report(steps: list, ctx) -> str:
     return "done"
 
 
+# What JSON cannot carry as a number (each would go out as null), then a good value after each.
+NOT_NUMBERS = [(math.nan, None), (math.inf, None), (-math.inf, None), (1, math.nan), (1, math.inf), (True, None),
+               ("2", None)]
+
+
+@tool(input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+def report_not_numbers(ctx) -> str:
+    """Report each of NOT_NUMBERS, then a value that increases on the last one sent."""
+    for progress, total in NOT_NUMBERS:
+        ctx.progress(progress, total=total)
+    ctx.progress(0.5, total=1)
+    return "done"
+
+
 @pytest.fixture
 def registry() -> Registry:
-    """Only the progress-reporting tool."""
+    """Only the progress-reporting tools."""
     registry = Registry()
     registry.add_function(report)
+    registry.add_function(report_not_numbers)
     return registry
 
 
@@ -70,6 +87,16 @@ def test_progress_that_does_not_increase_is_dropped(make_rpc):
     sent = call_with(make_rpc("2025-06-18"), [[1, None, None], [1, None, None], [3, None, None], [2, None, None],
                                               [4, None, None]], {"progressToken": "t"})
     assert [m["params"]["progress"] for m in sent] == [1, 3, 4]
+
+
+def test_progress_or_a_total_that_is_not_a_finite_number_is_dropped(make_rpc, mcp_log):
+    rpc = make_rpc("2025-06-18")
+    response = rpc.request("tools/call", {"name": "report_not_numbers", "arguments": {},
+                                          "_meta": {"progressToken": "t"}})
+    assert response["result"]["isError"] is False
+    sent = [m["params"] for m in rpc.sent if m["method"] == "notifications/progress"]
+    assert sent == [{"progressToken": "t", "progress": 0.5, "total": 1}]
+    assert "both must be finite numbers" in mcp_log.text
 
 
 def test_each_request_keeps_its_own_progress(make_rpc):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
+import gevent
 import pytest
 
-from mcp_tools import Registry, ToolError, ToolResult, text, tool
+from mcp_tools import ProtocolError, Registry, ToolError, ToolResult, text, tool
 
 OBJECT = {"type": "object", "properties": {}, "additionalProperties": False}
 SECRET = "secret-detail /srv/app/credentials.py line 42"
@@ -62,10 +63,59 @@ def whoami(who: str, ctx) -> str:
     return f"{who}@{ctx.session_id}"
 
 
+class NotAnError(BaseException):
+    """A BaseException of a tool's own, neither Exception nor the server's control flow."""
+
+
+# What a tool may let escape that is not an Exception: a gevent.Timeout from `with gevent.Timeout(s):`, sys.exit()
+# (argparse's, say), and the like. Each must fail the call, not leave it unanswered or stop the worker.
+ESCAPES = {
+    "gevent.Timeout": lambda: gevent.Timeout(0.01),
+    "SystemExit": lambda: SystemExit(2),
+    "KeyboardInterrupt": KeyboardInterrupt,
+    "GeneratorExit": GeneratorExit,
+    "BaseException": lambda: NotAnError(SECRET),
+}
+
+
+@tool
+def escape(kind: str) -> str:
+    """Let a BaseException that is not an Exception escape.
+
+    Args:
+        kind: Which one, a key of ESCAPES.
+    """
+    raise ESCAPES[kind]()
+
+
+@tool(input_schema=OBJECT)
+def unservable() -> str:
+    """Refuse the request with a JSON-RPC error whose data JSON cannot carry."""
+    raise ProtocolError("cannot serve this", code=-32050, data={"ids": {1, 2}})
+
+
+# Return values JSON cannot carry: the tool's own blocks and structuredContent, and a plain value.
+UNENCODABLE = {
+    "structured": lambda: ToolResult(content=[text("a")], structured={"ids": {1, 2}}),
+    "block": lambda: ToolResult(content=[{"type": "text", "text": object()}]),
+    "plain": lambda: {"ids": {1, 2}},
+}
+
+
+@tool
+def unencodable(kind: str):
+    """Return a value JSON cannot carry.
+
+    Args:
+        kind: Which one, a key of UNENCODABLE.
+    """
+    return UNENCODABLE[kind]()
+
+
 def local_registry() -> Registry:
     """A registry holding only this module's test tools."""
     registry = Registry()
-    for fn in (explode, refuse, describe, listing, blocks, liar, ratio, whoami):
+    for fn in (explode, refuse, describe, listing, blocks, liar, ratio, whoami, escape, unservable, unencodable):
         registry.add_function(fn)
     return registry
 
@@ -175,6 +225,37 @@ def test_a_tool_that_raises_gives_is_error_with_a_safe_message(make_server, make
     assert SECRET not in wire and "RuntimeError" not in wire and "Traceback" not in wire
     # The detail goes to the log instead, under the correlation id the client sees.
     assert SECRET in mcp_log.text
+    correlation_id = result["content"][0]["text"].rsplit(" ", 1)[-1].strip(")")
+    assert correlation_id in mcp_log.text
+
+
+@pytest.mark.parametrize("kind", ESCAPES)
+def test_a_tool_that_lets_a_base_exception_escape_gives_is_error_with_a_correlation_id(make_server, make_rpc, mcp_log,
+                                                                                      kind):
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
+    result = call(rpc, "escape", {"kind": kind})["result"]
+    assert result["isError"] is True
+    assert "failed with an internal error (correlation id" in result["content"][0]["text"]
+    assert SECRET not in str(result)
+    correlation_id = result["content"][0]["text"].rsplit(" ", 1)[-1].strip(")")
+    assert correlation_id in mcp_log.text
+
+
+def test_a_protocol_error_whose_data_is_not_json_goes_out_without_its_data(make_server, make_rpc, mcp_log):
+    # It used to fail when the response was encoded: HTTP 500 with a null id, in place of the tool's own error.
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
+    response = call(rpc, "unservable", {}, request_id=8)
+    assert response == {"jsonrpc": "2.0", "id": 8, "error": {"code": -32050, "message": "cannot serve this"}}
+    assert "unservable raised ProtocolError with data JSON cannot carry" in mcp_log.text
+
+
+@pytest.mark.parametrize("kind", UNENCODABLE)
+def test_a_result_json_cannot_carry_is_an_error_result_with_a_correlation_id(make_server, make_rpc, mcp_log, kind):
+    # A ToolResult's used to fail only when the response was encoded: HTTP 500 with a null id.
+    rpc = make_rpc("2025-06-18", on=make_server(registry=local_registry()))
+    result = call(rpc, "unencodable", {"kind": kind}, request_id=7)["result"]
+    assert result["isError"] is True
+    assert "returned a value JSON cannot carry (correlation id" in result["content"][0]["text"]
     correlation_id = result["content"][0]["text"].rsplit(" ", 1)[-1].strip(")")
     assert correlation_id in mcp_log.text
 

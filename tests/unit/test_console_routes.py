@@ -43,6 +43,12 @@ def test_the_console_csp_allows_nothing_inline_and_nothing_from_elsewhere():
     assert "unsafe" not in CONSOLE_CSP and "http" not in CONSOLE_CSP
 
 
+def test_the_console_csp_takes_images_and_audio_from_data_urls_only():
+    # docs/console.md: a tool's images and audio are shown from data: URLs, and nothing else is.
+    directives = dict(part.strip().split(" ", 1) for part in CONSOLE_CSP.split(";"))
+    assert directives["img-src"] == "data:" and directives["media-src"] == "data:"
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in STATIC_DIR.iterdir() if p.suffix in (".js", ".css")))
 def test_every_static_file_is_served_with_the_csp_and_its_type(client, name):
     response = client.get(f"/console/{name}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from flask_mcp_gevent.errors import INVALID_PARAMS, RpcError
@@ -43,6 +45,19 @@ def test_foreign_cursors_are_invalid_params(cursor):
         decode_cursor(cursor)
     assert caught.value.code == INVALID_PARAMS
     assert "cursor" in caught.value.message
+
+
+def forged(text: str) -> str:
+    """A cursor built by hand the way encode_cursor builds one, from text the server never writes."""
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+# int() reads each of these as 0 or 2; the server writes only "o:2" for the second page of two.
+@pytest.mark.parametrize("text", ["o:0", "o:+2", "o: 2", "o:2 ", "o:0_2", "o:02", "o:\u0662"])
+def test_a_cursor_in_a_form_the_server_never_writes_is_invalid_params(text):
+    with pytest.raises(RpcError) as caught:
+        paginate(list(range(5)), forged(text), 2)
+    assert caught.value.code == INVALID_PARAMS
 
 
 def test_a_cursor_past_the_end_is_invalid_params():

@@ -155,6 +155,22 @@ def test_invalid_input_schemas_are_rejected_at_decoration(schema, reason):
         make_tool("bad_schema", schema)
 
 
+@pytest.mark.parametrize("declare", [
+    lambda: tool("bad name!", input_schema=OBJECT),
+    lambda: tool("bad_input", input_schema={"type": "array"}),
+    lambda: tool("bad_output", input_schema=OBJECT, output_schema={"type": "object", "properties": {"r": {"type": 5}}}),
+    lambda: resource("test://r", name="bad name!"),
+], ids=["tool name", "input schema", "output schema", "resource name"])
+def test_a_bad_name_or_schema_names_the_file_line_and_function(declare):
+    def declared_here() -> str:
+        """Stand for a tool file's function."""
+        return "x"
+
+    line = declared_here.__code__.co_firstlineno
+    with pytest.raises(RegistryError, match=rf"test_registry\.py:{line}, function .*declared_here"):
+        declare()(declared_here)
+
+
 def test_invalid_output_schema_is_rejected_at_decoration():
     with pytest.raises(RegistryError, match="output_schema"):
         tool("answer", input_schema=OBJECT, output_schema={"type": "object", "properties": {"r": {"type": 5}}})(
@@ -226,6 +242,14 @@ def test_listeners_hear_about_added_and_removed_tools():
     assert registry.remove("tool", "temp") is True
     assert registry.remove("tool", "temp") is False
     assert heard == ["tool", "tool"]
+
+
+def test_removing_an_unknown_kind_names_the_kinds_there_are():
+    registry = Registry()
+    registry.add_function(make_tool("temp"))
+    with pytest.raises(RegistryError, match="Unknown kind 'tools'; use one of 'tool', 'resource'"):
+        registry.remove("tools", "temp")
+    assert "temp" in registry.tools
 
 
 def test_a_duplicate_names_both_places_it_is_declared():

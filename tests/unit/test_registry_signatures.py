@@ -229,6 +229,25 @@ def test_a_template_reader_takes_exactly_the_uri_variables():
         resource_template(template)(too_few)
 
 
+@pytest.mark.parametrize("template, unread", [
+    ("search://{?q}", "{?q}"),
+    ("test://{/path}", "{/path}"),
+    ("test://{a,b}", "{a,b}"),
+    ("test://{a", "{a"),
+    ("test://x}/{q}", "}/"),
+])
+def test_a_template_expression_other_than_var_or_plus_var_is_refused(template, unread):
+    # Left as literal text, it would make a template that matches no URI, with a message about the parameters.
+    def read(q: str = "", path: str = "", a: str = "", b: str = "") -> str:
+        """Read anything."""
+        return q
+
+    with pytest.raises(RegistryError) as caught:
+        resource_template(template)(read)
+    assert f"{unread!r} is not a URI variable; write {{name}}" in str(caught.value)
+    assert f"{HERE}:" in str(caught.value)
+
+
 # prompts
 def test_prompt_arguments_and_parameters_must_match():
     def review(code: str, language: str = "") -> str:
