@@ -194,17 +194,18 @@ def classify_exactly(raw: Any, exact: Any) -> Message:
 
 
 def parse_failure(problem: ValueError) -> ParseFailure:
-    """The refusal of a body orjson could not read: valid JSON it cannot hold is named, the rest is -32700."""
+    """The -32700 refusal of a body orjson could not read, naming what it cannot hold (a huge number, deep nesting)."""
     if str(problem).startswith("number is infinity"):  # orjson's words for 1e400 or a 400-digit integer
         return ParseFailure(error_response(
             None, PARSE_ERROR,
             "Parse error: a number in the body is too large to read (past a double's range); send such numbers as "
             "strings"))
-    if str(problem).startswith("depth limit exceeded"):  # orjson's own limit, before MCP_MAX_JSON_DEPTH can look
+    if str(problem).startswith("depth limit exceeded"):
+        # orjson's own limit, met before the end of the body is: the body may be unfinished too, so still -32700.
         return ParseFailure(error_response(
-            None, INVALID_REQUEST,
-            f"JSON nested too deeply: over {ORJSON_MAX_DEPTH} levels, more than any MCP_MAX_JSON_DEPTH allows; send "
-            "flatter JSON"))
+            None, PARSE_ERROR,
+            f"Parse error: JSON nested deeper than {ORJSON_MAX_DEPTH} levels, which this server does not read "
+            "(MCP_MAX_JSON_DEPTH refuses less); send flatter JSON"))
     return ParseFailure(error_response(None, PARSE_ERROR, "Parse error: the body is not valid JSON"))
 
 

@@ -140,14 +140,17 @@ def test_a_number_past_a_doubles_range_is_named_in_the_parse_error(number):
     assert "a number in the body is too large to read" in caught.value.response["error"]["message"]
 
 
-@pytest.mark.parametrize("depth", [1025, 100_000])
-def test_json_nested_past_what_orjson_reads_is_named_as_too_deep_not_as_invalid_json(depth):
+@pytest.mark.parametrize("body", [
+    b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": ' + b"[" * 1025 + b"]" * 1025 + b"}}",
+    b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+    b"[" * 5000,  # unfinished as well: the depth is what the reader meets first
+], ids=["1025", "100000", "unfinished"])
+def test_json_nested_past_what_orjson_reads_is_a_parse_error_naming_the_depth(body):
     with pytest.raises(ParseFailure) as caught:
-        parse_body(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"a": ' + b"[" * depth + b"]" * depth
-                   + b"}}")
+        parse_body(body)
     assert caught.value.response["id"] is None
-    assert caught.value.response["error"]["code"] == -32600
-    assert "nested too deeply" in caught.value.response["error"]["message"]
+    assert caught.value.response["error"]["code"] == -32700
+    assert "nested deeper than 1024 levels" in caught.value.response["error"]["message"]
     assert "MCP_MAX_JSON_DEPTH" in caught.value.response["error"]["message"]
 
 
