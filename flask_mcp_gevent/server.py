@@ -60,7 +60,7 @@ from flask_mcp_gevent.worker_calls import InflightCalls, PendingRequests
 if TYPE_CHECKING:
     from flask_mcp_gevent.auth.principal import Principal
 
-__all__ = ["Server", "discard", "jsonrpc_dispatch"]
+__all__ = ["Server", "answers_of", "discard", "jsonrpc_dispatch"]
 
 log = logging.getLogger("mcp.rpc")
 # Requests that notifications/cancelled may not stop, as the cancellation rules say.
@@ -72,6 +72,13 @@ Send = Callable[[dict[str, Any]], Any]
 def discard(message: dict[str, Any]) -> None:
     """The send of a request that has no stream: the client asked for nothing it could carry."""
     log.debug("dropped %s: the request asked for no stream", loggable(message.get("method")))
+
+
+def answers_of(running: list[gevent.Greenlet], errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The responses to what accept refused and started, once every started request is done (a cancelled one has
+    none): a batch's answer, or a lone request's awaited."""
+    gevent.joinall(running)
+    return errors + [greenlet.value for greenlet in running if isinstance(greenlet.value, dict)]
 
 
 def jsonrpc_dispatch(methods: dict[str, Any], ctx: Any, message: Message) -> dict[str, Any] | None:

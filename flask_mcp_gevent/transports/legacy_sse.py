@@ -22,7 +22,7 @@ from flask_mcp_gevent.conditions import CapacityError
 from flask_mcp_gevent.encoding import format_sse_event
 from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.messages import Body
-from flask_mcp_gevent.server import Server
+from flask_mcp_gevent.server import Server, answers_of
 from flask_mcp_gevent.session import SSE, Session, session_id_from
 from flask_mcp_gevent.transports.event_stream import (
     EVENT_STREAM_CONTENT_TYPE,
@@ -113,7 +113,6 @@ def post_message(server: Server, session: Session, body: Body, caller: Principal
 
 def publish_batch(server: Server, session: Session, running: list, errors: list) -> None:
     """Deliver a batch's answers together, as one JSON array, once they are all done."""
-    gevent.joinall(running)
-    answers = errors + [g.value for g in running if isinstance(g.value, dict)]
+    answers = answers_of(running, errors)
     if answers:
         server.deliver(session.id, answers)

@@ -26,7 +26,7 @@ from flask_mcp_gevent.eras import STATELESS, StdioEra
 from flask_mcp_gevent.logs import configure_logging
 from flask_mcp_gevent.mailbox import Empty, Mailbox
 from flask_mcp_gevent.messages import INVALID, NOTIFICATION, REQUEST, Body, Message, ParseFailure, parse_body
-from flask_mcp_gevent.server import Server
+from flask_mcp_gevent.server import Server, answers_of
 from flask_mcp_gevent.session import STDIO, Session
 from flask_mcp_gevent.stateless.listen import LISTEN
 from flask_mcp_gevent.stateless.metadata import SUPPORTED_VERSIONS, ephemeral_session
@@ -148,8 +148,7 @@ class StdioConnection:
 
     def publish_batch(self, running: list[gevent.Greenlet], errors: list[dict[str, Any]]) -> None:
         """Publish a batch's responses together, as JSON-RPC answers a batch; none if all were notifications."""
-        gevent.joinall(running)
-        answers = errors + [greenlet.value for greenlet in running if isinstance(greenlet.value, dict)]
+        answers = answers_of(running, errors)
         if answers:
             self.publish(answers)
 

@@ -15,7 +15,6 @@ from functools import cached_property
 from http import HTTPStatus
 from typing import Any
 
-import gevent
 from flask import Response
 
 from flask_mcp_gevent.auth.principal import Principal, name_of
@@ -29,7 +28,7 @@ from flask_mcp_gevent.errors import (
 )
 from flask_mcp_gevent.event_ids import join_event_id
 from flask_mcp_gevent.messages import REQUEST, Body
-from flask_mcp_gevent.server import Server
+from flask_mcp_gevent.server import Server, answers_of
 from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
 from flask_mcp_gevent.transports.event_stream import (
@@ -219,8 +218,7 @@ def answer_as_json(server: Server, body: Body, running: list, errors: list,
     """Wait for the requests and answer with their responses as one JSON body."""
     if not running and not errors:
         return empty_response(HTTPStatus.ACCEPTED, headers)
-    gevent.joinall(running)
-    answers = errors + [g.value for g in running if isinstance(g.value, dict)]
+    answers = answers_of(running, errors)
     if not answers:
         return empty_response(HTTPStatus.ACCEPTED, headers)
     if not body.is_batch and is_store_unavailable(answers[0]):

@@ -208,6 +208,15 @@ def cookie_login_app(tmp_path: Path) -> tuple[Flask, list[str | None]]:
     return app, received
 
 
+def post_initialize(client: Any, headers: dict[str, str]) -> Any:
+    """POST an initialize with these headers beside the usual ones; the response."""
+    return client.post("/mcp", headers={"Content-Type": "application/json",
+                                        "Accept": "application/json, text/event-stream", **headers},
+                       data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                           "protocolVersion": "2025-11-25", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}))
+
+
 @pytest.mark.parametrize("header", [f"Token {MCP_KEY}", f"Bearer\t{MCP_KEY}", f"Bearer {MCP_KEY}.",
                                     f"Basic x, Bearer {MCP_KEY}",
                                     "Basic " + base64.b64encode(f"{MCP_KEY}:".encode()).decode(),
@@ -217,11 +226,7 @@ def test_mcps_own_key_sent_malformed_is_refused_not_passed_to_the_hosts_routes(t
     try:
         client = app.test_client()
         client.set_cookie("sid", "s1")  # the host's login would take the caller: MCP's key would then travel
-        opened = client.post("/mcp", headers={"Authorization": header, "Content-Type": "application/json",
-                                             "Accept": "application/json, text/event-stream"},
-                             data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                                 "protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "t", "version": "1"}}}))
+        opened = post_initialize(client, {"Authorization": header})
         assert opened.status_code == 401
         assert "not as 'Bearer <key>'" in opened.get_json()["error"]["message"]
         assert received == []
@@ -235,11 +240,7 @@ def test_mcps_own_key_in_a_cookie_is_refused_not_passed_to_the_hosts_routes(tmp_
         client = app.test_client()
         client.set_cookie("sid", "s1")  # the host's login would take the caller, and its Cookie header would travel
         client.set_cookie("key", MCP_KEY)
-        opened = client.post("/mcp", headers={"Content-Type": "application/json",
-                                             "Accept": "application/json, text/event-stream"},
-                             data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                                 "protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "t", "version": "1"}}}))
+        opened = post_initialize(client, {})
         assert opened.status_code == 401
         assert "the Cookie header holds one of this server's API keys" in opened.get_json()["error"]["message"]
         assert received == []
