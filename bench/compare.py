@@ -227,8 +227,11 @@ def compare_rounds(args: Any, names: list[str], transports: list[str],
         for transport in transports:
             for label, factory in server_factories(names, transport, args):
                 key = f"{label}/{transport}"
-                profile = (f"{args.profile}.{transport}" if args.profile and label == "ours" and round_number == 1
-                           else None)
+                profile = None
+                if args.profile and round_number == 1:
+                    # Ours at PATH.<transport>, as before; any other server beside it at PATH.<label>.<transport>.
+                    named = "" if label == "ours" else f".{label}"
+                    profile = f"{args.profile}{named}.{transport}"
                 report = measure(factory(), transport, args, profile)
                 runs.setdefault(key, []).append(report)
                 say(f"round {round_number} {key:<22} {report['req_per_s']:>8.1f} req/s  "

@@ -84,7 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "servers base and base-redis run it with this venv, beside ours and ours-redis, in "
                              "alternating runs of each round; floor: base runs between ours and the floor")
     parser.add_argument("--profile", metavar="PATH",
-                        help="compare: record ours with py-spy during the run (collapsed stacks to PATH)")
+                        help="compare: record each server with py-spy in the first round (collapsed stacks: ours "
+                             "to PATH.<transport>, another to PATH.<server>.<transport>)")
     parser.add_argument("--server-env", action="append", default=[], metavar="MCP_X=V",
                         help="compare/idle/floor: extra environment for our server")
     args = parser.parse_args(argv)

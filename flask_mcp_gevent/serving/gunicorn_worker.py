@@ -158,7 +158,11 @@ class HeadersWithBody:
         elif data.startswith(b"HTTP/") and data.endswith(b"\r\n\r\n") and b"\r\ncontent-length:" in data.lower():
             self.held = data
             return
-        self.sock.sendall(data)
+        # One send takes a whole answer while the socket's buffer has room: gevent's sendall would first ask the
+        # kernel for the buffer's size (a getsockopt per write) to cut the data into chunks.
+        sent = self.sock.send(data)
+        if sent < len(data):
+            self.sock.sendall(memoryview(data)[sent:])
 
     def send(self, data: bytes) -> int:
         """Send what is held first, then data as the socket would."""

@@ -25,7 +25,7 @@ from flask_mcp_gevent.web.app_context import app_runner
 from flask_mcp_gevent.web.callers import credential_keys
 from flask_mcp_gevent.web.mcp_app import MCP_BLUEPRINT, MCP_EXTENSION
 from flask_mcp_gevent.web.oauth_metadata import metadata_blueprint
-from flask_mcp_gevent.web.pipeline import ConnectionLimit, HotPath, Pipeline
+from flask_mcp_gevent.web.pipeline import ConnectionLimit, HotPath, MethodGate, Pipeline, served_methods
 
 __all__ = ["HOST_BLUEPRINTS", "McpExtension", "settings_of"]
 
@@ -91,6 +91,7 @@ class McpExtension:
         self.paths = guard_paths(app)
         if self.whole_app:
             app.wsgi_app = HotPath(app, self.pipeline, app.wsgi_app, self.start)  # type: ignore[method-assign]
+        app.wsgi_app = MethodGate(app.wsgi_app, served_methods(app, MCP_BLUEPRINT))  # type: ignore[method-assign]
         # Outermost, so a refusal costs neither Flask nor the hot path anything; on a host, for MCP's paths only.
         app.wsgi_app = ConnectionLimit(  # type: ignore[method-assign]
             app.wsgi_app, settings.max_connections_per_address, None if self.whole_app else self.path)

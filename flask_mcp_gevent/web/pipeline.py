@@ -2,7 +2,8 @@
 a failure, finish.
 
 The count comes first (ConnectionLimit, the outermost WSGI layer): an address with too many requests in progress
-gets 429; on a server that is not gevent's it marks each request's thread too (without_gevent.py). Then the screen:
+gets 429; on a server that is not gevent's it marks each request's thread too (without_gevent.py). Then a method
+the endpoint does not serve gets its JSON 405 (MethodGate), on a host app too, before Flask routes it. Then the screen:
 foreign origins get 403, and on a loopback listener a Host that is not a loopback name gets 421 (DNS rebinding);
 then the bearer token is checked (401 with WWW-Authenticate, 403 for a missing scope, 503 when tokens cannot be
 verified). The ops and console pages reuse the Origin and Host checks. A POST then goes to its era's wire
@@ -26,6 +27,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, request
+from werkzeug.exceptions import MethodNotAllowed
 
 from flask_mcp_gevent import eras
 from flask_mcp_gevent.auth import Authenticator, Principal
@@ -58,7 +60,7 @@ from flask_mcp_gevent.without_gevent import (
 if TYPE_CHECKING:
     from flask_mcp_gevent.server import Server
 
-__all__ = ["HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "Pipeline", "ReleasingBody",
+__all__ = ["HOT_PATHS", "LEGACY_ONLY_PATHS", "ConnectionLimit", "HotPath", "MethodGate", "Pipeline", "ReleasingBody",
            "check_foreign_page",
            "check_host", "check_origin", "emit", "handle_post", "host_allowed"]
 
@@ -258,6 +260,59 @@ def emit(response: Response, environ: dict[str, Any], start_response: Callable[.
             start_response(response.status, headers)
             return body
     return response(environ, start_response)
+
+
+# the methods each MCP endpoint serves
+# The order an Allow header names methods in.
+METHOD_ORDER = ("GET", "POST", "DELETE", "OPTIONS")
+
+
+class MethodGate:
+    """WSGI middleware: a method an MCP endpoint does not serve gets MCP's JSON 405, and an OPTIONS the true Allow.
+
+    Flask routes a wrong method before any blueprint's handler runs, so on a host app a `PUT /mcp` would get the
+    host's HTML 405 page; and werkzeug lists HEAD in Allow for every GET route, where MCP's endpoints refuse HEAD
+    (a HEAD must neither open a stream nobody reads nor end a session).
+    """
+
+    def __init__(self, wsgi: Callable[..., Iterable[bytes]], served: Mapping[str, frozenset[str]]) -> None:
+        self.wsgi = wsgi
+        self.served = served  # the methods of each MCP endpoint's path, HEAD never among them
+        self.allow = {path: ", ".join(sorted(methods, key=method_rank)) for path, methods in served.items()}
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        """Refuse a method the path does not serve; name the served ones in an OPTIONS answer's Allow."""
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+        served = self.served.get(path)
+        if served is None:
+            return self.wsgi(environ, start_response)
+        if method not in served:
+            refusal = MethodNotAllowed(valid_methods=self.allow[path].split(", "))
+            return Pipeline.finish(environ, render_failure(refusal, environ))(environ, start_response)
+        if method != "OPTIONS":
+            return self.wsgi(environ, start_response)
+        allow = self.allow[path]
+
+        def start_with_allow(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            """Start the response with this path's own Allow in place of Flask's."""
+            headers = [(name, allow if name.lower() == "allow" else value) for name, value in headers]
+            return start_response(status, headers, exc_info)
+
+        return self.wsgi(environ, start_with_allow)
+
+
+def method_rank(method: str) -> tuple[int, str]:
+    """Where a method goes in an Allow header: the MCP ones in METHOD_ORDER, any other after them."""
+    return (METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER), method)
+
+
+def served_methods(app: Flask, blueprint: str) -> dict[str, frozenset[str]]:
+    """The methods each path of blueprint serves on app, without the HEAD werkzeug adds to every GET route."""
+    served: dict[str, frozenset[str]] = {}
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint.startswith(f"{blueprint}."):
+            served[rule.rule] = served.get(rule.rule, frozenset()) | frozenset((rule.methods or set()) - {"HEAD"})
+    return served
 
 
 # the count of requests in progress per address

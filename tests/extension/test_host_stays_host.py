@@ -116,6 +116,32 @@ def test_mcps_error_handlers_answer_mcps_routes_only():
         app.extensions["mcp"].shutdown()
 
 
+@pytest.mark.parametrize(("path", "method", "allow"), [
+    ("/mcp", "PUT", "GET, POST, DELETE, OPTIONS"), ("/mcp", "PROPFIND", "GET, POST, DELETE, OPTIONS"),
+    ("/mcp/sse", "POST", "GET, OPTIONS"), ("/mcp/messages", "GET", "POST, OPTIONS")])
+def test_a_method_an_mcp_path_does_not_serve_gets_mcps_json_405_on_a_host(path, method, allow):
+    app = Flask(__name__)
+
+    @app.errorhandler(405)
+    def host_page(error: Exception) -> tuple[str, int]:
+        return "the host's own 405 page", 405
+
+    @app.get("/elsewhere")
+    def elsewhere() -> str:
+        return "the host's own route"
+
+    MCP(app)
+    try:
+        client = app.test_client()
+        refused = client.open(path, method=method)
+        assert refused.status_code == 405 and refused.headers["Allow"] == allow
+        assert f"Method {method} is not allowed on {path}" in refused.get_json()["error"]["message"]
+        assert refused.headers["X-Content-Type-Options"] == "nosniff"
+        assert client.put("/elsewhere").data == b"the host's own 405 page"  # the host's routes keep the host's page
+    finally:
+        app.extensions["mcp"].shutdown()
+
+
 # settings from app.config
 def test_mcp_keys_of_app_config_are_read_and_settings_given_win():
     app = Flask(__name__)

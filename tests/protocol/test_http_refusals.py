@@ -125,8 +125,17 @@ def test_a_head_on_the_sse_path_opens_no_session(http):
     before = server.session_count()
     response = http.head("/sse")
     assert response.status_code == 405
-    assert response.headers["Allow"] == "GET"
+    assert response.headers["Allow"] == "GET, OPTIONS"
     assert server.session_count() == before
+
+
+@pytest.mark.parametrize(("path", "allow"), [("/mcp", "GET, POST, DELETE, OPTIONS"), ("/sse", "GET, OPTIONS"),
+                                             ("/messages", "POST, OPTIONS")])
+def test_allow_names_what_a_path_serves_and_never_the_head_it_refuses(http, path, allow):
+    assert http.options(path).headers["Allow"] == allow
+    assert http.open(path, method="PROPFIND").headers["Allow"] == allow
+    head = http.head(path)
+    assert head.status_code == 405 and head.headers["Allow"] == allow
 
 
 @pytest.mark.parametrize(("path", "takes"), [("/mcp", "GET, DELETE, POST"), ("/sse", "GET"), ("/messages", "POST")])

@@ -6,11 +6,12 @@ from flask import Flask
 
 from app import create_app
 from flask_mcp_gevent.web.flask_hooks import FLASK_ONLY_HOOKS, installed_hooks, pipeline_hooks
+from tests.unit.test_pipeline_hot_path import hot_path_of
 
 
 def hot_path_enabled(app: Flask) -> bool:
-    """Whether the app's hot path answers POSTs itself (it sits inside the connection limit)."""
-    return app.wsgi_app.wsgi.enabled
+    """Whether the app's hot path answers POSTs itself."""
+    return hot_path_of(app).enabled
 
 
 def test_a_default_app_runs_exactly_the_hooks_the_hot_path_mirrors():

@@ -19,8 +19,11 @@ JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
 def hot_path_of(app) -> HotPath:
-    """The hot path, which sits inside the per-address connection limit."""
-    return app.wsgi_app.wsgi
+    """The hot path, which sits inside the per-address connection limit and the method gate."""
+    layer = app.wsgi_app
+    while not isinstance(layer, HotPath):
+        layer = layer.wsgi
+    return layer
 
 
 def hot_and_flask_apps(config=None):
@@ -156,7 +159,7 @@ def test_with_the_store_down_both_ways_answer_the_same_503_with_retry_after(monk
 
 
 @pytest.mark.parametrize("method, path", [("GET", "/healthz"), ("GET", "/mcp"), ("DELETE", "/mcp"),
-                                          ("POST", "/elsewhere"), ("PUT", "/mcp")])
+                                          ("POST", "/elsewhere"), ("OPTIONS", "/mcp"), ("PUT", "/elsewhere")])
 def test_everything_but_hot_posts_goes_to_flask(method, path):
     app = create_app({})
     seen = []

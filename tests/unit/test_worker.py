@@ -146,6 +146,20 @@ def test_a_direct_send_goes_out_after_the_headers_held_before_it():
     assert sock.sends == [b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", b"HTTP/1.1 100 Continue\r\n\r\n"]
 
 
+class ShortSendSocket(RecordingSocket):
+    """A socket whose send takes only the first few bytes, as a full kernel buffer would."""
+
+    def send(self, data: bytes) -> int:
+        self.sends.append(bytes(data[:5]))
+        return 5
+
+
+def test_what_one_send_leaves_goes_out_after_it_in_order():
+    sock = ShortSendSocket()
+    HeadersWithBody(sock).sendall(b"0123456789abcdef")
+    assert sock.sends == [b"01234", b"56789abcdef"]
+
+
 @pytest.fixture
 def greenlet_tree_setting():
     """gevent's track_greenlet_tree, put back as it was after the test."""
