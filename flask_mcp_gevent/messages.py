@@ -115,6 +115,10 @@ def classify(raw: Any) -> Message:
     meta = params.get("_meta")
     if meta is not None:
         params = {k: v for k, v in params.items() if k != "_meta"}
+        if isinstance(meta, dict) and not is_progress_token(meta.get("progressToken", "")):
+            # Echoed in every notifications/progress: a client matches it to its request only as a string or number.
+            return invalid(raw, 'Invalid params: "_meta.progressToken" must be a string or a number, not '
+                           f"{json_kind(meta['progressToken'])}", readable_id, INVALID_PARAMS)
     return Message(
         kind=REQUEST if has_id else NOTIFICATION,
         raw=raw,
@@ -123,6 +127,11 @@ def classify(raw: Any) -> Message:
         params=params,
         meta=meta if isinstance(meta, dict) else {},
     )
+
+
+def is_progress_token(value: Any) -> bool:
+    """Whether a value is a progress token as the schema has it: a string or a number (never true or false)."""
+    return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
 def fits_64_bits(value: int) -> bool:

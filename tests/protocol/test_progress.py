@@ -58,7 +58,19 @@ def call_with(rpc, steps, meta=None) -> list[dict]:
     return [m for m in rpc.sent if m["method"] == "notifications/progress"]
 
 
-@pytest.mark.parametrize("token", ["tok-1", 17])
+@pytest.mark.parametrize(("token", "kind"), [(True, "a boolean"), (None, "null"), ({"a": 1}, "an object"),
+                                           (["a"], "an array")])
+@pytest.mark.parametrize("version", ["2025-06-18", "2026-07-28"])
+def test_a_progress_token_that_is_no_string_or_number_is_invalid_params(make_rpc, token, kind, version):
+    rpc = make_rpc(version)
+    response = rpc.request("tools/call", {"name": "report", "arguments": {"steps": [[1, None, None]]},
+                                          "_meta": {"progressToken": token}})
+    assert response["error"]["code"] == -32602 and response["id"] is not None
+    assert '"_meta.progressToken" must be a string or a number, not ' + kind in response["error"]["message"]
+    assert [m for m in rpc.sent if m.get("method") == "notifications/progress"] == []
+
+
+@pytest.mark.parametrize("token", ["tok-1", 17, 2.5])
 def test_progress_carries_the_clients_token_and_values(make_rpc, token):
     sent = call_with(make_rpc("2025-06-18"), [[0, 100, None], [50, 100, "half"], [100, 100, "done"]],
                      {"progressToken": token})
