@@ -86,7 +86,9 @@ def complete(ctx: RequestContext, ref: Any, argument: Any, context: Any = None) 
         # Without authentication every value is readable, and checking each would only cost time.
         if template is not None and ctx.checks_permissions:
             values, stopped = readable_values(ctx, template, argument["name"], suggestions)
-            cut_short = cut_short or stopped
+            # More is said only beside a value the principal may read: a hasMore with no value would tell it that a
+            # place it may not see (a directory of others' files) is large.
+            cut_short = (cut_short or stopped) and bool(values)
         else:
             values = list(itertools.islice(suggestions, MAX_VALUES + LOOKAHEAD))
     has_more = cut_short or len(values) > MAX_VALUES

@@ -123,10 +123,20 @@ def test_filtering_an_endless_completer_stops_at_the_scan_bound(server, session_
     # None of the first MCP_COMPLETION_SCAN_MAX values is refused here, so the 100-value cap is never reached...
     capped = complete(session_of(server, "reader"), "mem://endless/{id}", "id", "")["result"]["completion"]
     assert (len(capped["values"]), capped["hasMore"]) == (50, True)
-    # ...and a principal refused every value gets none, without looking forever.
+    # ...and a principal refused every value gets none, without looking forever, and no hint that there were many.
     refused_every_value = session_of(server, "reader", resources=("mem://endless/{id}",))
     refused = complete(refused_every_value, "mem://endless/{id}", "id", "")["result"]["completion"]
-    assert refused == {"values": [], "hasMore": True}
+    assert refused == {"values": [], "hasMore": False, "total": 0}
+
+
+def test_a_large_directory_the_principal_may_not_read_looks_like_an_empty_one(server, root, session_of):
+    for n in range(80):  # more entries than MCP_COMPLETION_SCAN_MAX (50) reads
+        (root / "private" / f"file-{n:02}.txt").write_text("secret")
+    large = complete(session_of(server, "reader"), FILES, "path", f"{root}/private/")["result"]["completion"]
+    small = complete(session_of(server, "reader"), FILES, "path", f"{root}/public/nothing-here")["result"]
+    assert large == small["completion"] == {"values": [], "hasMore": False, "total": 0}
+    everything = complete(session_of(server, "admin"), FILES, "path", f"{root}/private/")["result"]["completion"]
+    assert everything["hasMore"] is True and len(everything["values"]) == 50  # the admin is told there is more
 
 
 # reads and subscriptions through links
