@@ -1,9 +1,14 @@
-"""The gunicorn worker: gevent's, except that gunicorn's own refusals of malformed HTTP answer as JSON.
+"""The gunicorn worker: gevent's, except that gunicorn's own refusals of malformed HTTP answer as JSON, and that it
+takes event streams over from their requests.
 
 gunicorn answers a request it cannot parse (a bad request line, a too-long URI, too many or
 too large headers, a broken chunked body) before the app sees it, with an HTML page and
 none of the app's headers. This worker answers the same statuses with a JSON-RPC error
 body and the security headers, and logs the refusal on one line through the `mcp` loggers.
+
+An event stream whose first frame is out leaves its request (stream_handoff.py): a greenlet of the worker's own
+writes the rest, holding the socket and the stream only, where gunicorn's request loop would hold its request,
+environ, response and a deep stack for the stream's whole life.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from ssl import SSLError
 from typing import Any
 
 import gevent
-from gevent.pool import Pool
+from gevent import socket as gevent_socket
+from gevent.pool import Group, Pool
 from gevent.server import StreamServer
 from gunicorn import util
 from gunicorn.http.errors import (
@@ -38,8 +44,9 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from flask_mcp_gevent.errors import INTERNAL_ERROR, INVALID_REQUEST, error_response, new_correlation_id
 from flask_mcp_gevent.logs import loggable
+from flask_mcp_gevent.stream_handoff import HandedOffBody, HandOff
 
-__all__ = ["HeadersWithBody", "McpWorker", "accept_queued", "error_page", "spawn_untracked"]
+__all__ = ["HeadersWithBody", "McpWorker", "accept_queued", "error_page", "spawn_untracked", "write_handed_off"]
 
 log = logging.getLogger("mcp.http")
 # gevent's setting, read from the environment, that says whether each greenlet records its spawning tree.
@@ -115,6 +122,38 @@ def spawn_untracked(environ: Mapping[str, str]) -> None:
         gevent.config.track_greenlet_tree = False
 
 
+def send_whole(sock: Any, data: bytes) -> None:
+    """Send all of data: in one send while the socket's buffer has room, the rest with sendall.
+
+    gevent's sendall first asks the kernel for the buffer's size (a getsockopt per write) to cut the data into
+    chunks; an answer or an event is almost always one send.
+    """
+    sent = sock.send(data)
+    if sent < len(data):
+        sock.sendall(memoryview(data)[sent:])
+
+
+def write_handed_off(sock: Any, body: HandedOffBody, chunked: bool) -> None:
+    """Write the rest of an event stream taken over from its request, end it, close the connection.
+
+    chunked: the response went out with Transfer-Encoding: chunked (to HTTP/1.1), so each frame is a chunk and the
+    last chunk ends it; to HTTP/1.0 the frames go as they are and the close ends it.
+    """
+    try:
+        for frame in body.frames:
+            if frame:  # an empty frame asks a server to let go of the last one: nothing here holds it
+                send_whole(sock, b"%X\r\n%s\r\n" % (len(frame), frame) if chunked else frame)
+        if chunked:
+            send_whole(sock, b"0\r\n\r\n")
+    except OSError:
+        log.debug("the client of a stream is gone")
+    finally:
+        try:
+            body.end()
+        finally:
+            sock.close()
+
+
 class NamedListener:
     """A listening socket whose name is read once, up front.
 
@@ -145,11 +184,13 @@ class HeadersWithBody:
     """
 
     # One per request, held for a stream's whole life.
-    __slots__ = ("held", "sock")
+    __slots__ = ("held", "sock", "takes_streams")
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: Any, takes_streams: bool = False) -> None:
         self.sock = sock
         self.held = b""
+        # Whether the worker takes an event stream over from its request (stream_handoff.hands_off asks).
+        self.takes_streams = takes_streams
 
     def sendall(self, data: bytes) -> None:
         """Send data, after any header block held for it; hold a header block that a body will follow."""
@@ -158,11 +199,7 @@ class HeadersWithBody:
         elif data.startswith(b"HTTP/") and data.endswith(b"\r\n\r\n") and b"\r\ncontent-length:" in data.lower():
             self.held = data
             return
-        # One send takes a whole answer while the socket's buffer has room: gevent's sendall would first ask the
-        # kernel for the buffer's size (a getsockopt per write) to cut the data into chunks.
-        sent = self.sock.send(data)
-        if sent < len(data):
-            self.sock.sendall(memoryview(data)[sent:])
+        send_whole(self.sock, data)
 
     def send(self, data: bytes) -> int:
         """Send what is held first, then data as the socket would."""
@@ -199,6 +236,10 @@ class McpWorker(GeventWorker):
     """
 
     servers: list[StreamServer]
+    # The writers of the event streams taken over from their requests, which the drain waits for too.
+    handed_off: Group
+    # Whether this worker takes streams over: not under TLS, where the socket's state is gunicorn's SSL object's.
+    takes_streams = False
 
     def init_process(self) -> None:
         """Start as gevent's worker does, its greenlets without a record of who spawned them (spawn_untracked)."""
@@ -212,6 +253,8 @@ class McpWorker(GeventWorker):
         them at once. Recheck it against gunicorn's when the pin moves.
         """
         self.servers = []
+        self.handed_off = Group()
+        self.takes_streams = not self.cfg.is_ssl
         ssl_args = {"ssl_context": ssl_context(self.cfg)} if self.cfg.is_ssl else {}
         for listener in self.sockets:
             listener.setblocking(1)
@@ -228,13 +271,15 @@ class McpWorker(GeventWorker):
         # Handle the connections in progress until graceful_timeout, then stop them (as gunicorn does).
         started = time.time()
         while time.time() - started <= self.cfg.graceful_timeout:
-            if all(server.pool.free_count() == server.pool.size for server in self.servers):
+            if (all(server.pool.free_count() == server.pool.size for server in self.servers)
+                    and len(self.handed_off) == 0):
                 return
             self.notify()
             gevent.sleep(1.0)
         self.log.warning("Worker graceful timeout (pid:%s)", self.pid)
         for server in self.servers:
             server.stop(timeout=1)
+        self.handed_off.kill(timeout=1)
 
     def stop_accepting(self) -> None:
         """Close the listening servers (idempotent), first serving the connections already queued on them.
@@ -257,14 +302,27 @@ class McpWorker(GeventWorker):
         send the client's reconnect straight back to this worker. The response's headers go out with its body
         (`HeadersWithBody`).
         """
-        response_socket = HeadersWithBody(sock)
+        response_socket = HeadersWithBody(sock, self.takes_streams)
         try:
             kept = super().handle_request(listener_name, req, response_socket, addr)
+        except HandOff as handoff:
+            self.take_over(response_socket, handoff.body, chunked=req.version > (1, 0))
+            raise StopIteration() from None  # the request is over; its connection is the stream's now
         finally:
             response_socket.flush()
         if not self.alive:
             raise StopIteration()
         return kept
+
+    def take_over(self, response_socket: HeadersWithBody, body: HandedOffBody, chunked: bool) -> None:
+        """Write a stream that left its request from a greenlet of its own, on the connection gunicorn lets go of."""
+        sock = response_socket.sock
+        family, kind, proto = sock.family, sock.type, sock.proto
+        # Detached, gunicorn's socket object closes nothing when its request loop ends: the connection stays open.
+        own = gevent_socket.socket(family, kind, proto, fileno=sock.detach())
+        # A cut-off (event_stream.SocketShutdown holds this wrapper) shuts the stream's socket down from now on.
+        response_socket.sock = own
+        self.handed_off.spawn(write_handed_off, own, body, chunked)
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         """SIGTERM: stop accepting now, then let gunicorn's loop wind the worker down."""

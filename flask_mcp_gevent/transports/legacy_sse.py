@@ -24,6 +24,7 @@ from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.messages import Body
 from flask_mcp_gevent.server import Server, answers_of
 from flask_mcp_gevent.session import SSE, Session, session_id_from
+from flask_mcp_gevent.stream_handoff import stream_body
 from flask_mcp_gevent.transports.event_stream import (
     EVENT_STREAM_CONTENT_TYPE,
     SSE_HEADERS,
@@ -74,7 +75,7 @@ def open_stream(server: Server, environ: Mapping[str, Any], endpoint_path: str, 
     subscription.on_cut_off = connection_closer(environ)
     endpoint = format_sse_event(f"{endpoint_path}?session_id={session.id}", event="endpoint")
     return Response(
-        stream_events(subscription, server.settings.keepalive_s, endpoint),
+        stream_body(environ, stream_events(subscription, server.settings.keepalive_s, endpoint)),
         content_type=EVENT_STREAM_CONTENT_TYPE,
         headers=SSE_HEADERS,
         # The generator yields bytes: hand it to the server as is, without werkzeug's two wrapping

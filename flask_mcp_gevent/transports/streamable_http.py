@@ -31,6 +31,7 @@ from flask_mcp_gevent.messages import REQUEST, Body
 from flask_mcp_gevent.server import Server, answers_of
 from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.stream_handoff import stream_body
 from flask_mcp_gevent.transports.event_stream import (
     DONE,
     EVENT_STREAM_CONTENT_TYPE,
@@ -254,8 +255,10 @@ def open_stream(server: Server, environ: Mapping[str, Any], session: Session) ->
         ) from None
     # A comment first, so the server sends the status and headers now rather than with the first message.
     subscription.on_cut_off = connection_closer(environ)
-    return Response(stream_events(subscription, server.settings.keepalive_s, KEEPALIVE_FRAME, kind="standalone"),
-                    content_type=EVENT_STREAM_CONTENT_TYPE, headers=SSE_HEADERS)
+    frames = stream_events(subscription, server.settings.keepalive_s, KEEPALIVE_FRAME, kind="standalone")
+    # Bytes, handed to the server as they are (no werkzeug wrapper between the server and a stream it may take over).
+    return Response(stream_body(environ, frames), content_type=EVENT_STREAM_CONTENT_TYPE, headers=SSE_HEADERS,
+                    direct_passthrough=True)
 
 
 def close_session(server: Server, session: Session) -> Response:

@@ -36,6 +36,7 @@ from flask_mcp_gevent.errors import INVALID_REQUEST
 from flask_mcp_gevent.session import SESSION_HEADER_KEY, session_id_from
 from flask_mcp_gevent.stateless.http import legacy_refused, stateless_post
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
+from flask_mcp_gevent.stream_handoff import HandedOffBody
 from flask_mcp_gevent.transports.http_io import (
     HttpProblem,
     log_refusal,
@@ -396,12 +397,23 @@ class ReleasingBody:
         return iter(self.body)
 
     def close(self) -> None:
-        """Close the app's body (as WSGI asks), then count the request as over, even if that close failed."""
+        """Close the app's body (as WSGI asks), then count the request as over, even if that close failed.
+
+        An event stream the server took over (stream_handoff.py) goes on after its request: it is over, and counted
+        so, when its writer ends it.
+        """
+        if isinstance(self.body, HandedOffBody) and self.body.handed_off:
+            self.body.ends.append(self.release_address)
+            return
         try:
             close = getattr(self.body, "close", None)
             if close is not None:
                 close()
         finally:
-            self.limit.release(self.address)
+            self.release_address()
             if self.limit.without_gevent is not None:
                 end_request()
+
+    def release_address(self) -> None:
+        """Count this request of its address as over."""
+        self.limit.release(self.address)

@@ -37,7 +37,8 @@ LAYERS = (
                 "flask_mcp_gevent.metrics", "flask_mcp_gevent.stateless", "flask_mcp_gevent.toolkit",
                 "flask_mcp_gevent.tasks.record", "flask_mcp_gevent.tasks.store", "flask_mcp_gevent.tasks.redis_store",
                 "flask_mcp_gevent.mailbox", "flask_mcp_gevent.worker_calls", "flask_mcp_gevent.without_gevent",
-                "flask_mcp_gevent.conditions", "flask_mcp_gevent.subscription", "flask_mcp_gevent.event_ids")),
+                "flask_mcp_gevent.conditions", "flask_mcp_gevent.subscription", "flask_mcp_gevent.event_ids",
+                "flask_mcp_gevent.stream_handoff")),
 )
 # What a transport may take from Flask: the response class, which needs no request or app context.
 # Flask's request-bound objects (request, g, current_app, session) and the app itself stay in the web layer.
