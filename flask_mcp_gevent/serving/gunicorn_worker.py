@@ -317,9 +317,14 @@ class McpWorker(GeventWorker):
     def take_over(self, response_socket: HeadersWithBody, body: HandedOffBody, chunked: bool) -> None:
         """Write a stream that left its request from a greenlet of its own, on the connection gunicorn lets go of."""
         sock = response_socket.sock
-        family, kind, proto = sock.family, sock.type, sock.proto
-        # Detached, gunicorn's socket object closes nothing when its request loop ends: the connection stays open.
-        own = gevent_socket.socket(family, kind, proto, fileno=sock.detach())
+        try:
+            family, kind, proto = sock.family, sock.type, sock.proto
+            # Detached, gunicorn's socket object closes nothing when its request loop ends: the connection stays.
+            own = gevent_socket.socket(family, kind, proto, fileno=sock.detach())
+        except (OSError, ValueError):  # closed under it: no descriptor to take
+            log.debug("the client of a stream left as it was handed off")
+            body.end()
+            return
         # A cut-off (event_stream.SocketShutdown holds this wrapper) shuts the stream's socket down from now on.
         response_socket.sock = own
         self.handed_off.spawn(write_handed_off, own, body, chunked)

@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import gevent
 import pytest
 from gevent import socket
+from gevent.pool import Group
 
-from flask_mcp_gevent.serving.gunicorn_worker import HeadersWithBody, write_handed_off
+from flask_mcp_gevent.serving.gunicorn_worker import HeadersWithBody, McpWorker, write_handed_off
 from flask_mcp_gevent.stream_handoff import HandedOffBody, HandOff, stream_body
 
 
@@ -109,3 +110,25 @@ def test_a_client_gone_ends_the_stream_and_runs_its_ends():
     client.close()
     gevent.spawn(write_handed_off, ours, body, True).join(timeout=5)
     assert frames.closed and ended == ["released"]
+
+
+def test_the_worker_takes_the_connection_from_gunicorns_socket_whose_close_then_closes_nothing():
+    gunicorns, client = socket.socketpair()
+    body, frames, ended = handed_off(b"event: a\n\n")
+    worker = SimpleNamespace(handed_off=Group())
+    response_socket = HeadersWithBody(gunicorns, True)
+    McpWorker.take_over(worker, response_socket, body, True)
+    gunicorns.close()  # what gunicorn's request loop does on its way out
+    assert response_socket.sock is not gunicorns  # a cut-off now shuts the stream's own socket down
+    assert received(client) == b"A\r\nevent: a\n\n\r\n0\r\n\r\n"
+    worker.handed_off.join(timeout=5)
+    assert frames.closed and ended == ["released"] and len(worker.handed_off) == 0
+
+
+def test_a_connection_closed_before_the_worker_took_it_ends_the_stream_there():
+    gunicorns, _ = socket.socketpair()
+    gunicorns.close()
+    body, frames, ended = handed_off(b"event: a\n\n")
+    worker = SimpleNamespace(handed_off=Group())
+    McpWorker.take_over(worker, HeadersWithBody(gunicorns, True), body, True)
+    assert frames.closed and ended == ["released"] and len(worker.handed_off) == 0
