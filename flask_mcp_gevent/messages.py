@@ -9,6 +9,7 @@ would keep the last key (where a proxy may read the first) and round the integer
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +203,10 @@ def classify_exactly(raw: Any, exact: Any) -> Message:
     return refused if refused is not None else classify(raw)
 
 
+# Where orjson says it stopped reading: "... line 1 column 7 (char 6)".
+POSITION = re.compile(r"line (\d+) column (\d+)")
+
+
 def parse_failure(problem: ValueError) -> ParseFailure:
     """The -32700 refusal of a body orjson could not read, naming what it cannot hold (a huge number, deep nesting)."""
     if str(problem).startswith("number is infinity"):  # orjson's words for 1e400 or a 400-digit integer
@@ -215,7 +220,17 @@ def parse_failure(problem: ValueError) -> ParseFailure:
             None, PARSE_ERROR,
             f"Parse error: JSON nested deeper than {ORJSON_MAX_DEPTH} levels, which this server does not read "
             "(MCP_MAX_JSON_DEPTH refuses less); send flatter JSON"))
-    return ParseFailure(error_response(None, PARSE_ERROR, "Parse error: the body is not valid JSON"))
+    reason = str(problem)
+    found = POSITION.search(reason)
+    where = f" (line {found[1]}, column {found[2]})" if found else ""
+    if reason.startswith("str is not valid UTF-8"):
+        return ParseFailure(error_response(None, PARSE_ERROR, "Parse error: the body is not UTF-8 text"))
+    if "surrogate in string" in reason:
+        return ParseFailure(error_response(
+            None, PARSE_ERROR,
+            f"Parse error: a \\u escape in D800-DFFF without its pair (a lone surrogate){where} is no text; send "
+            "a character past U+FFFF as a surrogate pair or as UTF-8"))
+    return ParseFailure(error_response(None, PARSE_ERROR, f"Parse error: the body is not valid JSON{where}"))
 
 
 def parse_body(data: bytes) -> Body:

@@ -132,6 +132,19 @@ def test_parse_body_raises_parse_failure_with_a_minus_32700_response(data):
     assert caught.value.response["error"]["code"] == -32700
 
 
+@pytest.mark.parametrize(("data", "said"), [
+    (b'{"jsonrpc": "2.0",\n "id": }', "the body is not valid JSON (line 2, column 8)"),
+    (b'{"a": 1} trailing', "the body is not valid JSON (line 1, column 10)"),
+    (b"\xff\xfe", "the body is not UTF-8 text"),
+    (b'{"text": "\\ud800"}', "without its pair (a lone surrogate) (line 1, column 11)"),
+    (b'{"text": "\\udc00x"}', "without its pair (a lone surrogate) (line 1, column 11)"),
+])
+def test_a_parse_error_says_what_is_wrong_and_where(data, said):
+    with pytest.raises(ParseFailure) as caught:
+        parse_body(data)
+    assert said in caught.value.response["error"]["message"]
+
+
 @pytest.mark.parametrize("number", [b"1" + b"0" * 400, b"1e400", b"-1e400"])
 def test_a_number_past_a_doubles_range_is_named_in_the_parse_error(number):
     with pytest.raises(ParseFailure) as caught:
