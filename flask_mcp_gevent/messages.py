@@ -224,7 +224,8 @@ def parse_failure(problem: ValueError) -> ParseFailure:
     found = POSITION.search(reason)
     where = f" (line {found[1]}, column {found[2]})" if found else ""
     if reason.startswith("str is not valid UTF-8"):
-        return ParseFailure(error_response(None, PARSE_ERROR, "Parse error: the body is not UTF-8 text"))
+        return ParseFailure(error_response(None, PARSE_ERROR,
+                                           "Parse error: the body is not JSON: it is not UTF-8 text"))
     if "surrogate in string" in reason:
         return ParseFailure(error_response(
             None, PARSE_ERROR,

@@ -447,8 +447,8 @@ class Server:
         # Not joinall: a request run in its POST's own greenlet is over while that greenlet lives on.
         inflight.wait_finished(running, max(0.0, deadline - time.monotonic()))
         stopped = [call for call in running if inflight.holds(*call)]
-        for _session_id, _request_id, greenlet in stopped:
-            greenlet.kill(CallStopped, block=False)
+        for session_id, request_id, greenlet in stopped:
+            inflight.stop(session_id, request_id, greenlet, CallStopped)
         # Each answers itself (handle_request).
         inflight.wait_finished(stopped, self.settings.graceful_timeout_s / 4)
         # The waits above end when a call leaves the calls in flight; a legacy call's greenlet then stores its

@@ -37,12 +37,35 @@ class InflightCalls:
             self._calls.pop(key, None)
 
     def cancel(self, session_id: str, request_id: Any) -> bool:
-        """Kill a running request; return whether one was running here."""
-        greenlet = self._calls.pop((session_id, request_id), None)
+        """Stop a running request (GreenletExit: it ends without an answer); return whether one was running here."""
+        greenlet = self._calls.get((session_id, request_id))
         if greenlet is None or greenlet.dead:
+            self._calls.pop((session_id, request_id), None)
             return False
-        greenlet.kill(block=False)
+        self.stop(session_id, request_id, greenlet, gevent.GreenletExit)
         return True
+
+    def stop(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet, exception: type[BaseException]
+             ) -> None:
+        """Raise exception in the request's greenlet, at its next switch, if that greenlet still runs the request then.
+
+        A request run in its POST's own greenlet (Server.run_here) is over while the greenlet lives on: gevent's kill,
+        thrown a moment later, would land in whatever the greenlet does next (its answer's write, the connection's
+        next request).
+        """
+        key = (session_id, request_id)
+        if greenlet.gr_frame is None:
+            # Not running yet (or over): gevent's kill keeps it from starting, and it never gets to forget itself.
+            self._calls.pop(key, None)
+            greenlet.kill(exception, block=False)
+            return
+        gevent.get_hub().loop.run_callback(self.throw_if_running, key, greenlet, exception)
+
+    def throw_if_running(self, key: tuple[str, Any], greenlet: gevent.Greenlet, exception: type[BaseException]
+                         ) -> None:
+        """In the hub: raise exception in greenlet if it still runs the request of key."""
+        if self.holds(*key, greenlet):
+            greenlet.throw(exception)
 
     def holds(self, session_id: str, request_id: Any, greenlet: gevent.Greenlet) -> bool:
         """Whether that request is still running in that greenlet (a POST's own greenlet outlives its request)."""

@@ -27,7 +27,7 @@ from flask_mcp_gevent.errors import (
     STORE_UNAVAILABLE_MESSAGE,
 )
 from flask_mcp_gevent.event_ids import join_event_id
-from flask_mcp_gevent.messages import REQUEST, Body
+from flask_mcp_gevent.messages import REQUEST, Body, Message
 from flask_mcp_gevent.server import Server, answers_of
 from flask_mcp_gevent.session import SESSION_HEADER, STREAMABLE, SUPPORTED, Session, at_least, session_id_from
 from flask_mcp_gevent.stateless.metadata import PROTOCOL_VERSION_KEY
@@ -189,6 +189,10 @@ def post_messages(server: Server, session: Session, body: Body, accepted: Accept
         running, errors = server.accept(session, body, lambda m: server.publish(session.id, m),
                                             caller=caller)
         return answer_as_json(server, body, running, errors, headers)
+    message = body.messages[0]
+    if accepted.json and message.kind == REQUEST and answers_alone(server, message):
+        # Nothing can come before the result: run it here, without a greenlet and a stream to wait on.
+        return single_answer(server.run_here(session, message, caller), headers)
     replay = SessionReplay(server, session)
     # Bounded like every stream: a client that does not read is cut off (close_connection fails the blocked write),
     # and what it missed stays in the replay for it to resume with Last-Event-ID.
@@ -200,18 +204,37 @@ def post_messages(server: Server, session: Session, body: Body, accepted: Accept
         return answer_as_json(server, body, running, errors, headers)
     greenlet = running[0]
     first = stream.first_item(greenlet)
-    if first is DONE and is_store_unavailable(greenlet.value):
-        return store_unavailable_response(greenlet.value, headers)
-    if first is DONE and not isinstance(greenlet.value, dict):
-        # Cancelled before it said anything: an event stream that ends without a response.
-        return Response(iter([KEEPALIVE_FRAME]), content_type=EVENT_STREAM_CONTENT_TYPE,
-                        headers={**SSE_HEADERS, **headers})
-    if first is DONE and accepted.json:
-        return json_response(greenlet.value, headers=headers)
+    if first is DONE and (accepted.json or is_store_unavailable(greenlet.value)
+                          or not isinstance(greenlet.value, dict)):
+        return single_answer(greenlet.value, headers)
     # The priming event (an id, no data) lets the client resume even before any message.
     priming = ((priming_frame(join_event_id("0", replay.key), RETRY_MS),)
                if at_least(session.protocol_version, PRIMING_SINCE) else ())
     return stream.response(first, greenlet, None, headers, priming)
+
+
+def answers_alone(server: Server, message: Message) -> bool:
+    """Whether a request can send nothing before its result: a tools/call of a tool that takes no ctx.
+
+    Only the request context sends (progress, log messages, questions to the client, a notification); a tool
+    without ctx never has one.
+    """
+    if message.method != "tools/call":
+        return False
+    name = message.params.get("name")
+    tool = server.registry.tools.get(name) if isinstance(name, str) else None
+    return tool is not None and not tool.wants_context
+
+
+def single_answer(value: Any, headers: dict[str, str]) -> Response:
+    """A lone request's answer that said nothing before it: JSON, or 503 for the store's outage."""
+    if is_store_unavailable(value):
+        return store_unavailable_response(value, headers)
+    if not isinstance(value, dict):
+        # Cancelled before it said anything: an event stream that ends without a response.
+        return Response(iter([KEEPALIVE_FRAME]), content_type=EVENT_STREAM_CONTENT_TYPE,
+                        headers={**SSE_HEADERS, **headers})
+    return json_response(value, headers=headers)
 
 
 def answer_as_json(server: Server, body: Body, running: list, errors: list,

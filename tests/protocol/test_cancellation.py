@@ -149,3 +149,66 @@ def test_a_cancel_without_a_request_id_is_ignored(make_rpc):
     assert rpc('{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "no id"}}') == []
     release_and_join(call)
     assert SEEN["running"] == ["started", "finished"]
+
+
+# Streamable HTTP: a call of a tool without ctx runs in its POST's own greenlet (nothing can come before its result)
+@pytest.fixture
+def block_app():
+    """A host app serving only the blocking tool (no ctx), on its MCP path."""
+    from flask import Flask
+
+    from flask_mcp_gevent import MCP
+
+    SEEN.clear()
+    RELEASE.clear()
+    app = Flask(__name__)
+    mcp = MCP(app)
+    mcp.tool(block)
+    yield app
+    RELEASE.set()
+    app.extensions["mcp"].shutdown()
+
+
+def streamable_session(client) -> dict[str, str]:
+    """Initialize a Streamable HTTP session; the headers its later POSTs send."""
+    response = client.post("/mcp", headers={"Accept": "application/json, text/event-stream"}, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    headers = {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": response.headers["Mcp-Session-Id"],
+               "MCP-Protocol-Version": "2025-11-25"}
+    client.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return headers
+
+
+def test_a_streamable_call_of_a_tool_without_ctx_runs_in_its_posts_own_greenlet(block_app, monkeypatch):
+    client = block_app.test_client()
+    headers = streamable_session(client)
+    server = block_app.extensions["mcp"].server
+    monkeypatch.setattr(server, "start_request", lambda *args, **kwargs: pytest.fail("a greenlet was spawned"))
+    RELEASE.set()
+    response = client.post("/mcp", headers=headers, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "block", "arguments": {"label": "a"}}})
+    assert response.mimetype == "application/json"
+    assert response.get_json()["result"]["content"][0]["text"] == "a finished"
+
+
+def test_a_streamable_call_run_in_its_post_is_cancelled_by_another_post(block_app):
+    client = block_app.test_client()
+    headers = streamable_session(client)
+    post = gevent.spawn(client.post, "/mcp", headers=headers, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "block", "arguments": {"label": "b"}}})
+    with gevent.Timeout(WAIT_S):
+        while "b" not in SEEN:
+            gevent.sleep(0.001)
+    cancelled = block_app.test_client().post("/mcp", headers=headers, json={
+        "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
+    assert cancelled.status_code == 202
+    response = post.get(timeout=WAIT_S)
+    # No answer, as the cancellation rules say: an event stream that ends without one.
+    assert SEEN["b"] == ["started", "killed"]
+    assert response.mimetype == "text/event-stream" and b'"id"' not in response.get_data()
+    # The session and its next call are fine.
+    RELEASE.set()
+    again = client.post("/mcp", headers=headers, json={
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "block", "arguments": {"label": "c"}}})
+    assert again.get_json()["result"]["content"][0]["text"] == "c finished"

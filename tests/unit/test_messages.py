@@ -135,7 +135,7 @@ def test_parse_body_raises_parse_failure_with_a_minus_32700_response(data):
 @pytest.mark.parametrize(("data", "said"), [
     (b'{"jsonrpc": "2.0",\n "id": }', "the body is not valid JSON (line 2, column 8)"),
     (b'{"a": 1} trailing', "the body is not valid JSON (line 1, column 10)"),
-    (b"\xff\xfe", "the body is not UTF-8 text"),
+    (b"\xff\xfe", "the body is not JSON: it is not UTF-8 text"),
     (b'{"text": "\\ud800"}', "without its pair (a lone surrogate) (line 1, column 11)"),
     (b'{"text": "\\udc00x"}', "without its pair (a lone surrogate) (line 1, column 11)"),
 ])
