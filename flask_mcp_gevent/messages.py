@@ -209,18 +209,18 @@ POSITION = re.compile(r"line (\d+) column (\d+)")
 
 def parse_failure(problem: ValueError) -> ParseFailure:
     """The -32700 refusal of a body orjson could not read, naming what it cannot hold (a huge number, deep nesting)."""
-    if str(problem).startswith("number is infinity"):  # orjson's words for 1e400 or a 400-digit integer
+    reason = str(problem)
+    if reason.startswith("number is infinity"):  # orjson's words for 1e400 or a 400-digit integer
         return ParseFailure(error_response(
             None, PARSE_ERROR,
             "Parse error: a number in the body is too large to read (past a double's range); send such numbers as "
             "strings"))
-    if str(problem).startswith("depth limit exceeded"):
+    if reason.startswith("depth limit exceeded"):
         # orjson's own limit, met before the end of the body is: the body may be unfinished too, so still -32700.
         return ParseFailure(error_response(
             None, PARSE_ERROR,
             f"Parse error: JSON nested deeper than {ORJSON_MAX_DEPTH} levels, which this server does not read "
             "(MCP_MAX_JSON_DEPTH refuses less); send flatter JSON"))
-    reason = str(problem)
     found = POSITION.search(reason)
     where = f" (line {found[1]}, column {found[2]})" if found else ""
     if reason.startswith("str is not valid UTF-8"):

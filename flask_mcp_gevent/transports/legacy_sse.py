@@ -65,9 +65,10 @@ def open_stream(server: Server, environ: Mapping[str, Any], endpoint_path: str, 
     """Open (or resume) a legacy session and return its event stream."""
     if resume is None:
         session = server.open_session(SSE, principal, environ.get("REMOTE_ADDR"))
-        # Logged from the store, on its own stack, before the loop runs anything else: logging's dozen frames on
-        # top of the request's would be the deepest call of the stream's life and keep a second 4 KiB page of
-        # its greenlet's frame stack resident until the stream ends (bench/RESULTS.md, idle legacy SSE session).
+        # Logged from the store, on its own stack, before the loop runs anything else: where the stream stays in its
+        # request's greenlet (under gunicorn's own TLS, or another server), logging's dozen frames on top of the
+        # request's would be the deepest call of the stream's life and keep a second 4 KiB page of that greenlet's
+        # frame stack resident until the stream ends (bench/RESULTS.md, idle legacy SSE session).
         gevent.get_hub().loop.run_callback(log.info, "opened legacy session %s", session.id[:8])
     else:
         session = resume

@@ -278,8 +278,8 @@ class MethodGate:
 
     def __init__(self, wsgi: Callable[..., Iterable[bytes]], served: Mapping[str, frozenset[str]]) -> None:
         self.wsgi = wsgi
-        self.served = served  # the methods of each MCP endpoint's path, HEAD never among them
-        self.allow = {path: ", ".join(sorted(methods, key=method_rank)) for path, methods in served.items()}
+        # The methods of each MCP endpoint's path, HEAD never among them, in the order Allow names them.
+        self.served = {path: tuple(sorted(methods, key=method_rank)) for path, methods in served.items()}
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         """Refuse a method the path does not serve; name the served ones in an OPTIONS answer's Allow."""
@@ -288,11 +288,11 @@ class MethodGate:
         if served is None:
             return self.wsgi(environ, start_response)
         if method not in served:
-            refusal = MethodNotAllowed(valid_methods=self.allow[path].split(", "))
+            refusal = MethodNotAllowed(valid_methods=list(served))
             return Pipeline.finish(environ, render_failure(refusal, environ))(environ, start_response)
         if method != "OPTIONS":
             return self.wsgi(environ, start_response)
-        allow = self.allow[path]
+        allow = ", ".join(served)
 
         def start_with_allow(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
             """Start the response with this path's own Allow in place of Flask's."""
